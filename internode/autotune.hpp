@@ -1,0 +1,15 @@
+#pragma once
+// `--blocks auto`: the block count that minimises simulated time. The search
+// starts from the pipelining optimum b* = sqrt(c0 * (beta+gamma) * m / (c1 * alpha))
+// of T(b) = (c0 + c1*b) * (alpha + (beta+gamma)*m/b) (Träff 2021 §1.2,
+// Lowery–Langou Table I), with the step counts c0, c1 read off two short
+// simulations, then refines by golden-section search on log b.
+
+#include "internode/executor.hpp"
+#include "internode/registry.hpp"
+
+namespace copse {
+
+int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options);
+
+}  // namespace copse

@@ -1,0 +1,34 @@
+#include "internode/cost_model.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+CostModel::CostModel(std::vector<LinkCost> levels, double gamma, Ports ports)
+    : levels_(std::move(levels)), gamma_(gamma), gamma_ps_(gamma * 1e12), ports_(ports) {
+  if (levels_.empty()) throw UsageError("cost model needs at least one link level");
+  for (const auto& l : levels_) {
+    if (!(l.alpha >= 0) || !(l.beta >= 0) || !std::isfinite(l.alpha) || !std::isfinite(l.beta))
+      throw UsageError("cost model: alpha and beta must be finite and non-negative");
+    scaled_.push_back({static_cast<Picos>(std::llround(l.alpha * 1e12)), l.beta * 1e12});
+  }
+  if (!(gamma >= 0) || !std::isfinite(gamma))
+    throw UsageError("cost model: gamma must be finite and non-negative");
+}
+
+CostModel CostModel::uniform(LinkCost link, double gamma, Ports ports) {
+  return CostModel({link, link}, gamma, ports);
+}
+
+Picos CostModel::transfer(int level, std::uint64_t bytes) const {
+  const auto& s = scaled_.at(static_cast<std::size_t>(level));
+  return s.alpha + static_cast<Picos>(std::llround(s.beta * static_cast<double>(bytes)));
+}
+
+Picos CostModel::combine(std::uint64_t bytes) const {
+  return static_cast<Picos>(std::llround(gamma_ps_ * static_cast<double>(bytes)));
+}
+
+}  // namespace copse

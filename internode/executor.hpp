@@ -1,0 +1,59 @@
+#pragma once
+// Runs every rank's schedule against the others without data: matches each
+// send with its receive (by (source, destination) pair in program order),
+// advances the shared RankClock per rank, and detects size mismatches and
+// deadlocks. Each rank has at most one send and one receive outstanding, so
+// matching needs no event queue: a transfer's time is fixed the moment both
+// sides have posted it, whatever order ranks are processed in.
+//
+// The simulator is this executor alone; the verifier adds a DataHooks that
+// moves symbolic values.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "internode/cost_model.hpp"
+#include "internode/schedule.hpp"
+
+namespace copse {
+
+// A schedule is wrong: mismatched sizes, deadlock, bad peer. The message names
+// the rank, step and elements involved.
+struct ScheduleError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ExecutionOptions {
+  CostModel model = CostModel::uniform(LinkCost{}, 0.0, Ports::bidirectional);
+  int ranks_per_node = 0;      // 0: every rank on its own node (all links level 1)
+  std::uint64_t element_bytes = 1;
+};
+
+// Observes data movement (the verifier's symbolic execution).
+class DataHooks {
+ public:
+  virtual ~DataHooks() = default;
+  // A matched transfer: src's `send` (posted in its step src_step) meets dst's
+  // receive. Called before either step ends; the sender's region is as it
+  // was at the start of its step.
+  virtual void on_transfer(int src, std::uint64_t src_step, const Transfer& send, int dst,
+                           std::uint64_t dst_step, const Step& dst_step_ops) = 0;
+  // A rank's step ends: apply its receive (and copy).
+  virtual void on_step_end(int rank, std::uint64_t step, const Step& ops) = 0;
+};
+
+struct ExecutionResult {
+  std::vector<Picos> finish;    // per rank
+  Picos time = 0;               // slowest rank
+  int slowest_rank = 0;
+  std::uint64_t max_steps = 0;  // longest rank's step count
+  std::uint64_t messages = 0;
+  std::uint64_t elements_moved = 0;
+};
+
+ExecutionResult execute(const SchedulePlan& plan, int ranks, const ExecutionOptions& options,
+                        DataHooks* hooks = nullptr);
+
+}  // namespace copse

@@ -1,0 +1,34 @@
+#pragma once
+// The algorithm registry: every schedule builder by collective and name, with
+// the one-line description that `copse algorithms`, help texts and logs share.
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "internode/schedule.hpp"
+
+namespace copse {
+
+enum class Collective { allreduce, reduce, bcast };
+std::string_view to_string(Collective c);
+Collective parse_collective(std::string_view name);  // throws UsageError
+
+struct AlgorithmInfo {
+  Collective collective;
+  std::string_view name;
+  std::string_view description;
+  bool needs_commutative;  // refuses non-commutative operators
+  bool pipelined;          // honours Shape::blocks (others run unsegmented)
+  SchedulePlan (*plan)(const Shape&);
+};
+
+std::span<const AlgorithmInfo> algorithms();
+// Throws UsageError naming the known algorithms for that collective.
+const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name);
+
+// Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in range.
+// Throws UsageError with one clear sentence.
+void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape);
+
+}  // namespace copse

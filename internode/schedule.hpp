@@ -1,0 +1,103 @@
+#pragma once
+// The schedule representation: what one rank does, step by step.
+//
+// A step is at most one send and one receive, performed concurrently (Träff's
+// telephone-like bidirectional communication, MPI_Sendrecv), and an optional
+// local copy applied after them. Every quantity is in elements of the user's
+// vector; engines multiply by the element size.
+//
+// Semantics every engine honours (the verifier checks schedules against them):
+//  1. The send transmits its region as it was when the step began.
+//  2. The receive lands at the end of the step: `replace` overwrites the
+//     region, `left` makes it received ⊙ held, `right` makes it held ⊙ received.
+//  3. The copy runs after the receive.
+//  4. Matching is by (source, destination) pair in program order, not by step
+//     index, and is rendezvous: a step ends only when its send has been
+//     received, so a schedule that is deadlock-free here is deadlock-free on
+//     any engine.
+
+#include <cstdint>
+#include <functional>
+
+#include "common/generator.hpp"
+
+namespace copse {
+
+enum class Combine : std::uint8_t {
+  replace,  // region = received
+  left,     // region = received ⊙ region   (sender's data comes first in rank order)
+  right,    // region = region ⊙ received   (sender's data comes after)
+};
+
+struct Transfer {
+  std::int32_t peer = -1;  // -1: no transfer in this step
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+  explicit operator bool() const { return peer >= 0; }
+};
+
+struct LocalCopy {
+  std::uint64_t from = 0;
+  std::uint64_t to = 0;
+  std::uint64_t count = 0;  // 0: no copy
+};
+
+struct Step {
+  Transfer send;
+  Transfer recv;
+  Combine combine = Combine::replace;
+  LocalCopy copy;
+
+  bool empty() const { return !send && !recv && copy.count == 0; }
+};
+
+// The whole problem an algorithm is planned for.
+struct Shape {
+  int ranks = 1;
+  std::uint64_t count = 0;  // elements per rank
+  int blocks = 1;           // pipeline blocks (algorithms that do not pipeline ignore it)
+  int root = 0;             // reduce / bcast root
+};
+
+using RankSchedule = Generator<Step>;
+// A planned algorithm: shared precomputation (if any) lives in the captured
+// state; calling it for a rank yields that rank's schedule lazily.
+using SchedulePlan = std::function<RankSchedule(int rank)>;
+
+// Balanced split of `count` elements into blocks: sizes differ by at most one,
+// and the block count is clamped to [1, max(count, 1)] so no block is empty
+// when there is data. Blocks outside [0, blocks) are void (size 0), which lets
+// pipelined loops run past either end without special cases (Träff 2021 §1.1).
+struct BlockPartition {
+  std::uint64_t base = 0;  // first element covered
+  std::uint64_t count = 0;
+  int blocks = 1;
+
+  BlockPartition() = default;
+  BlockPartition(std::uint64_t count_, int requested_blocks, std::uint64_t base_ = 0)
+      : base(base_), count(count_) {
+    std::uint64_t b = requested_blocks < 1 ? 1 : static_cast<std::uint64_t>(requested_blocks);
+    if (count_ > 0 && b > count_) b = count_;
+    blocks = static_cast<int>(b);
+  }
+  bool valid(long j) const { return count > 0 && j >= 0 && j < blocks; }
+  std::uint64_t offset(long j) const {
+    const auto q = count / static_cast<std::uint64_t>(blocks);
+    const auto r = count % static_cast<std::uint64_t>(blocks);
+    const auto uj = static_cast<std::uint64_t>(j);
+    return base + uj * q + (uj < r ? uj : r);
+  }
+  std::uint64_t size(long j) const {
+    if (!valid(j)) return 0;
+    const auto q = count / static_cast<std::uint64_t>(blocks);
+    const auto r = count % static_cast<std::uint64_t>(blocks);
+    return q + (static_cast<std::uint64_t>(j) < r ? 1 : 0);
+  }
+  // The transfer of block j with `peer`, or no transfer if block j is void.
+  Transfer transfer(long j, int peer) const {
+    if (!valid(j) || peer < 0) return {};
+    return Transfer{peer, offset(j), size(j)};
+  }
+};
+
+}  // namespace copse

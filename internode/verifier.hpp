@@ -1,0 +1,24 @@
+#pragma once
+// The verifier: symbolic execution of every rank's schedule. Each element
+// holds a product x_a ⊙ ... ⊙ x_b written as a rank interval (cyclic for
+// algorithms that need commutativity); a combine must join adjacent intervals
+// in rank order (or, for commutative algorithms, adjacent cyclic intervals
+// without overlap). Proves: sends and receives match with equal sizes, no
+// deadlock, and at the end every rank (allreduce) or the root (reduce) holds
+// x_0 ⊙ ... ⊙ x_{p-1} in every element, or every rank holds the root's data
+// (bcast). A failure names the rank, step and block/element.
+
+#include <string>
+
+#include "internode/registry.hpp"
+
+namespace copse {
+
+struct VerifyResult {
+  bool proven = false;
+  std::string message;  // empty when proven
+};
+
+VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape);
+
+}  // namespace copse

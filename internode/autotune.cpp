@@ -1,0 +1,58 @@
+#include "internode/autotune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace copse {
+
+int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options) {
+  if (!algorithm.pipelined || shape.count <= 1) return 1;
+  const long max_blocks = static_cast<long>(std::min<std::uint64_t>(shape.count, 1u << 20));
+  std::map<long, Picos> seen;
+  std::map<long, std::uint64_t> steps;
+  auto cost = [&](long b) {
+    b = std::clamp(b, 1L, max_blocks);
+    if (auto it = seen.find(b); it != seen.end()) return it->second;
+    Shape s = shape;
+    s.blocks = static_cast<int>(b);
+    const auto r = execute(algorithm.plan(s), s.ranks, options);
+    steps[b] = r.max_steps;
+    return seen[b] = r.time;
+  };
+
+  // T(b) = (c0 + c1*b)(alpha + w*m/b), w the per-byte cost: minimised at
+  // b* = sqrt(c0*w*m / (c1*alpha)). c0 and c1 come from the step counts at
+  // b = 1 and b = 2, so the start point fits whatever schedule this is.
+  cost(1);
+  cost(2);
+  const double c1 = std::max<double>(1.0, static_cast<double>(steps[2]) - static_cast<double>(steps[1]));
+  const double c0 = std::max<double>(1.0, static_cast<double>(steps[1]) - c1);
+  double alpha = 0, per_byte = options.model.gamma();
+  for (int l = 0; l < options.model.levels(); ++l) {
+    alpha = std::max(alpha, options.model.level(l).alpha);
+    per_byte = std::max(per_byte, options.model.level(l).beta + options.model.gamma());
+  }
+  const double bytes = static_cast<double>(shape.count * options.element_bytes);
+  double start = alpha > 0 ? std::sqrt(c0 * per_byte * bytes / (c1 * alpha)) : static_cast<double>(max_blocks);
+  start = std::clamp(start, 1.0, static_cast<double>(max_blocks));
+
+  // Golden-section search on log b around the start point; T is close to
+  // unimodal in b, and a bracket of a factor 16 each way is ample.
+  double lo = std::log(std::max(1.0, start / 16)), hi = std::log(std::min<double>(max_blocks, start * 16));
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  auto at = [&](double x) { return cost(std::lround(std::exp(x))); };
+  double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
+  for (int i = 0; i < 14 && hi - lo > 0.02; ++i) {
+    if (at(x1) <= at(x2)) hi = x2, x2 = x1, x1 = hi - phi * (hi - lo);
+    else lo = x1, x1 = x2, x2 = lo + phi * (hi - lo);
+  }
+  cost(std::lround(start));
+  // Ties go to fewer blocks: same time, less overhead on a real machine.
+  auto best = std::min_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second || (a.second == b.second && a.first < b.first);
+  });
+  return static_cast<int>(best->first);
+}
+
+}  // namespace copse

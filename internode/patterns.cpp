@@ -1,0 +1,115 @@
+#include "internode/patterns.hpp"
+
+#include <algorithm>
+
+namespace copse::patterns {
+
+RankSchedule tree_reduce(int rank, trees::Node node, BlockPartition part) {
+  const long b = part.blocks;
+  if (node.children.empty()) {
+    for (long j = 0; j < b; ++j) {
+      Step s;
+      s.send = part.transfer(j, node.parent);
+      if (!s.empty()) co_yield s;
+    }
+    co_return;
+  }
+  // Round j receives block j from every child; the previous block goes up
+  // alongside the first child's receive. Round b only sends block b-1.
+  for (long j = 0; j <= b; ++j) {
+    for (std::size_t c = 0; c < node.children.size(); ++c) {
+      Step s;
+      const int child = node.children[c];
+      s.recv = part.transfer(j, child);
+      s.combine = side_of(child, rank);
+      if (c == 0) s.send = part.transfer(j - 1, node.parent);
+      if (!s.empty()) co_yield s;
+    }
+  }
+}
+
+RankSchedule tree_bcast(int rank, trees::Node node, BlockPartition part) {
+  (void)rank;
+  // Reduction order is nearest subtree first; a broadcast wants the largest
+  // (farthest) subtree served first, as it has the longest way to go.
+  std::vector<int> kids(node.children.rbegin(), node.children.rend());
+  const long b = part.blocks;
+  if (node.parent < 0) {
+    for (long j = 0; j < b; ++j)
+      for (int kid : kids) {
+        Step s;
+        s.send = part.transfer(j, kid);
+        if (!s.empty()) co_yield s;
+      }
+    co_return;
+  }
+  for (long j = 0; j <= b; ++j) {
+    Step first;
+    first.recv = part.transfer(j, node.parent);
+    if (!kids.empty()) first.send = part.transfer(j - 1, kids.back());
+    if (!first.empty()) co_yield first;
+    for (std::size_t c = 0; c + 1 < kids.size(); ++c) {
+      Step s;
+      s.send = part.transfer(j, kids[c]);
+      if (!s.empty()) co_yield s;
+    }
+  }
+}
+
+// Träff 2021, Algorithm 1. A rank at depth d runs rounds j = 0..b+d. In round
+// j it exchanges with each child (sending result block j-(d+1), receiving
+// partial block j) and then with its parent (sending partial block j,
+// receiving result block j-d); a root exchanges partial block j with its dual
+// instead. Parent and child use the same j for the same pair of blocks, which
+// is why the rounds need no global clock.
+//
+// The paper's loop stops at j = b+d-1, which never sends the last result block
+// b-1 to the children (a root would need round b for it); running to b+d
+// inclusive fixes that: the extra round only sends downwards. Example, p = 2,
+// b = 2 (two single-rank trees, roots 0 and 1, d = 0): rounds j = 0, 1 each
+// exchange block j with the dual; round 2 is all void and yields nothing.
+RankSchedule doubly_pipelined_allreduce(int rank, trees::Node node, int dual, BlockPartition part) {
+  const long d = node.depth;
+  const long last_round = part.blocks + d;
+  for (long j = 0; j <= last_round; ++j) {
+    for (int child : node.children) {
+      Step s;
+      s.send = part.transfer(j - (d + 1), child);
+      s.recv = part.transfer(j, child);
+      s.combine = side_of(child, rank);
+      if (!s.empty()) co_yield s;
+    }
+    Step up;
+    if (node.parent >= 0) {
+      up.send = part.transfer(j, node.parent);
+      up.recv = part.transfer(j - d, node.parent);
+      up.combine = Combine::replace;
+    } else if (dual >= 0) {
+      // For a non-commutative operator the lower root computes Y ⊙ t, the
+      // upper root t ⊙ Y (Algorithm 1, line 8).
+      up.send = part.transfer(j, dual);
+      up.recv = part.transfer(j, dual);
+      up.combine = side_of(dual, rank);
+    }
+    if (!up.empty()) co_yield up;
+  }
+}
+
+RankSchedule forward(int rank, int from, int to, BlockPartition part) {
+  if (from == to || (rank != from && rank != to)) co_return;
+  for (long j = 0; j < part.blocks; ++j) {
+    Step s;
+    if (rank == from) s.send = part.transfer(j, to);
+    else s.recv = part.transfer(j, from);
+    if (!s.empty()) co_yield s;
+  }
+}
+
+trees::Node relabel(trees::Node node, int shift, int p) {
+  auto map = [&](int r) { return r < 0 ? r : (r + shift) % p; };
+  node.parent = map(node.parent);
+  for (int& c : node.children) c = map(c);
+  return node;
+}
+
+}  // namespace copse::patterns

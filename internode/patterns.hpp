@@ -1,0 +1,41 @@
+#pragma once
+// Schedule patterns shared by several algorithms: pipelined reduce up a tree,
+// pipelined broadcast down a tree, Träff's doubly pipelined allreduce over a
+// tree (with an optional dual root), and forwarding a whole result. Each is a
+// lazy generator over one rank's steps; algorithms chain them.
+
+#include "internode/schedule.hpp"
+#include "topology/trees.hpp"
+
+namespace copse::patterns {
+
+// Which side a child's partial result goes on: trees are order-preserving, so
+// a child whose subtree lies below the rank contributes on the left.
+inline Combine side_of(int child, int rank) { return child < rank ? Combine::left : Combine::right; }
+
+// Pipelined reduction of `part` up the tree to its root. Per block an interior
+// rank receives from each child in listed order (combining), and sends the
+// previous block to its parent while receiving the first child's block, so
+// with bidirectional ports a chain moves one block per step (Lowery–Langou
+// Table III: (p+q-2) rounds).
+RankSchedule tree_reduce(int rank, trees::Node node, BlockPartition part);
+
+// Pipelined broadcast of `part` from the root down the tree. Children are
+// served largest subtree first; a rank forwards block j-1 to its last child
+// while receiving block j from its parent.
+RankSchedule tree_bcast(int rank, trees::Node node, BlockPartition part);
+
+// Träff 2021, Algorithm 1, over any order-preserving tree whose children all
+// lie below their parent (post-order binary trees, chains). `dual` is the
+// other root of a dual-root pair, or -1 for a single tree.
+RankSchedule doubly_pipelined_allreduce(int rank, trees::Node node, int dual, BlockPartition part);
+
+// Moves the whole of `part` from rank `from` to rank `to`, one block per step
+// (used to deliver a reduction to a root other than the tree's own).
+RankSchedule forward(int rank, int from, int to, BlockPartition part);
+
+// A tree built for ranks relabelled so that `shift` is added (mod p) to every
+// rank: lets a broadcast tree rooted at r0 serve any root.
+trees::Node relabel(trees::Node node, int shift, int p);
+
+}  // namespace copse::patterns

@@ -1,0 +1,88 @@
+#include "internode/registry.hpp"
+
+#include <array>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+namespace builders {
+SchedulePlan binomial_allreduce(const Shape&);
+SchedulePlan binomial_reduce(const Shape&);
+SchedulePlan binomial_bcast(const Shape&);
+SchedulePlan chain_allreduce(const Shape&);
+SchedulePlan chain_reduce(const Shape&);
+SchedulePlan chain_bcast(const Shape&);
+SchedulePlan binary_tree_allreduce(const Shape&);
+SchedulePlan binary_tree_reduce(const Shape&);
+SchedulePlan binary_tree_bcast(const Shape&);
+SchedulePlan dual_root_allreduce(const Shape&);
+SchedulePlan two_tree_allreduce(const Shape&);
+SchedulePlan ring_allreduce(const Shape&);
+SchedulePlan rabenseifner_allreduce(const Shape&);
+SchedulePlan recursive_doubling_allreduce(const Shape&);
+}  // namespace builders
+
+namespace {
+
+using C = Collective;
+namespace a = builders;
+
+// {collective, name, description, needs commutativity, pipelined, builder}
+constexpr std::array kAlgorithms = {
+    AlgorithmInfo{C::allreduce, "binomial", "binomial-tree reduce to rank 0, then binomial broadcast", false, true, a::binomial_allreduce},
+    AlgorithmInfo{C::allreduce, "chain", "doubly pipelined chain: partial blocks go up while results come back", false, true, a::chain_allreduce},
+    AlgorithmInfo{C::allreduce, "binary-tree", "pipelined reduce then pipelined broadcast over one post-order binary tree (Traff's User-Allreduce1)", false, true, a::binary_tree_allreduce},
+    AlgorithmInfo{C::allreduce, "dual-root", "doubly pipelined dual-root binary trees, three bidirectional steps per block (Traff 2021, Alg. 1)", false, true, a::dual_root_allreduce},
+    AlgorithmInfo{C::allreduce, "two-tree", "two binary trees each reducing and broadcasting half, edge-coloured to alternate (Sanders, Speck, Traff)", false, true, a::two_tree_allreduce},
+    AlgorithmInfo{C::allreduce, "ring", "ring reduce-scatter then ring allgather, p-1 steps each", true, false, a::ring_allreduce},
+    AlgorithmInfo{C::allreduce, "rabenseifner", "recursive-halving reduce-scatter then recursive-doubling allgather, any p", false, false, a::rabenseifner_allreduce},
+    AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false, false, a::recursive_doubling_allreduce},
+    AlgorithmInfo{C::reduce, "binomial", "binomial tree to rank 0 (result forwarded to another root)", false, true, a::binomial_reduce},
+    AlgorithmInfo{C::reduce, "binary-tree", "pipelined post-order binary tree to rank p-1 (result forwarded to another root)", false, true, a::binary_tree_reduce},
+    AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false, true, a::chain_reduce},
+    AlgorithmInfo{C::bcast, "binomial", "binomial tree from the root", false, true, a::binomial_bcast},
+    AlgorithmInfo{C::bcast, "binary-tree", "pipelined binary tree from the root", false, true, a::binary_tree_bcast},
+    AlgorithmInfo{C::bcast, "chain", "pipelined chain from the root", false, true, a::chain_bcast},
+};
+
+}  // namespace
+
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case C::allreduce: return "allreduce";
+    case C::reduce: return "reduce";
+    case C::bcast: return "bcast";
+  }
+  return "?";
+}
+
+Collective parse_collective(std::string_view name) {
+  for (auto c : {C::allreduce, C::reduce, C::bcast})
+    if (to_string(c) == name) return c;
+  throw UsageError("unknown collective '" + std::string(name) + "' (known: allreduce, reduce, bcast)");
+}
+
+std::span<const AlgorithmInfo> algorithms() { return kAlgorithms; }
+
+const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name) {
+  std::string known;
+  for (const auto& a : kAlgorithms) {
+    if (a.collective != collective) continue;
+    if (a.name == name) return a;
+    known += (known.empty() ? "" : ", ") + std::string(a.name);
+  }
+  throw UsageError("unknown " + std::string(to_string(collective)) + " algorithm '" + std::string(name) +
+                   "' (known: " + known + ")");
+}
+
+void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
+  if (shape.ranks < 1) throw UsageError("the rank count must be at least 1, got " + std::to_string(shape.ranks));
+  if (shape.blocks < 1) throw UsageError("the block count must be at least 1, got " + std::to_string(shape.blocks));
+  if (algorithm.collective != C::allreduce && (shape.root < 0 || shape.root >= shape.ranks))
+    throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " +
+                     std::to_string(shape.ranks) + ")");
+}
+
+}  // namespace copse

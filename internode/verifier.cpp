@@ -1,0 +1,153 @@
+#include "internode/verifier.hpp"
+
+#include <sstream>
+
+#include "internode/executor.hpp"
+
+namespace copse {
+
+namespace {
+
+// x_lo ⊙ x_{lo+1} ⊙ ... (len ranks, wrapping modulo p in cyclic mode);
+// len == 0 marks data that no rank's input produced (a bcast receiver's
+// initial buffer), which must never be combined or survive to the end.
+struct Sym {
+  std::int32_t lo = 0;
+  std::int32_t len = 0;
+};
+
+class SymbolicData final : public DataHooks {
+ public:
+  SymbolicData(const AlgorithmInfo& algorithm, const Shape& shape)
+      : shape_(shape), cyclic_(algorithm.needs_commutative), part_(shape.count, shape.blocks),
+        held_(static_cast<std::size_t>(shape.ranks)), pending_(static_cast<std::size_t>(shape.ranks)) {
+    for (int r = 0; r < shape.ranks; ++r) {
+      const bool has_input = algorithm.collective != Collective::bcast || r == shape.root;
+      held_[static_cast<std::size_t>(r)].assign(shape.count, has_input ? Sym{r, 1} : Sym{});
+    }
+  }
+
+  void on_transfer(int src, std::uint64_t, const Transfer& send, int dst, std::uint64_t dst_step,
+                   const Step& dst_ops) override {
+    check_range(src, send.offset, send.count, "sends");
+    check_range(dst, dst_ops.recv.offset, dst_ops.recv.count, "receives into");
+    (void)dst_step;
+    // Receives land at the end of the receiver's step; the sender's region is
+    // untouched until its own step ends, so this is its value at step start.
+    const auto& from = held_[static_cast<std::size_t>(src)];
+    auto& to = pending_[static_cast<std::size_t>(dst)];
+    to.assign(from.begin() + static_cast<long>(send.offset),
+              from.begin() + static_cast<long>(send.offset + send.count));
+  }
+
+  void on_step_end(int rank, std::uint64_t step, const Step& ops) override {
+    auto& mine = held_[static_cast<std::size_t>(rank)];
+    if (ops.recv) {
+      const auto& got = pending_[static_cast<std::size_t>(rank)];
+      for (std::uint64_t i = 0; i < ops.recv.count; ++i) {
+        Sym& h = mine[ops.recv.offset + i];
+        switch (ops.combine) {
+          case Combine::replace: h = got[i]; break;
+          case Combine::left: h = combine(got[i], h, rank, step, ops.recv.offset + i); break;
+          case Combine::right: h = combine(h, got[i], rank, step, ops.recv.offset + i); break;
+        }
+      }
+    }
+    if (ops.copy.count) {
+      check_range(rank, ops.copy.from, ops.copy.count, "copies from");
+      check_range(rank, ops.copy.to, ops.copy.count, "copies to");
+      std::vector<Sym> tmp(mine.begin() + static_cast<long>(ops.copy.from),
+                           mine.begin() + static_cast<long>(ops.copy.from + ops.copy.count));
+      std::copy(tmp.begin(), tmp.end(), mine.begin() + static_cast<long>(ops.copy.to));
+    }
+  }
+
+  // The final state: returns an empty string when correct.
+  std::string check_final(Collective collective) const {
+    for (int r = 0; r < shape_.ranks; ++r) {
+      if (collective == Collective::reduce && r != shape_.root) continue;
+      const auto& mine = held_[static_cast<std::size_t>(r)];
+      for (std::uint64_t e = 0; e < shape_.count; ++e) {
+        const Sym h = mine[e];
+        const bool ok = collective == Collective::bcast
+                            ? (h.len == 1 && h.lo == shape_.root)
+                            : (h.len == shape_.ranks && (cyclic_ || h.lo == 0));
+        if (!ok) {
+          std::ostringstream m;
+          m << "rank " << r << " ends holding " << describe(h) << " at element " << e << where(e) << ", expected "
+            << (collective == Collective::bcast ? "x_" + std::to_string(shape_.root)
+                                                : "x_0..x_" + std::to_string(shape_.ranks - 1));
+          return m.str();
+        }
+      }
+    }
+    return {};
+  }
+
+ private:
+  // a ⊙ b: the two products must be adjacent in rank order (cyclically, for
+  // commutative algorithms, in either order), covering no rank twice.
+  Sym combine(Sym a, Sym b, int rank, std::uint64_t step, std::uint64_t element) const {
+    const int p = shape_.ranks;
+    if (a.len > 0 && b.len > 0 && a.len + b.len <= p) {
+      if (!cyclic_ && a.lo + a.len == b.lo) return {a.lo, a.len + b.len};
+      if (cyclic_ && (a.lo + a.len) % p == b.lo) return {a.lo, a.len + b.len};
+      if (cyclic_ && (b.lo + b.len) % p == a.lo) return {b.lo, a.len + b.len};
+    }
+    std::ostringstream m;
+    m << "rank " << rank << " step " << step << " combines " << describe(a) << " with " << describe(b)
+      << " at element " << element << where(element)
+      << (a.len == 0 || b.len == 0 ? ": uninitialised data" : ": not adjacent in rank order or overlapping");
+    throw ScheduleError(m.str());
+  }
+
+  void check_range(int rank, std::uint64_t offset, std::uint64_t count, const char* verb) const {
+    if (offset + count > shape_.count || offset + count < offset) {
+      std::ostringstream m;
+      m << "rank " << rank << " " << verb << " elements [" << offset << ", " << offset + count
+        << ") outside its vector of " << shape_.count;
+      throw ScheduleError(m.str());
+    }
+  }
+
+  std::string describe(Sym s) const {
+    if (s.len == 0) return "nothing";
+    const int last = (s.lo + s.len - 1) % shape_.ranks;
+    return s.len == 1 ? "x_" + std::to_string(s.lo) : "x_" + std::to_string(s.lo) + "..x_" + std::to_string(last);
+  }
+
+  // " (block j)" for the pipeline block holding element e.
+  std::string where(std::uint64_t e) const {
+    long lo = 0, hi = part_.blocks - 1;
+    while (lo < hi) {
+      const long mid = (lo + hi + 1) / 2;
+      if (part_.offset(mid) <= e) lo = mid; else hi = mid - 1;
+    }
+    return " (block " + std::to_string(lo) + " of " + std::to_string(part_.blocks) + ")";
+  }
+
+  Shape shape_;
+  bool cyclic_;
+  BlockPartition part_;
+  std::vector<std::vector<Sym>> held_;
+  std::vector<std::vector<Sym>> pending_;
+};
+
+}  // namespace
+
+VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape) {
+  validate_shape(algorithm, shape);
+  try {
+    SymbolicData data(algorithm, shape);
+    ExecutionOptions options;
+    execute(algorithm.plan(shape), shape.ranks, options, &data);
+    auto failure = data.check_final(algorithm.collective);
+    return {failure.empty(), failure};
+  } catch (const ScheduleError& e) {
+    return {false, e.what()};
+  } catch (const std::logic_error& e) {
+    return {false, e.what()};
+  }
+}
+
+}  // namespace copse

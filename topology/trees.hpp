@@ -9,7 +9,7 @@
 // lets every tree algorithm serve non-commutative operators.
 //
 // Ranks are 0..p-1; p >= 1. A query for a rank outside [0, p) throws
-// std::out_of_range.
+// std::out_of_range; p < 1 or k < 1 throws copse::UsageError.
 
 #include <cstdint>
 #include <vector>
@@ -46,7 +46,8 @@ Node binomial(int p, int rank);
 
 // k-ary tree (fan-out k >= 1) rooted at 0 in pre-order: the ranks after the
 // root are split into at most k contiguous ranges, as even as possible, each
-// rooted at its first rank. k = 1 is a chain from 0 to p-1.
+// rooted at its first rank; nearer ranges take the extra ranks. k = 1 is a
+// chain from 0 to p-1.
 Node kary(int p, int k, int rank);
 
 // Chain rooted at p-1: the child of i is i-1 (so data flows up the ranks).
@@ -68,7 +69,9 @@ Node flat(int p, int rank);
 // the number of trailing zero bits -- tree 0 by ctz(rank+1), tree 1 by
 // ctz(rank+2). A Cartesian tree is in-order, so subtrees are contiguous rank
 // ranges (order-preserving); keys >= 1 are odd ranks in tree 0 and even ranks
-// in tree 1, so the interior sets are disjoint; depth <= floor(log2(p+1)) + 1.
+// in tree 1, so the interior sets are disjoint. Heights are exactly floor(log2 p)
+// for tree 0 and floor(log2(p+1)) for tree 1 (0 when p = 1): going down
+// always lowers the key, and the root's key is floor(log2(p+t)).
 // The colouring is a 2-edge-colouring of a bipartite graph of maximum degree
 // 2 (a rank's "upward" port versus its "downward" port), found by walking its
 // paths and even cycles. Built once per p in O(p) time and memory.

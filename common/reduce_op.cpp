@@ -1,0 +1,448 @@
+#include "common/reduce_op.hpp"
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+namespace {
+
+constexpr std::array kDTypes = {DType::int8,   DType::int16,  DType::int32,  DType::int64,   DType::uint8,
+                                DType::uint16, DType::uint32, DType::uint64, DType::float32, DType::float64};
+
+constexpr std::array<std::string_view, 10> kOpNames = {"sum", "prod", "min",  "max", "band",
+                                                       "bor", "bxor", "land", "lor", "affine"};
+
+// Calls f(T{}) with T the C++ type of `t`.
+template <class F>
+decltype(auto) with_type(DType t, F&& f) {
+  switch (t) {
+    case DType::int8:
+      return f(std::int8_t{});
+    case DType::int16:
+      return f(std::int16_t{});
+    case DType::int32:
+      return f(std::int32_t{});
+    case DType::int64:
+      return f(std::int64_t{});
+    case DType::uint8:
+      return f(std::uint8_t{});
+    case DType::uint16:
+      return f(std::uint16_t{});
+    case DType::uint32:
+      return f(std::uint32_t{});
+    case DType::uint64:
+      return f(std::uint64_t{});
+    case DType::float32:
+      return f(float{});
+    case DType::float64:
+      return f(double{});
+  }
+  throw std::logic_error("bad DType");
+}
+
+// Integer arithmetic is done in an unsigned type at least as wide as
+// `unsigned`, so it wraps instead of overflowing (and never promotes to int).
+template <class T>
+using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <class T>
+constexpr T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
+  else
+    return a + b;
+}
+template <class T>
+constexpr T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
+  else
+    return a * b;
+}
+
+// The element operators: apply(a, b) = a ⊙ b.
+struct Sum {
+  template <class T>
+  static T apply(T a, T b) {
+    return wrap_add(a, b);
+  }
+};
+struct Prod {
+  template <class T>
+  static T apply(T a, T b) {
+    return wrap_mul(a, b);
+  }
+};
+struct Min {
+  template <class T>
+  static T apply(T a, T b) {
+    return b < a ? b : a;
+  }
+};
+struct Max {
+  template <class T>
+  static T apply(T a, T b) {
+    return a < b ? b : a;
+  }
+};
+struct BAnd {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct BOr {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct BXor {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a ^ b);
+  }
+};
+struct LAnd {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>((a != T(0)) & (b != T(0)));
+  }
+};
+struct LOr {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>((a != T(0)) | (b != T(0)));
+  }
+};
+
+// Whole-array kernels: one indirect call per combine, a tight loop the
+// compiler vectorises inside. The operators above are commutative, so the
+// side only matters for `replace`.
+template <class Op, class T>
+void elementwise_kernel(void* inout, const void* in, std::size_t n, Combine side) {
+  if (n == 0) return;
+  if (side == Combine::replace) {
+    std::memcpy(inout, in, n * sizeof(T));
+    return;
+  }
+  T* __restrict io = static_cast<T*>(inout);
+  const T* __restrict x = static_cast<const T*>(in);
+  for (std::size_t i = 0; i < n; ++i) io[i] = Op::template apply<T>(io[i], x[i]);
+}
+
+// Affine maps x -> a*x + b as pairs (a, b); (a1,b1) ⊙ (a2,b2) = (a1*a2, a2*b1 + b2).
+template <class T>
+void affine_kernel(void* inout, const void* in, std::size_t n, Combine side) {
+  if (n == 0) return;
+  if (side == Combine::replace) {
+    std::memcpy(inout, in, 2 * n * sizeof(T));
+    return;
+  }
+  using W = Wide<T>;
+  T* __restrict io = static_cast<T*>(inout);
+  const T* __restrict x = static_cast<const T*>(in);
+  if (side == Combine::left) {  // io = x ⊙ io
+    for (std::size_t i = 0; i < n; ++i) {
+      const W a1 = static_cast<W>(x[2 * i]), b1 = static_cast<W>(x[2 * i + 1]);
+      const W a2 = static_cast<W>(io[2 * i]), b2 = static_cast<W>(io[2 * i + 1]);
+      io[2 * i] = static_cast<T>(a1 * a2);
+      io[2 * i + 1] = static_cast<T>(a2 * b1 + b2);
+    }
+  } else {  // io = io ⊙ x
+    for (std::size_t i = 0; i < n; ++i) {
+      const W a1 = static_cast<W>(io[2 * i]), b1 = static_cast<W>(io[2 * i + 1]);
+      const W a2 = static_cast<W>(x[2 * i]), b2 = static_cast<W>(x[2 * i + 1]);
+      io[2 * i] = static_cast<T>(a1 * a2);
+      io[2 * i + 1] = static_cast<T>(a2 * b1 + b2);
+    }
+  }
+}
+
+bool is_float(DType t) { return t == DType::float32 || t == DType::float64; }
+
+template <class Op, class T>
+ReduceOp make_op(std::string_view name, DType dtype) {
+  ReduceOp op;
+  op.name = std::string(name);
+  op.dtype = dtype;
+  op.commutative = true;
+  op.element_bytes = sizeof(T);
+  op.combine = &elementwise_kernel<Op, T>;
+  return op;
+}
+
+// ---- deterministic test input ----------------------------------------------
+
+// A 32-bit integer hash (lowbias32); vectorises with 32-bit multiplies.
+constexpr std::uint32_t mix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+enum class Input {
+  small_ints,
+  plus_minus_one,
+  any,
+  mostly_ones,
+  mostly_zeros,
+  random_bits,
+  mostly_true,
+  mostly_false,
+  affine
+};
+
+Input input_kind(std::string_view name) {
+  if (name == "sum") return Input::small_ints;
+  if (name == "prod") return Input::plus_minus_one;
+  if (name == "min" || name == "max") return Input::any;
+  if (name == "band") return Input::mostly_ones;
+  if (name == "bor") return Input::mostly_zeros;
+  if (name == "bxor") return Input::random_bits;
+  if (name == "land") return Input::mostly_true;
+  if (name == "lor") return Input::mostly_false;
+  if (name == "affine") return Input::affine;
+  return Input::small_ints;  // user operators: small integers are exact for sums and products alike
+}
+
+// Scalar k of a rank's input, from the hash h of k (and a second, independent
+// hash g for the upper half of 64-bit values). The kind is a template
+// parameter so that the fill loop is branch-free and vectorises.
+template <Input kind, class T>
+T input_value(std::uint32_t h, std::uint32_t g, std::uint64_t k) {
+  constexpr bool integral = std::is_integral_v<T>;
+  constexpr bool is_signed = std::is_signed_v<T>;
+  const std::uint64_t wide = (static_cast<std::uint64_t>(g) << 32) | h;
+  if constexpr (kind == Input::small_ints) {
+    // [-3, 3] (unsigned: [0, 6]): float partial sums stay exact (below 2^24)
+    // for millions of ranks; integer sums wrap, which is exact too.
+    if constexpr (is_signed)
+      return static_cast<T>(static_cast<int>(h % 7U) - 3);
+    else
+      return static_cast<T>(h % 7U);
+  } else if constexpr (kind == Input::plus_minus_one) {
+    if constexpr (is_signed)
+      return static_cast<T>((h & 7U) == 0 ? -1 : 1);
+    else
+      return static_cast<T>((h & 7U) == 0 ? 3 : 1);  // odd: the wrapped product never dies out
+  } else if constexpr (kind == Input::any || kind == Input::random_bits) {
+    if constexpr (integral)
+      return static_cast<T>(wide);
+    else
+      return static_cast<T>(static_cast<int>(h % 2000001U) - 1000000) / T(4);
+  } else if constexpr (kind == Input::mostly_ones || kind == Input::mostly_zeros) {
+    if constexpr (integral) {
+      using U = std::make_unsigned_t<T>;
+      const U bit = static_cast<U>(U(1) << ((h >> 8) % (8 * sizeof(T))));
+      const U v = (h & 3U) == 0 ? bit : U(0);
+      return static_cast<T>(kind == Input::mostly_zeros ? v : static_cast<U>(~v));
+    } else {
+      return T(0);
+    }
+  } else if constexpr (kind == Input::mostly_true) {
+    return static_cast<T>((h & 15U) == 0 ? 0U : 1U + ((h >> 4) & 1U));
+  } else if constexpr (kind == Input::mostly_false) {
+    return static_cast<T>((h & 15U) != 0 ? 0U : 1U + ((h >> 4) & 1U));
+  } else {
+    static_assert(kind == Input::affine);
+    // Even scalars are multipliers a (odd, so products never vanish), odd ones offsets b.
+    if constexpr (integral)
+      return static_cast<T>((k & 1) == 0 ? (wide | 1U) : wide);
+    else
+      return T(0);
+  }
+}
+
+template <Input kind, class T>
+void fill_scalars(std::uint32_t seed, std::uint64_t n, T* __restrict out) {
+  constexpr bool needs_g = sizeof(T) > 4 && std::is_integral_v<T> &&
+                           (kind == Input::any || kind == Input::random_bits || kind == Input::affine);
+  // Chunks of 2^32 scalars, each with its own seed, so the index fits 32 bits.
+  for (std::uint64_t base = 0; base < n; base += (std::uint64_t{1} << 32)) {
+    const std::uint64_t len = std::min<std::uint64_t>(n - base, std::uint64_t{1} << 32);
+    const std::uint32_t s1 = mix32(seed ^ mix32(static_cast<std::uint32_t>(base >> 32) + 0x51ed27U));
+    const std::uint32_t s2 = mix32(s1 + 0x632be5abU);
+    T* __restrict o = out + base;
+    for (std::uint64_t i = 0; i < len; ++i) {
+      const std::uint32_t k = static_cast<std::uint32_t>(i);
+      const std::uint32_t h = mix32((k * 0x9E3779B1U) ^ s1);
+      const std::uint32_t g = needs_g ? mix32((k * 0x85EBCA77U) ^ s2) : 0U;
+      o[i] = input_value<kind, T>(h, g, i);
+    }
+  }
+}
+
+template <class T>
+void fill_scalars(Input kind, std::uint32_t seed, std::uint64_t n, T* out) {
+  switch (kind) {
+    case Input::small_ints:
+      return fill_scalars<Input::small_ints>(seed, n, out);
+    case Input::plus_minus_one:
+      return fill_scalars<Input::plus_minus_one>(seed, n, out);
+    case Input::any:
+      return fill_scalars<Input::any>(seed, n, out);
+    case Input::mostly_ones:
+      return fill_scalars<Input::mostly_ones>(seed, n, out);
+    case Input::mostly_zeros:
+      return fill_scalars<Input::mostly_zeros>(seed, n, out);
+    case Input::random_bits:
+      return fill_scalars<Input::random_bits>(seed, n, out);
+    case Input::mostly_true:
+      return fill_scalars<Input::mostly_true>(seed, n, out);
+    case Input::mostly_false:
+      return fill_scalars<Input::mostly_false>(seed, n, out);
+    case Input::affine:
+      return fill_scalars<Input::affine>(seed, n, out);
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(DType t) {
+  switch (t) {
+    case DType::int8:
+      return "int8";
+    case DType::int16:
+      return "int16";
+    case DType::int32:
+      return "int32";
+    case DType::int64:
+      return "int64";
+    case DType::uint8:
+      return "uint8";
+    case DType::uint16:
+      return "uint16";
+    case DType::uint32:
+      return "uint32";
+    case DType::uint64:
+      return "uint64";
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : kDTypes)
+    if (to_string(t) == name) return t;
+  if (name == "float32") return DType::float32;
+  if (name == "float64") return DType::float64;
+  std::string known;
+  for (DType t : kDTypes) known += (known.empty() ? "" : ", ") + std::string(to_string(t));
+  throw UsageError("unknown datatype '" + std::string(name) + "' (known: " + known + ")");
+}
+
+std::size_t dtype_size(DType t) {
+  return with_type(t, [](auto v) { return sizeof(v); });
+}
+
+std::span<const DType> all_dtypes() { return kDTypes; }
+
+std::span<const std::string_view> builtin_op_names() { return kOpNames; }
+
+ReduceOp builtin_op(std::string_view name, DType dtype) {
+  const bool integer_only = name == "band" || name == "bor" || name == "bxor" || name == "affine";
+  if (integer_only && is_float(dtype))
+    throw UsageError("operator '" + std::string(name) + "' is not defined on " + std::string(to_string(dtype)));
+  std::optional<ReduceOp> found = with_type(dtype, [&](auto t) -> std::optional<ReduceOp> {
+    using T = decltype(t);
+    if (name == "sum") return make_op<Sum, T>(name, dtype);
+    if (name == "prod") return make_op<Prod, T>(name, dtype);
+    if (name == "min") return make_op<Min, T>(name, dtype);
+    if (name == "max") return make_op<Max, T>(name, dtype);
+    if (name == "land") return make_op<LAnd, T>(name, dtype);
+    if (name == "lor") return make_op<LOr, T>(name, dtype);
+    if constexpr (std::is_integral_v<T>) {
+      if (name == "band") return make_op<BAnd, T>(name, dtype);
+      if (name == "bor") return make_op<BOr, T>(name, dtype);
+      if (name == "bxor") return make_op<BXor, T>(name, dtype);
+      if (name == "affine") {
+        ReduceOp op;
+        op.name = "affine";
+        op.dtype = dtype;
+        op.commutative = false;
+        op.element_bytes = 2 * sizeof(T);
+        op.combine = &affine_kernel<T>;
+        return op;
+      }
+    }
+    return std::nullopt;
+  });
+  if (found) return std::move(*found);
+  std::string known;
+  for (auto n : kOpNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw UsageError("unknown operator '" + std::string(name) + "' (known: " + known + ")");
+}
+
+ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t element_bytes,
+                 std::function<void(const void* a, void* b, std::size_t n)> a_op_b_into_b) {
+  if (!a_op_b_into_b) throw UsageError("user operator '" + name + "' has no function");
+  if (element_bytes == 0) throw UsageError("user operator '" + name + "' needs a non-zero element size");
+  ReduceOp op;
+  op.name = std::move(name);
+  op.dtype = dtype;
+  op.commutative = commutative;
+  op.element_bytes = element_bytes;
+  op.combine = [fn = std::move(a_op_b_into_b), commutative, element_bytes](void* inout, const void* in, std::size_t n,
+                                                                           Combine side) {
+    if (n == 0) return;
+    const std::size_t bytes = n * element_bytes;
+    if (side == Combine::replace) {
+      std::memcpy(inout, in, bytes);
+    } else if (side == Combine::left || commutative) {
+      fn(in, inout, n);  // inout = in ⊙ inout
+    } else {
+      // inout = inout ⊙ in: the user's function writes into its second
+      // argument, so compute into a copy of `in`. The per-thread buffer only
+      // grows, so repeated calls do not allocate.
+      thread_local std::vector<std::byte> tmp;
+      if (tmp.size() < bytes) tmp.resize(bytes);
+      std::memcpy(tmp.data(), in, bytes);
+      fn(inout, tmp.data(), n);
+      std::memcpy(inout, tmp.data(), bytes);
+    }
+  };
+  return op;
+}
+
+void fill_input(const ReduceOp& op, int rank, std::uint64_t count, void* out) {
+  if (count == 0) return;
+  const std::size_t scalar = dtype_size(op.dtype);
+  const std::uint64_t bytes = count * op.element_bytes;
+  const std::uint64_t scalars = bytes / scalar;
+  const Input kind = input_kind(op.name);
+  const std::uint32_t seed = mix32(static_cast<std::uint32_t>(rank) * 0x9E3779B9U + 0x2545F491U);
+  with_type(op.dtype, [&](auto t) {
+    using T = decltype(t);
+    fill_scalars<T>(kind, seed, scalars, static_cast<T*>(out));
+  });
+  // Element sizes that are not a multiple of the scalar size: hash the tail bytes.
+  auto* tail = static_cast<std::byte*>(out) + scalars * scalar;
+  for (std::uint64_t i = scalars * scalar; i < bytes; ++i)
+    *tail++ = static_cast<std::byte>(mix32(seed ^ static_cast<std::uint32_t>(i)) & 7U);
+}
+
+std::vector<std::byte> reference_result(const ReduceOp& op, int ranks, std::uint64_t count) {
+  if (ranks < 1) throw UsageError("reference_result: at least one rank is needed");
+  const std::size_t bytes = static_cast<std::size_t>(count * op.element_bytes);
+  std::vector<std::byte> acc(bytes), x(bytes);
+  fill_input(op, 0, count, acc.data());
+  for (int r = 1; r < ranks; ++r) {
+    fill_input(op, r, count, x.data());
+    op.combine(acc.data(), x.data(), static_cast<std::size_t>(count), Combine::right);
+  }
+  return acc;
+}
+
+}  // namespace copse

@@ -1,0 +1,124 @@
+#include "common/wait.hpp"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <thread>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+namespace {
+
+// Sleepers per word, striped by address: wake_all skips the syscall when no
+// thread can be asleep on the word. A stripe shared by several words only
+// costs a spurious syscall, never a lost wake-up.
+struct alignas(64) Stripe {
+  std::atomic<std::uint32_t> sleepers{0};
+};
+constexpr std::size_t kStripes = 512;
+Stripe g_stripes[kStripes];
+
+Stripe& stripe_of(const void* address) {
+  auto x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(address));
+  x = (x >> 2) * 0x9E3779B97F4A7C15ULL;
+  return g_stripes[x >> 55];  // top 9 bits: 512 stripes
+}
+
+// Spinning only helps while a core is free to run the thread being waited
+// for: at most (cores - 1) threads spin at once, the rest go straight to the
+// futex. With hundreds of emulated ranks on two cores, that is what keeps
+// waiting threads from eating the time slices of the ones doing the work.
+alignas(64) std::atomic<int> g_spinners{0};
+
+int spin_slots() {
+  static const int slots = [] {
+    int cores = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+    if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
+    return std::max(0, cores - 1);
+  }();
+  return slots;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+constexpr auto kSpinBudget = std::chrono::microseconds(4);
+constexpr auto kSleepSlice = std::chrono::milliseconds(100);
+
+long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
+  // Linux's futex word is a plain aligned 32-bit integer; std::atomic<uint32_t>
+  // is exactly that (lock-free, same size and representation).
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  return syscall(SYS_futex, const_cast<std::atomic<std::uint32_t>*>(word), op, val, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline,
+                               const std::function<std::string()>& what) {
+  std::uint32_t v = word.load(std::memory_order_acquire);
+  if (v != old) return v;
+
+  // Spin briefly (bounded in time, not iterations: pause costs 10 to 140
+  // cycles depending on the CPU) while a spinning slot is free.
+  const int slots = spin_slots();
+  if (slots > 0) {
+    if (g_spinners.fetch_add(1, std::memory_order_relaxed) < slots) {
+      const auto spin_end = std::chrono::steady_clock::now() + kSpinBudget;
+      for (int i = 1;; ++i) {
+        cpu_relax();
+        v = word.load(std::memory_order_acquire);
+        if (v != old) break;
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
+      }
+    }
+    g_spinners.fetch_sub(1, std::memory_order_relaxed);
+    if (v != old) return v;
+  }
+
+  // Block. Register as a sleeper first (an RMW, so that a waker's RMW on the
+  // same counter either sees us or we see its store to the word), then
+  // re-check the word inside the futex call.
+  Stripe& stripe = stripe_of(&word);
+  stripe.sleepers.fetch_add(1, std::memory_order_acq_rel);
+  struct Leave {
+    Stripe& s;
+    ~Leave() { s.sleepers.fetch_sub(1, std::memory_order_release); }
+  } leave{stripe};
+  for (;;) {
+    v = word.load(std::memory_order_acquire);
+    if (v != old) return v;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) throw TimeoutError(what ? what() : std::string("wait timed out"));
+    const auto slice = std::min<std::chrono::steady_clock::duration>(deadline - now, kSleepSlice);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+    ts.tv_nsec = static_cast<long>(ns % 1000000000);
+    futex(&word, FUTEX_WAIT_PRIVATE, old, &ts);  // EAGAIN, ETIMEDOUT, EINTR: just re-check
+  }
+}
+
+void wake_all(std::atomic<std::uint32_t>& word) {
+  // An RMW rather than a load: it is ordered after the caller's store to
+  // `word` and totally ordered with the sleepers' increments (see above).
+  if (stripe_of(&word).sleepers.fetch_add(0, std::memory_order_acq_rel) == 0) return;
+  futex(&word, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+}
+
+}  // namespace copse

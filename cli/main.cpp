@@ -127,18 +127,6 @@ std::string op_names() {
 }
 
 // An operator the algorithm can serve, or a UsageError saying why not.
-void check_operator(const AlgorithmInfo& algorithm, const ReduceOp& op) {
-  if (algorithm.needs_commutative && !op.commutative)
-    throw UsageError("algorithm '" + std::string(algorithm.name) + "' needs a commutative operator, and '" +
-                     op.name + "' is not commutative");
-}
-
-// The block count a planned shape really uses: algorithms that do not
-// pipeline run unsegmented, and a partition never has more blocks than elements.
-int blocks_used(const AlgorithmInfo& algorithm, const Shape& shape) {
-  if (!algorithm.pipelined) return 1;
-  return BlockPartition(shape.count, shape.blocks).blocks;
-}
 
 // Fills shape.blocks: the requested count, or the autotuned one.
 void choose_blocks(const AlgorithmInfo& algorithm, Shape& shape, std::optional<int> requested,
@@ -366,7 +354,7 @@ struct EmulateOutcome {
 
 EmulateOutcome emulate_one(const EmulationSetup& s, const AlgorithmInfo& algorithm, int root,
                            std::optional<int> requested_blocks) {
-  check_operator(algorithm, s.op);
+  check_operator(algorithm, s.op.name, s.op.commutative);
   Shape shape;
   shape.ranks = s.ranks;
   shape.count = s.count;

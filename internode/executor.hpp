@@ -26,7 +26,7 @@ struct ScheduleError : std::runtime_error {
 };
 
 struct ExecutionOptions {
-  CostModel model = CostModel::uniform(LinkCost{}, 0.0, Ports::bidirectional);
+  CostModel model;             // the documented defaults (cost_model.hpp)
   int ranks_per_node = 0;      // 0: every rank on its own node (all links level 1)
   std::uint64_t element_bytes = 1;
 };

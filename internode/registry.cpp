@@ -35,7 +35,7 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::allreduce, "chain", "doubly pipelined chain: partial blocks go up while results come back", false, true, a::chain_allreduce},
     AlgorithmInfo{C::allreduce, "binary-tree", "pipelined reduce then pipelined broadcast over one post-order binary tree (Traff's User-Allreduce1)", false, true, a::binary_tree_allreduce},
     AlgorithmInfo{C::allreduce, "dual-root", "doubly pipelined dual-root binary trees, three bidirectional steps per block (Traff 2021, Alg. 1)", false, true, a::dual_root_allreduce},
-    AlgorithmInfo{C::allreduce, "two-tree", "two binary trees each reducing and broadcasting half, edge-coloured to alternate (Sanders, Speck, Traff)", false, true, a::two_tree_allreduce},
+    AlgorithmInfo{C::allreduce, "two-tree", "two binary trees each reducing and broadcasting half, edge-coloured to alternate (Sanders, Speck, Traff)", false, true, a::two_tree_allreduce, 2},
     AlgorithmInfo{C::allreduce, "ring", "ring reduce-scatter then ring allgather, p-1 steps each", true, false, a::ring_allreduce},
     AlgorithmInfo{C::allreduce, "rabenseifner", "recursive-halving reduce-scatter then recursive-doubling allgather, any p", false, false, a::rabenseifner_allreduce},
     AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false, false, a::recursive_doubling_allreduce},
@@ -83,6 +83,18 @@ void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (algorithm.collective != C::allreduce && (shape.root < 0 || shape.root >= shape.ranks))
     throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " +
                      std::to_string(shape.ranks) + ")");
+}
+
+void check_operator(const AlgorithmInfo& algorithm, std::string_view op_name, bool commutative) {
+  if (algorithm.needs_commutative && !commutative)
+    throw UsageError(std::string(to_string(algorithm.collective)) + " algorithm '" + std::string(algorithm.name) +
+                     "' needs a commutative operator, and '" + std::string(op_name) + "' is not commutative");
+}
+
+int blocks_used(const AlgorithmInfo& algorithm, const Shape& shape) {
+  if (!algorithm.pipelined) return 1;
+  const auto parts = static_cast<std::uint64_t>(algorithm.pipelined_parts);
+  return BlockPartition((shape.count + parts - 1) / parts, shape.blocks).blocks;
 }
 
 }  // namespace copse

@@ -21,6 +21,7 @@ struct AlgorithmInfo {
   bool needs_commutative;  // refuses non-commutative operators
   bool pipelined;          // honours Shape::blocks (others run unsegmented)
   SchedulePlan (*plan)(const Shape&);
+  int pipelined_parts = 1;  // the vector is cut into this many parts, each pipelined in blocks
 };
 
 std::span<const AlgorithmInfo> algorithms();
@@ -30,5 +31,14 @@ const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name
 // Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in range.
 // Throws UsageError with one clear sentence.
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape);
+
+// Throws UsageError when the algorithm needs a commutative operator and
+// `op_name` is not one.
+void check_operator(const AlgorithmInfo& algorithm, std::string_view op_name, bool commutative);
+
+// The block count a planned shape really uses: 1 for algorithms that do not
+// pipeline; otherwise the blocks of one pipelined part, which never exceed its
+// element count (two-tree pipelines each half separately).
+int blocks_used(const AlgorithmInfo& algorithm, const Shape& shape);
 
 }  // namespace copse

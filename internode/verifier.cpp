@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "common/error.hpp"
 #include "internode/executor.hpp"
 
 namespace copse {
@@ -137,6 +138,12 @@ class SymbolicData final : public DataHooks {
 
 VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape) {
   validate_shape(algorithm, shape);
+  // Every element of every rank holds a symbolic value (8 bytes).
+  constexpr std::uint64_t kMaxSymbols = std::uint64_t{1} << 28;
+  if (shape.count > kMaxSymbols / static_cast<std::uint64_t>(shape.ranks))
+    throw UsageError("the verifier tracks every element of every rank symbolically: ranks x count must be at most " +
+                     std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " x " +
+                     std::to_string(shape.count) + ")");
   try {
     SymbolicData data(algorithm, shape);
     ExecutionOptions options;

@@ -19,6 +19,8 @@ struct VerifyResult {
   std::string message;  // empty when proven
 };
 
+// Throws UsageError for an invalid shape or one too large to hold symbolically
+// (ranks x count above 2^28).
 VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape);
 
 }  // namespace copse

@@ -365,7 +365,7 @@ void Cluster::abort_all() noexcept {
 }
 
 std::uint32_t Cluster::block(RankCtx& c, const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline) {
-  // The lambda captures one pointer, so std::function stores it inline: no allocation.
+  // The lambda captures two pointers, which std::function stores inline: no allocation.
   return wait_while_equal(word, old, deadline, [this, &c] { return describe_wait(c); });
 }
 

@@ -522,6 +522,17 @@ Picos Cluster::receive(RankCtx& c, const Step& step, bool stage) {
     if (s == for_me) {
       expected = for_me;
       if (ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
+        if (ib.state.load(std::memory_order_acquire) == kDone) {
+          // The sender delivered our message after we last looked and has
+          // already posted its next one to us, which is what we claimed:
+          // put it back for our next receive. (Its delivery's done mark
+          // precedes that post, so seeing the post means seeing the mark.)
+          expected = kClaimed;
+          if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) throw Aborted{};
+          ib.state.store(kIdle, std::memory_order_relaxed);
+          c.waiting = WaitKind::none;
+          return ib.end;
+        }
         ib.state.store(kIdle, std::memory_order_relaxed);
         c.waiting = WaitKind::none;
         return pull(c, recv, ob, target, side);
@@ -754,7 +765,7 @@ EmulationResult Cluster::run() {
   if (error_) std::rethrow_exception(error_);
 
   EmulationResult result;
-  result.blocks = algorithm_.pipelined ? BlockPartition(shape_.count, shape_.blocks).blocks : 1;
+  result.blocks = blocks_used(algorithm_, shape_);
   result.virtual_finish.resize(p);
   int bad_rep = -1, bad_rank = -1, changed_rank = -1;
   for (std::size_t r = 0; r < p; ++r) {
@@ -788,9 +799,7 @@ EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, cons
                         const EmulatorConfig& config) {
   validate_shape(algorithm, shape);
   if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
-  if (algorithm.needs_commutative && !op.commutative)
-    throw UsageError(std::string(to_string(algorithm.collective)) + " algorithm '" + std::string(algorithm.name) +
-                     "' needs a commutative operator, and '" + op.name + "' is not commutative");
+  check_operator(algorithm, op.name, op.commutative);
   if (!op.combine || op.element_bytes == 0) throw UsageError("operator '" + op.name + "' has no combine function");
   if (config.nodes < 1 || config.ranks_per_node < 1)
     throw UsageError("the emulator needs at least one node and one rank per node");

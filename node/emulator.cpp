@@ -3,11 +3,13 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -178,6 +180,12 @@ struct RankCtx {
 };
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::size_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+}
 
 // Anonymous memory straight from mmap, untouched until used.
 class Arena {
@@ -718,12 +726,23 @@ EmulationResult Cluster::run() {
   materialise();
   const auto p = static_cast<std::size_t>(p_);
   buffer_offset_.resize(p);
+  // Buffers: the vector (and scratch) of every rank, in 4 KiB-aligned slots
+  // so that no two ranks' data share a cache line. Sizes are in long double
+  // first so that absurd shapes are refused rather than wrapped around.
+  long double total = 0;
   std::size_t arena_bytes = 0;
   for (std::size_t r = 0; r < p; ++r) {
     buffer_offset_[r] = arena_bytes;
-    arena_bytes += round_up(bytes_, 64) + round_up(static_cast<std::size_t>(scratch_elements_[r] * eb_), 64);
-    arena_bytes = round_up(arena_bytes, 4096);  // no false sharing between ranks' buffers
+    const long double scratch = static_cast<long double>(scratch_elements_[r]) * static_cast<long double>(eb_);
+    total += static_cast<long double>(shape_.count) * static_cast<long double>(eb_) + scratch + 4224;
+    if (total > static_cast<long double>(physical_memory())) break;
+    arena_bytes += round_up(bytes_, 64) + round_up(static_cast<std::size_t>(scratch), 64);
+    arena_bytes = round_up(arena_bytes, 4096);
   }
+  if (total > static_cast<long double>(physical_memory()))
+    throw UsageError("emulating " + std::to_string(p_) + " ranks of " + std::to_string(shape_.count) +
+                     " elements needs more memory than this machine has (" + std::to_string(physical_memory() >> 20) +
+                     " MiB)");
   arena_ = Arena(std::max<std::size_t>(arena_bytes, 4096));
   outbox_ = std::make_unique<Outbox[]>(p);
   inbox_ = std::make_unique<Inbox[]>(p);

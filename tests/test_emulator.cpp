@@ -346,6 +346,10 @@ TEST_CASE("emulate refuses bad configurations and non-commutative operators for 
   EmulatorConfig wrong = cluster(4, Ports::bidirectional, 2);
   CHECK_THROWS_AS(emulate(commutative, Shape{3, 4, 1, 0}, builtin_op("sum", DType::int32), wrong), UsageError);
   CHECK_THROWS_AS(emulate(commutative, Shape{0, 4, 1, 0}, builtin_op("sum", DType::int32), wrong), UsageError);
+  // More memory than the machine has: refused before anything is allocated.
+  const AlgorithmInfo rd = custom(Collective::allreduce, "test-recursive-doubling", recursive_doubling_plan, false);
+  CHECK_THROWS_WITH(emulate(rd, Shape{4, std::uint64_t{1} << 50, 1, 0}, builtin_op("sum", DType::int32), wrong),
+                    Catch::Contains("more memory than this machine has"));
   wrong.repetitions = 0;
   CHECK_THROWS_AS(emulate(commutative, Shape{4, 4, 1, 0}, builtin_op("sum", DType::int32), wrong), UsageError);
 }

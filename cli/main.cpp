@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/config_command.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
 #include "common/units.hpp"
@@ -685,6 +686,8 @@ int run(int argc, char** argv) {
   add_cluster_options(demo_cmd, demo_args.cluster, false);
   demo_cmd->add_flag("--json", demo_args.json, "print one JSON object with a result per algorithm");
 
+  CLI::App* config_cmd = add_config_command(app);
+
   // CLI11 reports a mistyped subcommand as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> known;
@@ -712,6 +715,7 @@ int run(int argc, char** argv) {
   if (emulate_cmd->parsed()) return run_emulate(emulate_args);
   if (verify_cmd->parsed()) return run_verify(verify_args);
   if (demo_cmd->parsed()) return run_demo(demo_args);
+  if (config_cmd->parsed()) return run_config_command(*config_cmd);
   std::cerr << "copse: no subcommand (see 'copse --help')\n";
   return 2;
 }

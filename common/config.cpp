@@ -1,0 +1,638 @@
+#include "common/config.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <system_error>
+#include <toml++/toml.h>
+
+#include "common/error.hpp"
+#include "common/units.hpp"
+
+extern char** environ;  // POSIX
+
+namespace copse {
+
+// ---------------------------------------------------------------- raw values
+
+namespace {
+
+// A value as one source wrote it, before it is checked and typed.
+struct Raw {
+  enum class Kind : std::uint8_t { text, string, integer, floating, boolean, other };
+  Kind kind = Kind::text;  // text: the environment or Config::set (any type, as text)
+  std::string str;         // text, string
+  std::int64_t integer = 0;
+  double floating = 0;
+  bool boolean = false;
+  std::string shown;  // how the value is quoted in errors: "fast", 4, true
+  std::string where;  // the source as errors name it: env COPSE_X, file PATH, line 3, cli
+};
+
+std::string quote_text(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
+Raw text_value(std::string_view text, std::string where) {
+  Raw r;
+  r.kind = Raw::Kind::text;
+  r.str = std::string(text);
+  r.shown = quote_text(text);
+  r.where = std::move(where);
+  return r;
+}
+
+// A value that does not fit the key; the reason is completed into a
+// UsageError naming key, value and source by the caller.
+struct BadValue {
+  std::string reason;
+};
+
+bool is_text(const Raw& r) { return r.kind == Raw::Kind::text || r.kind == Raw::Kind::string; }
+
+std::string kind_name(const Raw& r) {
+  switch (r.kind) {
+    case Raw::Kind::text: return "text";
+    case Raw::Kind::string: return "a string";
+    case Raw::Kind::integer: return "an integer";
+    case Raw::Kind::floating: return "a floating-point number";
+    case Raw::Kind::boolean: return "a boolean";
+    case Raw::Kind::other: return "an array, table, date or time";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- typed readers
+
+// TIME: text through parse_time; a TOML number is seconds, written out in
+// shortest round-trip form and read back through the same parser.
+double read_time(const Raw& r, std::string_view example) {
+  std::string text;
+  if (is_text(r)) {
+    text = r.str;
+  } else if (r.kind == Raw::Kind::integer) {
+    text = std::to_string(r.integer);
+  } else if (r.kind == Raw::Kind::floating) {
+    char buffer[64];
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, r.floating);
+    text = ec == std::errc{} ? std::string(buffer, end) : std::string("nan");
+  } else {
+    throw BadValue{"not a time (got " + kind_name(r) + "); use e.g. " + std::string(example)};
+  }
+  try {
+    return parse_time(text);
+  } catch (const UsageError& e) {
+    // parse_time says: invalid time "TEXT": WHY. Keep the why.
+    std::string why = e.what();
+    const std::string prefix = "invalid time " + quote_text(text) + ": ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    throw BadValue{"not a time (" + why + "); use e.g. " + std::string(example)};
+  }
+}
+
+int read_int(const Raw& r, int minimum) {
+  const std::string expected = "expected a whole number >= " + std::to_string(minimum);
+  std::int64_t value = 0;
+  if (r.kind == Raw::Kind::text) {
+    const char* end = r.str.data() + r.str.size();
+    const auto [ptr, ec] = std::from_chars(r.str.data(), end, value);
+    if (r.str.empty() || ptr != end || (ec != std::errc{} && ec != std::errc::result_out_of_range))
+      throw BadValue{expected};
+    if (ec == std::errc::result_out_of_range) throw BadValue{"out of range; " + expected};
+  } else if (r.kind == Raw::Kind::integer) {
+    value = r.integer;
+  } else {
+    throw BadValue{expected + " (got " + kind_name(r) + ")"};
+  }
+  if (value < minimum) throw BadValue{expected};
+  if (value > std::numeric_limits<int>::max())
+    throw BadValue{"out of range (at most " + std::to_string(std::numeric_limits<int>::max()) + ")"};
+  return static_cast<int>(value);
+}
+
+bool read_bool(const Raw& r) {
+  if (r.kind == Raw::Kind::boolean) return r.boolean;
+  if (r.kind == Raw::Kind::text) {
+    for (std::string_view t : {"true", "1", "yes", "on"})
+      if (r.str == t) return true;
+    for (std::string_view f : {"false", "0", "no", "off"})
+      if (r.str == f) return false;
+    throw BadValue{"expected true or false (also 1/0, yes/no, on/off)"};
+  }
+  throw BadValue{"expected true or false (got " + kind_name(r) + ")"};
+}
+
+const std::string& read_string(const Raw& r) {
+  if (!is_text(r)) throw BadValue{"expected a string (got " + kind_name(r) + ")"};
+  return r.str;
+}
+
+Ports read_ports(const Raw& r) {
+  if (is_text(r)) {
+    if (r.str == "bi" || r.str == "bidirectional") return Ports::bidirectional;
+    if (r.str == "uni" || r.str == "unidirectional") return Ports::unidirectional;
+  }
+  throw BadValue{"expected bi or uni"};
+}
+
+// The grouping policies topology/plan.hpp's Grouping::parse accepts; checked
+// here as text so that configuration does not depend on the planner.
+std::string read_grouping(const Raw& r) {
+  const std::string expected = "expected auto, numa, package, l3, l2, core or size:K with K >= 1";
+  if (!is_text(r)) throw BadValue{expected + " (got " + kind_name(r) + ")"};
+  const std::string& s = r.str;
+  for (std::string_view name : {"auto", "numa", "package", "l3", "l2", "core"})
+    if (s == name) return s;
+  constexpr std::string_view size_prefix = "size:";
+  if (s.rfind(size_prefix, 0) == 0) {
+    const std::string_view digits = std::string_view(s).substr(size_prefix.size());
+    int k = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+    if (!digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size() && k >= 1) return s;
+  }
+  throw BadValue{expected};
+}
+
+std::string read_algorithm(const Raw& r, Collective collective) {
+  const std::string& name = read_string(r);
+  try {
+    return std::string(find_algorithm(collective, name).name);
+  } catch (const UsageError& e) {
+    throw BadValue{e.what()};
+  }
+}
+
+std::optional<int> read_blocks(const Raw& r) {
+  if (is_text(r) && r.str == "auto") return std::nullopt;
+  if (r.kind == Raw::Kind::text || r.kind == Raw::Kind::integer) {
+    try {
+      return read_int(r, 1);
+    } catch (const BadValue&) {
+    }
+  }
+  throw BadValue{"expected auto or a whole number >= 1"};
+}
+
+// ---------------------------------------------------------------- the keys
+
+struct KeyDef {
+  ConfigKey info;
+  void (*apply)(Options&, const Raw&);
+  ConfigValue (*get)(const Options&);
+};
+
+ConfigValue int_value(int v) { return static_cast<std::int64_t>(v); }
+
+// One entry per key: its name, variable, type, description, how a raw value
+// becomes typed, and how the typed value is read back. Documentation order.
+constexpr std::array kKeys = {
+    KeyDef{{"model.intra_alpha", "COPSE_MODEL_INTRA_ALPHA", "TIME", "per-message latency between ranks on one node"},
+           [](Options& o, const Raw& r) { o.model.intra_alpha = read_time(r, "200ns"); },
+           [](const Options& o) -> ConfigValue { return o.model.intra_alpha; }},
+    KeyDef{{"model.intra_beta", "COPSE_MODEL_INTRA_BETA", "TIME", "per-byte time between ranks on one node"},
+           [](Options& o, const Raw& r) { o.model.intra_beta = read_time(r, "50ps"); },
+           [](const Options& o) -> ConfigValue { return o.model.intra_beta; }},
+    KeyDef{{"model.inter_alpha", "COPSE_MODEL_INTER_ALPHA", "TIME", "per-message latency between nodes"},
+           [](Options& o, const Raw& r) { o.model.inter_alpha = read_time(r, "1.5us"); },
+           [](const Options& o) -> ConfigValue { return o.model.inter_alpha; }},
+    KeyDef{{"model.inter_beta", "COPSE_MODEL_INTER_BETA", "TIME", "per-byte time between nodes"},
+           [](Options& o, const Raw& r) { o.model.inter_beta = read_time(r, "100ps"); },
+           [](const Options& o) -> ConfigValue { return o.model.inter_beta; }},
+    KeyDef{{"model.gamma", "COPSE_MODEL_GAMMA", "TIME", "time per combined (or copied) byte"},
+           [](Options& o, const Raw& r) { o.model.gamma = read_time(r, "25ps"); },
+           [](const Options& o) -> ConfigValue { return o.model.gamma; }},
+    KeyDef{{"model.ports", "COPSE_MODEL_PORTS", "bi|uni",
+            "bi: a rank sends and receives concurrently; uni: one message at a time"},
+           [](Options& o, const Raw& r) { o.model.ports = read_ports(r); },
+           [](const Options& o) -> ConfigValue {
+             return std::string(o.model.ports == Ports::bidirectional ? "bi" : "uni");
+           }},
+    KeyDef{{"model.receive_overhead", "COPSE_MODEL_RECEIVE_OVERHEAD", "TIME",
+            "time the receiver spends per received message"},
+           [](Options& o, const Raw& r) { o.model.receive_overhead = read_time(r, "1us"); },
+           [](const Options& o) -> ConfigValue { return o.model.receive_overhead; }},
+    KeyDef{{"hierarchy.grouping", "COPSE_HIERARCHY_GROUPING", "auto|numa|package|l3|l2|core|size:K",
+            "how ranks on a node form reduction groups"},
+           [](Options& o, const Raw& r) { o.hierarchy.grouping = read_grouping(r); },
+           [](const Options& o) -> ConfigValue { return o.hierarchy.grouping; }},
+    KeyDef{{"hierarchy.max_group", "COPSE_HIERARCHY_MAX_GROUP", "int >= 1",
+            "auto grouping: the most ranks a group may hold"},
+           [](Options& o, const Raw& r) { o.hierarchy.max_group = read_int(r, 1); },
+           [](const Options& o) { return int_value(o.hierarchy.max_group); }},
+    KeyDef{{"hierarchy.multi_leader", "COPSE_HIERARCHY_MULTI_LEADER", "bool",
+            "every group leader talks off-node, not only the node leader"},
+           [](Options& o, const Raw& r) { o.hierarchy.multi_leader = read_bool(r); },
+           [](const Options& o) -> ConfigValue { return o.hierarchy.multi_leader; }},
+    KeyDef{{"hierarchy.node_topology", "COPSE_HIERARCHY_NODE_TOPOLOGY", "string",
+            "hwloc synthetic description of each emulated node; empty: detect this machine"},
+           [](Options& o, const Raw& r) { o.hierarchy.node_topology = read_string(r); },
+           [](const Options& o) -> ConfigValue { return o.hierarchy.node_topology; }},
+    KeyDef{{"collectives.allreduce", "COPSE_COLLECTIVES_ALLREDUCE", "NAME", "allreduce algorithm among node leaders"},
+           [](Options& o, const Raw& r) { o.collectives.allreduce = read_algorithm(r, Collective::allreduce); },
+           [](const Options& o) -> ConfigValue { return o.collectives.allreduce; }},
+    KeyDef{{"collectives.reduce", "COPSE_COLLECTIVES_REDUCE", "NAME", "reduce algorithm among node leaders"},
+           [](Options& o, const Raw& r) { o.collectives.reduce = read_algorithm(r, Collective::reduce); },
+           [](const Options& o) -> ConfigValue { return o.collectives.reduce; }},
+    KeyDef{{"collectives.bcast", "COPSE_COLLECTIVES_BCAST", "NAME", "bcast algorithm among node leaders"},
+           [](Options& o, const Raw& r) { o.collectives.bcast = read_algorithm(r, Collective::bcast); },
+           [](const Options& o) -> ConfigValue { return o.collectives.bcast; }},
+    KeyDef{{"collectives.blocks", "COPSE_COLLECTIVES_BLOCKS", "auto|int >= 1",
+            "pipeline blocks; auto: the count that minimises simulated time"},
+           [](Options& o, const Raw& r) { o.collectives.blocks = read_blocks(r); },
+           [](const Options& o) -> ConfigValue {
+             return o.collectives.blocks ? int_value(*o.collectives.blocks) : ConfigValue(std::string("auto"));
+           }},
+    KeyDef{{"runtime.wait_timeout", "COPSE_RUNTIME_WAIT_TIMEOUT", "TIME",
+            "a blocking wait longer than this fails, naming peer and step"},
+           [](Options& o, const Raw& r) {
+             const double t = read_time(r, "60s");
+             if (!(t > 0)) throw BadValue{"must be positive; use e.g. 60s"};
+             if (t > 1e9) throw BadValue{"too long (at most 1e9 s)"};
+             o.runtime.wait_timeout = t;
+           },
+           [](const Options& o) -> ConfigValue { return o.runtime.wait_timeout; }},
+    KeyDef{{"runtime.spin", "COPSE_RUNTIME_SPIN", "int >= 0", "spin iterations before a wait blocks"},
+           [](Options& o, const Raw& r) { o.runtime.spin = read_int(r, 0); },
+           [](const Options& o) { return int_value(o.runtime.spin); }},
+};
+
+constexpr std::size_t kKeyCount = kKeys.size();
+
+constexpr auto kKeyInfo = [] {
+  std::array<ConfigKey, kKeyCount> info{};
+  for (std::size_t i = 0; i < kKeyCount; ++i) info[i] = kKeys[i].info;
+  return info;
+}();
+
+std::optional<std::size_t> key_index(std::string_view name) {
+  for (std::size_t i = 0; i < kKeyCount; ++i)
+    if (kKeys[i].info.name == name) return i;
+  return std::nullopt;
+}
+
+std::optional<std::size_t> env_index(std::string_view name) {
+  for (std::size_t i = 0; i < kKeyCount; ++i)
+    if (kKeys[i].info.env == name) return i;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------- unknown names
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// "NAME (did you mean X?)" for a near miss among `known`.
+std::string with_suggestion(const std::string& name, const std::vector<std::string_view>& known) {
+  std::string_view best;
+  std::size_t best_distance = 4;  // at most 3 edits
+  for (std::string_view k : known) {
+    const std::size_t d = edit_distance(name, k);
+    if (d < best_distance) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  return best.empty() ? name : name + " (did you mean " + std::string(best) + "?)";
+}
+
+[[noreturn]] void unknown_names(std::string_view what, const std::vector<std::string>& names,
+                                const std::vector<std::string_view>& known, std::string_view where) {
+  std::vector<std::string> described;
+  for (const auto& n : names) described.push_back(with_suggestion(n, known));
+  std::vector<std::string> known_list(known.begin(), known.end());
+  throw UsageError("unknown " + std::string(what) + (names.size() == 1 ? " " : "s ") + join(described) +
+                   std::string(where) + "; known: " + join(known_list));
+}
+
+std::vector<std::string_view> known_keys() {
+  std::vector<std::string_view> out;
+  for (const auto& k : kKeys) out.push_back(k.info.name);
+  return out;
+}
+
+std::vector<std::string_view> known_env() {
+  std::vector<std::string_view> out{kConfigFileEnv};
+  for (const auto& k : kKeys) out.push_back(k.info.env);
+  return out;
+}
+
+// ---------------------------------------------------------------- TOML
+
+Raw toml_value(const toml::node& node, std::string where) {
+  Raw r;
+  r.where = std::move(where);
+  if (const auto* s = node.as_string()) {
+    r.kind = Raw::Kind::string;
+    r.str = s->get();
+    r.shown = quote_text(r.str);
+  } else if (const auto* i = node.as_integer()) {
+    r.kind = Raw::Kind::integer;
+    r.integer = i->get();
+    r.shown = std::to_string(r.integer);
+  } else if (const auto* f = node.as_floating_point()) {
+    r.kind = Raw::Kind::floating;
+    r.floating = f->get();
+    char buffer[64];
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, r.floating);
+    r.shown = ec == std::errc{} ? std::string(buffer, end) : std::string("nan");
+  } else if (const auto* b = node.as_boolean()) {
+    r.kind = Raw::Kind::boolean;
+    r.boolean = b->get();
+    r.shown = r.boolean ? "true" : "false";
+  } else {
+    r.kind = Raw::Kind::other;
+    r.shown = node.is_array() ? "[...]" : node.is_table() ? "{...}" : "(a date or time)";
+  }
+  return r;
+}
+
+std::string line_of(const toml::node& node) {
+  const auto& begin = node.source().begin;
+  return begin.line ? ", line " + std::to_string(begin.line) : std::string();
+}
+
+std::vector<std::string> get_env_names(const LoadArgs& args) {
+  std::vector<std::string> names;
+  if (args.environment) {
+    for (const auto& [name, value] : *args.environment) names.push_back(name);
+  } else {
+    for (char** e = environ; e && *e; ++e) {
+      const char* eq = std::strchr(*e, '=');
+      names.emplace_back(*e, eq ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+    }
+  }
+  return names;
+}
+
+std::optional<std::string> get_env(const LoadArgs& args, std::string_view name) {
+  if (args.environment) {
+    for (const auto& [n, value] : *args.environment)
+      if (n == name) return value;
+    return std::nullopt;
+  }
+  const char* value = std::getenv(std::string(name).c_str());
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Config
+
+struct ConfigLoader {
+  static void apply(Config& config, std::size_t index, const Raw& raw, ConfigSource source) {
+    const KeyDef& key = kKeys[index];
+    try {
+      key.apply(config.options_, raw);
+    } catch (const BadValue& bad) {
+      throw UsageError(std::string(key.info.name) + " = " + raw.shown + " (from " + raw.where + "): " + bad.reason);
+    }
+    config.sources_[index] = std::move(source);
+  }
+
+  static void read_file(Config& config, const std::string& path, const std::string& origin) {
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(path, ec)) {
+      const std::string why = in ? "is a directory" : std::strerror(errno);
+      throw UsageError("cannot read config file " + quote_text(path) + " (from " + origin + "): " + why);
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    toml::table root;
+    try {
+      root = toml::parse(text.str(), path);
+    } catch (const toml::parse_error& e) {
+      const auto& at = e.source().begin;
+      throw UsageError("config file " + path + ", line " + std::to_string(at.line) + ", column " +
+                       std::to_string(at.column) + ": " + std::string(e.description()));
+    }
+
+    // Every name first, so that a typo is reported before any value.
+    std::vector<std::string> unknown;
+    std::vector<std::pair<std::size_t, const toml::node*>> found;
+    for (const auto& [section_key, section] : root) {
+      const std::string section_name(section_key.str());
+      const auto* table = section.as_table();
+      bool known_section = false;
+      for (const auto& k : kKeys)
+        if (k.info.name.substr(0, k.info.name.find('.')) == section_name) known_section = true;
+      if (known_section && !table)
+        throw UsageError("config file " + path + line_of(section) + ": " + section_name + " must be a table ([" +
+                         section_name + "])");
+      if (!known_section) {
+        if (!table || table->empty()) unknown.push_back(section_name);
+        if (table)
+          for (const auto& entry : *table) unknown.push_back(section_name + "." + std::string(entry.first.str()));
+        continue;
+      }
+      for (const auto& [key, node] : *table) {
+        const std::string name = section_name + "." + std::string(key.str());
+        if (const auto index = key_index(name)) {
+          found.emplace_back(*index, &node);
+        } else {
+          unknown.push_back(name);
+        }
+      }
+    }
+    if (!unknown.empty()) unknown_names("key", unknown, known_keys(), " in config file " + path);
+
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [index, node] : found)
+      apply(config, index, toml_value(*node, "file " + path + line_of(*node)),
+            ConfigSource{ConfigSource::Kind::file, path});
+  }
+
+  static void read_env(Config& config, const LoadArgs& args) {
+    std::vector<std::string> unknown;
+    for (const auto& name : get_env_names(args)) {
+      if (name.rfind("COPSE_", 0) != 0 || name == kConfigFileEnv) continue;
+      if (!env_index(name)) unknown.push_back(name);
+    }
+    if (!unknown.empty()) {
+      std::sort(unknown.begin(), unknown.end());
+      unknown_names("environment variable", unknown, known_env(), "");
+    }
+    for (std::size_t i = 0; i < kKeyCount; ++i) {
+      const std::string_view env = kKeys[i].info.env;
+      if (const auto value = get_env(args, env))
+        apply(config, i, text_value(*value, "env " + std::string(env)),
+              ConfigSource{ConfigSource::Kind::env, std::string(env)});
+    }
+  }
+};
+
+Config::Config() : sources_(kKeyCount) {}
+
+Config Config::load(const LoadArgs& args) {
+  Config config;
+  std::optional<std::string> path;
+  std::string origin;
+  bool must_exist = true;
+  if (args.config_file) {
+    path = *args.config_file;
+    origin = "--config";
+  } else if (auto env = get_env(args, kConfigFileEnv)) {
+    path = std::move(*env);
+    origin = "env " + std::string(kConfigFileEnv);
+  } else {
+    path = "./copse.toml";
+    origin = "working directory";
+    must_exist = false;
+  }
+  if (path && path->empty()) path.reset();  // an empty name: no file
+  if (path && !must_exist) {
+    std::error_code ec;
+    if (!std::filesystem::exists(*path, ec)) path.reset();
+  }
+  if (path) {
+    ConfigLoader::read_file(config, *path, origin);
+    config.file_ = path;
+    config.file_origin_ = origin;
+  }
+  ConfigLoader::read_env(config, args);
+  return config;
+}
+
+void Config::set(std::string_view key, std::string_view value) {
+  const auto index = key_index(key);
+  if (!index) unknown_names("key", {std::string(key)}, known_keys(), "");
+  // A key's reader throws before it assigns, so a bad value changes nothing.
+  ConfigLoader::apply(*this, *index, text_value(value, "cli"), ConfigSource{ConfigSource::Kind::explicit_setting, ""});
+}
+
+namespace {
+std::size_t checked_index(std::string_view key) {
+  const auto index = key_index(key);
+  if (!index) unknown_names("key", {std::string(key)}, known_keys(), "");
+  return *index;
+}
+}  // namespace
+
+const ConfigSource& Config::source_of(std::string_view key) const { return sources_[checked_index(key)]; }
+
+ConfigValue Config::value(std::string_view key) const { return kKeys[checked_index(key)].get(options_); }
+
+std::string Config::value_text(std::string_view key) const {
+  const ConfigValue v = value(key);
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const double* d = std::get_if<double>(&v)) return exact_time_text(*d);
+  return std::get<std::string>(v);
+}
+
+// ---------------------------------------------------------------- the rest
+
+std::span<const ConfigKey> config_keys() { return kKeyInfo; }
+
+std::string ConfigSource::to_string() const {
+  switch (kind) {
+    case Kind::default_value: return "default";
+    case Kind::file: return "file " + origin;
+    case Kind::env: return "env " + origin;
+    case Kind::explicit_setting: return "cli";
+  }
+  return "?";
+}
+
+std::string_view ConfigSource::kind_name() const {
+  switch (kind) {
+    case Kind::default_value: return "default";
+    case Kind::file: return "file";
+    case Kind::env: return "env";
+    case Kind::explicit_setting: return "cli";
+  }
+  return "?";
+}
+
+const AlgorithmInfo& CollectiveOptions::algorithm(Collective collective) const {
+  switch (collective) {
+    case Collective::allreduce: return find_algorithm(collective, allreduce);
+    case Collective::reduce: return find_algorithm(collective, reduce);
+    case Collective::bcast: return find_algorithm(collective, bcast);
+  }
+  throw UsageError("unknown collective");
+}
+
+std::chrono::milliseconds RuntimeOptions::wait_timeout_ms() const {
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(wait_timeout * 1000)));
+}
+
+CostModel make_cost_model(const ModelOptions& m) {
+  return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma,
+                   m.ports);
+}
+
+std::string exact_time_text(double seconds) {
+  if (seconds == 0) return "0s";
+  if (!std::isfinite(seconds) || seconds < 0) return std::to_string(seconds);  // not a TIME; never produced
+  // Shortest round-trip digits d.ddd and exponent E: seconds = d.ddd x 10^E.
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, seconds, std::chars_format::scientific);
+  if (ec != std::errc{}) return std::to_string(seconds);
+  const std::string_view sci(buffer, static_cast<std::size_t>(end - buffer));
+  const std::size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e))
+    if (c != '.') digits += c;
+  int exponent = 0;
+  std::string_view exp_text = sci.substr(e + 1);
+  if (!exp_text.empty() && exp_text.front() == '+') exp_text.remove_prefix(1);
+  std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exponent);
+
+  // The largest unit whose value is at least 1 (ps for anything smaller).
+  static constexpr std::array<std::pair<int, const char*>, 5> units{
+      {{0, "s"}, {-3, "ms"}, {-6, "us"}, {-9, "ns"}, {-12, "ps"}}};
+  auto unit = units.back();
+  for (const auto& u : units)
+    if (exponent >= u.first) {
+      unit = u;
+      break;
+    }
+  // Move the decimal point: the number in that unit has `whole` digits before it.
+  const long whole = 1L + exponent - unit.first;
+  std::string number;
+  if (whole <= 0) {
+    number = "0." + std::string(static_cast<std::size_t>(-whole), '0') + digits;
+  } else if (static_cast<std::size_t>(whole) >= digits.size()) {
+    number = digits + std::string(static_cast<std::size_t>(whole) - digits.size(), '0');
+  } else {
+    number = digits.substr(0, static_cast<std::size_t>(whole)) + "." + digits.substr(static_cast<std::size_t>(whole));
+  }
+  return number + unit.second;
+}
+
+}  // namespace copse

@@ -1,0 +1,197 @@
+#pragma once
+// Configuration in one place: typed options for the C++ API, filled from
+// built-in defaults, a TOML config file, COPSE_* environment variables and
+// explicit settings, each value remembering where it came from.
+//
+// Precedence, lowest first:
+//   built-in default < config file < environment < explicit setting
+// (an explicit setting is Config::set from the C++ API, or a command-line flag).
+//
+// The config file: LoadArgs::config_file (the CLI's --config FILE) if given,
+// else $COPSE_CONFIG if set, else ./copse.toml if it exists, else none. An
+// empty path (--config "" or COPSE_CONFIG=) means no file at all. A file named
+// explicitly must exist; ./copse.toml is only read when present.
+//
+// Keys are section.key; a key's environment variable is COPSE_<SECTION>_<KEY>
+// in upper case (model.inter_alpha: COPSE_MODEL_INTER_ALPHA):
+//
+//   model.intra_alpha        TIME    200ns    per-message latency, same node
+//   model.intra_beta         TIME    50ps     per-byte time, same node
+//   model.inter_alpha        TIME    1.5us    per-message latency, other node
+//   model.inter_beta         TIME    100ps    per-byte time, other node
+//   model.gamma              TIME    25ps     per combined (or copied) byte
+//   model.ports              bi|uni  bi       bidirectional or unidirectional ports
+//   model.receive_overhead   TIME    0s       receiver's cost per received message
+//   hierarchy.grouping       auto|numa|package|l3|l2|core|size:K   auto
+//   hierarchy.max_group      int>=1  4        auto grouping: most ranks per group
+//   hierarchy.multi_leader   bool    false    every group leader talks off-node
+//   hierarchy.node_topology  string  ""       hwloc synthetic description; "" = detect
+//   collectives.allreduce    name    dual-root
+//   collectives.reduce       name    binary-tree
+//   collectives.bcast        name    binary-tree
+//   collectives.blocks       auto|int>=1  auto
+//   runtime.wait_timeout     TIME    60s      a blocking wait past this fails (> 0)
+//   runtime.spin             int>=0  2000     spin iterations before blocking
+//
+// TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
+// file it may also be a TOML number, in seconds. Booleans in the environment
+// (and in Config::set) are true/false, 1/0, yes/no or on/off; in the file,
+// TOML booleans. Integers in the file are TOML integers; collectives.blocks
+// may be the string "auto" or an integer.
+//
+// Every mistake is one UsageError (the CLI's exit 2) naming the key, the value
+// and its source, e.g.
+//   model.inter_alpha = "fast" (from env COPSE_MODEL_INTER_ALPHA): not a time
+//   (expected a number, optionally followed by a unit (s, ms, us, ns, ps)); use e.g. 1.5us
+// Unknown keys in the file and unknown COPSE_* variables (COPSE_CONFIG
+// excepted) are errors too, so that a typo never passes silently.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "internode/cost_model.hpp"
+#include "internode/registry.hpp"
+
+namespace copse {
+
+// The cost model's parameters, in seconds (per byte for the betas and gamma).
+// The defaults equal CostModel()'s.
+struct ModelOptions {
+  double intra_alpha = 2e-7;    // same node, per message
+  double intra_beta = 5e-11;    // same node, per byte
+  double inter_alpha = 1.5e-6;  // other node, per message
+  double inter_beta = 1e-10;    // other node, per byte
+  double gamma = 2.5e-11;       // per combined or copied byte
+  Ports ports = Ports::bidirectional;
+  double receive_overhead = 0;  // per received message (not in CostModel yet)
+  bool operator==(const ModelOptions&) const = default;
+};
+
+struct HierarchyOptions {
+  std::string grouping = "auto";  // auto | numa | package | l3 | l2 | core | size:K (validated text)
+  int max_group = 4;              // >= 1
+  bool multi_leader = false;
+  std::string node_topology;      // hwloc synthetic description; empty: detect this machine
+  bool operator==(const HierarchyOptions&) const = default;
+};
+
+struct CollectiveOptions {
+  std::string allreduce = "dual-root";  // registered algorithm names
+  std::string reduce = "binary-tree";
+  std::string bcast = "binary-tree";
+  std::optional<int> blocks;            // nullopt: auto (the count that minimises simulated time)
+  // The registered algorithm chosen for `collective`.
+  const AlgorithmInfo& algorithm(Collective collective) const;
+  bool operator==(const CollectiveOptions&) const = default;
+};
+
+struct RuntimeOptions {
+  double wait_timeout = 60;  // seconds, > 0
+  int spin = 2000;           // spin iterations before a wait blocks, >= 0
+  // wait_timeout rounded up to whole milliseconds (EmulatorConfig::wait_timeout).
+  std::chrono::milliseconds wait_timeout_ms() const;
+  bool operator==(const RuntimeOptions&) const = default;
+};
+
+// Everything configurable, typed. A default-constructed Options holds the
+// built-in defaults; code that needs no provenance can fill one directly.
+struct Options {
+  ModelOptions model;
+  HierarchyOptions hierarchy;
+  CollectiveOptions collectives;
+  RuntimeOptions runtime;
+  bool operator==(const Options&) const = default;
+};
+
+// The two-level cost model (0: same node, 1: other node) the model section
+// describes. receive_overhead is not part of CostModel (yet) and is ignored.
+CostModel make_cost_model(const ModelOptions& model);
+
+// One configurable key, for listings and help.
+struct ConfigKey {
+  std::string_view name;         // "model.inter_alpha"
+  std::string_view env;          // "COPSE_MODEL_INTER_ALPHA"
+  std::string_view type;         // "TIME", "bi|uni", "int >= 1", ...
+  std::string_view description;  // one line
+};
+std::span<const ConfigKey> config_keys();  // in documentation order
+
+// The environment variable that names the config file.
+inline constexpr std::string_view kConfigFileEnv = "COPSE_CONFIG";
+
+// Where a value came from.
+struct ConfigSource {
+  enum class Kind : std::uint8_t { default_value, file, env, explicit_setting };
+  Kind kind = Kind::default_value;
+  std::string origin;  // file: its path as given; env: the variable's name; otherwise empty
+  // "default", "file PATH", "env COPSE_X" or "cli" (an explicit setting).
+  std::string to_string() const;
+  std::string_view kind_name() const;  // "default", "file", "env", "cli"
+  bool operator==(const ConfigSource&) const = default;
+};
+
+// A key's effective value: bool, integer, TIME in seconds (double), or text
+// (names, "bi"/"uni", grouping, "auto" for collectives.blocks).
+using ConfigValue = std::variant<bool, std::int64_t, double, std::string>;
+
+struct LoadArgs {
+  // Set: this config file (the CLI's --config); empty: no file.
+  // Unset: $COPSE_CONFIG if set, else ./copse.toml if it exists, else none.
+  std::optional<std::string> config_file;
+  // Unset: the process's environment. Set: these NAME=VALUE pairs instead
+  // (for tests and embedders that must not read the real environment).
+  std::optional<std::vector<std::pair<std::string, std::string>>> environment;
+};
+
+class Config {
+ public:
+  // Defaults only; every source "default", no file.
+  Config();
+
+  // Defaults, then the config file, then COPSE_* variables. Throws UsageError
+  // for an unreadable or malformed file, an unknown key or variable, or an
+  // invalid value (naming the key, the value and the source).
+  static Config load(const LoadArgs& args = {});
+
+  const Options& options() const { return options_; }
+
+  // An explicit setting (highest precedence), from text as the environment
+  // would give it: set("model.inter_alpha", "5us"). Throws UsageError for an
+  // unknown key or an invalid value; on error nothing changes.
+  void set(std::string_view key, std::string_view value);
+
+  // Throw UsageError for an unknown key.
+  const ConfigSource& source_of(std::string_view key) const;
+  ConfigValue value(std::string_view key) const;
+  // The value as text that set() and the environment accept back unchanged:
+  // TIME exactly ("1.5us", "50ps"), "auto", "true", "dual-root", ...
+  std::string value_text(std::string_view key) const;
+
+  // The config file that was read, if any, and how it was chosen:
+  // "--config", "env COPSE_CONFIG" or "working directory" (./copse.toml).
+  const std::optional<std::string>& file() const { return file_; }
+  const std::string& file_origin() const { return file_origin_; }
+
+  CostModel cost_model() const { return make_cost_model(options_.model); }
+
+ private:
+  Options options_;
+  std::vector<ConfigSource> sources_;  // one per config_keys() entry
+  std::optional<std::string> file_;
+  std::string file_origin_;
+
+  friend struct ConfigLoader;
+};
+
+// A TIME as text that parse_time reads back to exactly `seconds`, in the
+// largest unit that keeps the number at least 1: "1.5us", "50ps", "60s", "0s".
+std::string exact_time_text(double seconds);
+
+}  // namespace copse

@@ -38,6 +38,7 @@
 #include "node/emulator.hpp"
 
 namespace copse {
+void add_topo_command(CLI::App& app, std::function<int()>& run_parsed);  // cli/topo_command.cpp
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -687,6 +688,8 @@ int run(int argc, char** argv) {
   demo_cmd->add_flag("--json", demo_args.json, "print one JSON object with a result per algorithm");
 
   CLI::App* config_cmd = add_config_command(app);
+  std::function<int()> run_topo_cmd;  // set when `topo` is the subcommand parsed
+  add_topo_command(app, run_topo_cmd);
 
   // CLI11 reports a mistyped subcommand as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -716,6 +719,7 @@ int run(int argc, char** argv) {
   if (verify_cmd->parsed()) return run_verify(verify_args);
   if (demo_cmd->parsed()) return run_demo(demo_args);
   if (config_cmd->parsed()) return run_config_command(*config_cmd);
+  if (run_topo_cmd) return run_topo_cmd();
   std::cerr << "copse: no subcommand (see 'copse --help')\n";
   return 2;
 }

@@ -13,6 +13,31 @@
 // level l+1; the last level on a node is one group whose leader is the node
 // leader. With multi-leader (Bjørndalen et al.'s fastest 8-way scheme) only
 // level 0 is formed and every level-0 leader talks off-node directly.
+//
+// At level 0 a group's members are consecutive ranks. At level l > 0 they are
+// consecutive leaders of level l-1, so the ranks a group stands for still
+// form one contiguous range (members {0, 4} at level 1 stand for ranks 0-7).
+//
+// How levels are chosen (see plan_hierarchy for the details):
+//   - hwloc level ("core", "l2", "l3", "numa", "package"): level 0 groups the
+//     ranks whose PUs share an object of that level; upper levels group the
+//     leaders by the next coarser level that merges groups, and finally the
+//     whole node ("node").
+//   - "size:K": K consecutive ranks, then K consecutive leaders, and so on
+//     until one group is left (size:1 leaves nothing to merge: one "node"
+//     group of all ranks).
+//   - "auto": among l2, l3 and numa, finest first, the first level that puts
+//     at least two of the node's ranks together (a private per-core L2 shares
+//     nothing; cores are never a shared-cache level). If its groups hold at
+//     most max_group ranks it is level 0, as for the hwloc-level policy;
+//     otherwise, or if no such level exists, the node falls back to
+//     size:max_group. The choice is per node (nodes may differ).
+// Without multi-leader, a level where every group has one member adds
+// nothing and is omitted; a hwloc level whose objects cover the whole machine
+// is the "node" level. A node with a single rank gets one level holding one
+// group, that rank, named "node" (it still talks off-node). With
+// multi-leader, level 0 is kept even when its groups are single ranks (then
+// every rank talks off-node).
 
 #include <string>
 #include <string_view>
@@ -30,8 +55,13 @@ class Machine {
   // The levels the planner knows, finest first: core, l2, l3, numa, package.
   static const std::vector<std::string>& level_names();
   bool has_level(std::string_view level) const;
-  // Index of the object at `level` that contains `pu`; -1 if no such level.
+  // Logical index of the object at `level` that contains `pu` (a PU's logical
+  // index); -1 if no such level. For numa, hwloc 2 hangs NUMA nodes off the
+  // tree as memory children: a PU's NUMA node is the first one attached to its
+  // nearest ancestor that has any.
   int container(std::string_view level, int pu) const;
+  // Number of objects at `level` that contain PUs; 0 if the level is absent.
+  int objects(std::string_view level) const;
   std::string source() const { return source_; }  // "this machine (hwloc)" or the synthetic text
   std::string describe() const;                    // indented tree, one object per line
 
@@ -62,7 +92,7 @@ struct NodeSpec {
 struct Group {
   int node = 0;
   int level = 0;
-  std::vector<int> members;  // global ranks, ascending, contiguous
+  std::vector<int> members;  // global ranks, ascending, contiguous (level > 0: consecutive leaders of the level below)
   int leader() const { return members.front(); }
 };
 
@@ -73,13 +103,21 @@ struct HierarchyPlan {
   std::vector<int> node_of;                        // global rank -> node
   std::vector<int> first_rank;                     // node -> its first global rank
   std::vector<std::vector<std::vector<Group>>> levels;  // [node][level][group]
-  std::vector<std::string> level_names;            // [node] names of its levels, e.g. "l3,package"
+  std::vector<std::string> level_names;            // [node] names of its levels, e.g. "l3,package,node"
   std::vector<int> offnode;                        // ranks that talk off-node, ascending
+  std::vector<std::string> machine;                // [node] Machine::source() of its topology
+  std::vector<int> pu_of;                          // global rank -> the PU it is bound to on its node
 
   std::string describe() const;  // which rank is in which group, who leads, who talks off-node
   std::string dot() const;       // Graphviz
 };
 
+// Levels are ordered per machine from finest to coarsest by how many objects
+// each has (ties: core, l2, l3, numa, package); an upper level is used only if
+// every group below lies inside one of its objects and it merges some groups.
+// UsageError for: no nodes, a node with no ranks, a binding of the wrong
+// length or naming a PU the machine lacks, a grouping level the machine lacks,
+// or a binding that would make a group non-contiguous.
 HierarchyPlan plan_hierarchy(const std::vector<NodeSpec>& nodes, const Grouping& grouping, bool multi_leader);
 
 }  // namespace copse

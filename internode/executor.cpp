@@ -138,7 +138,7 @@ class Executor {
     }
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
-    const int level = link_level(src, dst, options_.ranks_per_node);
+    const int level = link_level(src, dst, options_.ranks_per_node, options_.node_of);
     const Picos end = transfer_end(s.clock.send_ready(), d.clock.recv_ready(),
                                    options_.model.transfer(level, s.send_count * options_.element_bytes));
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
@@ -208,6 +208,9 @@ class Executor {
 
 ExecutionResult execute(const SchedulePlan& plan, int ranks, const ExecutionOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("execute: at least one rank is needed");
+  if (!options.node_of.empty() && options.node_of.size() != static_cast<std::size_t>(ranks))
+    throw ScheduleError("execute: the node map covers " + std::to_string(options.node_of.size()) + " ranks, not " +
+                        std::to_string(ranks));
   return Executor(plan, ranks, options, hooks).run();
 }
 

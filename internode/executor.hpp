@@ -28,6 +28,7 @@ struct ScheduleError : std::runtime_error {
 struct ExecutionOptions {
   CostModel model;             // the documented defaults (cost_model.hpp)
   int ranks_per_node = 0;      // 0: every rank on its own node (all links level 1)
+  std::vector<int> node_of;    // if not empty: each rank's node (uneven nodes); overrides ranks_per_node
   std::uint64_t element_bytes = 1;
 };
 

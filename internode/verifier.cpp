@@ -138,6 +138,11 @@ class SymbolicData final : public DataHooks {
 
 VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape) {
   validate_shape(algorithm, shape);
+  return verify(algorithm, algorithm.plan(shape), shape);
+}
+
+VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape) {
+  validate_shape(algorithm, shape);
   // Every element of every rank holds a symbolic value (8 bytes).
   constexpr std::uint64_t kMaxSymbols = std::uint64_t{1} << 28;
   if (shape.count > kMaxSymbols / static_cast<std::uint64_t>(shape.ranks))
@@ -147,7 +152,7 @@ VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape) {
   try {
     SymbolicData data(algorithm, shape);
     ExecutionOptions options;
-    execute(algorithm.plan(shape), shape.ranks, options, &data);
+    execute(plan, shape.ranks, options, &data);
     auto failure = data.check_final(algorithm.collective);
     return {failure.empty(), failure};
   } catch (const ScheduleError& e) {

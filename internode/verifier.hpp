@@ -22,5 +22,8 @@ struct VerifyResult {
 // Throws UsageError for an invalid shape or one too large to hold symbolically
 // (ranks x count above 2^28).
 VerifyResult verify(const AlgorithmInfo& algorithm, const Shape& shape);
+// The same for a schedule that is not the registry entry's own (a hierarchical
+// composition): `algorithm` supplies the collective and commutativity needs.
+VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape);
 
 }  // namespace copse

@@ -217,8 +217,10 @@ class Arena {
 
 class Cluster {
  public:
-  Cluster(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op, const EmulatorConfig& config)
+  Cluster(const AlgorithmInfo& algorithm, SchedulePlan plan, const Shape& shape, const ReduceOp& op,
+          const EmulatorConfig& config)
       : algorithm_(algorithm),
+        plan_(std::move(plan)),
         shape_(shape),
         op_(op),
         config_(config),
@@ -261,9 +263,13 @@ class Cluster {
     return std::chrono::steady_clock::now() + 2 * config_.wait_timeout + std::chrono::milliseconds(100);
   }
   std::string describe_wait(const RankCtx& c) const;
-  int level(int a, int b) const { return link_level(a, b, config_.ranks_per_node); }
+  int level(int a, int b) const { return link_level(a, b, config_.ranks_per_node, config_.node_of); }
+  int node_of(int rank) const {
+    return config_.node_of.empty() ? rank / config_.ranks_per_node : config_.node_of[static_cast<std::size_t>(rank)];
+  }
 
   const AlgorithmInfo& algorithm_;
+  SchedulePlan plan_;
   const Shape shape_;
   const ReduceOp& op_;
   const EmulatorConfig& config_;
@@ -299,7 +305,7 @@ class Cluster {
 };
 
 void Cluster::materialise() {
-  const SchedulePlan plan = algorithm_.plan(shape_);
+  const SchedulePlan& plan = plan_;
   if (!plan) throw ScheduleError("algorithm '" + std::string(algorithm_.name) + "' produced no plan");
   first_.assign(static_cast<std::size_t>(p_) + 1, 0);
   scratch_elements_.assign(static_cast<std::size_t>(p_), 0);
@@ -381,7 +387,7 @@ std::string Cluster::describe_wait(const RankCtx& c) const {
   std::ostringstream m;
   const auto ms = config_.wait_timeout.count();
   m << "rank " << c.rank;
-  if (config_.nodes > 1) m << " (node " << c.rank / config_.ranks_per_node << ")";
+  if (config_.nodes > 1 || !config_.node_of.empty()) m << " (node " << node_of(c.rank) << ")";
   auto peer_state = [&] {
     const Progress& pr = progress_[static_cast<std::size_t>(c.peer)];
     const std::string who = "; rank " + std::to_string(c.peer);
@@ -818,20 +824,30 @@ EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, cons
                         const EmulatorConfig& config) {
   validate_shape(algorithm, shape);
   if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
+  return emulate(algorithm, algorithm.plan(shape), shape, op, config);
+}
+
+EmulationResult emulate(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape,
+                        const ReduceOp& op, const EmulatorConfig& config) {
+  validate_shape(algorithm, shape);
   check_operator(algorithm, op.name, op.commutative);
   if (!op.combine || op.element_bytes == 0) throw UsageError("operator '" + op.name + "' has no combine function");
   if (config.nodes < 1 || config.ranks_per_node < 1)
     throw UsageError("the emulator needs at least one node and one rank per node");
-  if (static_cast<long long>(config.nodes) * config.ranks_per_node != shape.ranks)
+  if (!config.node_of.empty()) {
+    if (config.node_of.size() != static_cast<std::size_t>(shape.ranks))
+      throw UsageError("the node map covers " + std::to_string(config.node_of.size()) + " ranks, but the schedule is planned for " +
+                       std::to_string(shape.ranks));
+  } else if (static_cast<long long>(config.nodes) * config.ranks_per_node != shape.ranks)
     throw UsageError("the emulated cluster has " + std::to_string(config.nodes) + " x " +
                      std::to_string(config.ranks_per_node) + " ranks, but the schedule is planned for " +
                      std::to_string(shape.ranks));
   if (config.repetitions < 1) throw UsageError("repetitions must be at least 1");
   if (config.wait_timeout.count() <= 0) throw UsageError("the wait timeout must be positive");
-  if (config.nodes > 1 && config.model.levels() < 2)
+  if ((config.nodes > 1 || !config.node_of.empty()) && config.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   if (shape.ranks > (1 << 30)) throw UsageError("the emulator supports at most 2^30 ranks");
-  Cluster cluster(algorithm, shape, op, config);
+  Cluster cluster(algorithm, plan, shape, op, config);
   return cluster.run();
 }
 

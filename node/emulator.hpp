@@ -23,6 +23,7 @@ namespace copse {
 struct EmulatorConfig {
   int nodes = 1;
   int ranks_per_node = 1;
+  std::vector<int> node_of;                  // if not empty: each rank's node (uneven nodes); replaces nodes x ranks_per_node
   CostModel model;                           // level 0: same node, level 1: other node
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout{60000};  // a wait past this raises an error naming peer and step
@@ -43,5 +44,10 @@ struct EmulationResult {
 // algorithm cannot serve (non-commutative op, commutative-only algorithm).
 EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
                         const EmulatorConfig& config);
+// The same for a schedule that is not the registry entry's own (a hierarchical
+// composition): `algorithm` supplies the collective, the name and whether the
+// operator must commute; `plan` supplies the steps.
+EmulationResult emulate(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape,
+                        const ReduceOp& op, const EmulatorConfig& config);
 
 }  // namespace copse

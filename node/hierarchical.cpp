@@ -1,0 +1,195 @@
+#include "node/hierarchical.hpp"
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "internode/patterns.hpp"
+
+namespace copse {
+
+namespace {
+
+trees::Node post_order(int p, int rank) { return trees::post_order_binary(p, rank); }
+trees::Node dual_root_tree(int p, int rank) { return trees::dual_root(p, rank).node; }
+
+// The trees the tree-based algorithm files build on, and how they use them.
+enum class TreeUse { reduce_then_bcast, doubly_pipelined };
+struct TreeAlgorithm {
+  std::string_view name;
+  HierarchicalTree::TreeOf tree;
+  bool dual_roots;
+  TreeUse use;
+};
+constexpr TreeAlgorithm kTreeAlgorithms[] = {
+    {"binomial", trees::binomial, false, TreeUse::reduce_then_bcast},
+    {"binary-tree", post_order, false, TreeUse::reduce_then_bcast},
+    {"chain", trees::chain, false, TreeUse::doubly_pipelined},  // allreduce; reduce/bcast use it plainly
+    {"dual-root", dual_root_tree, true, TreeUse::doubly_pipelined},
+};
+
+const TreeAlgorithm* tree_algorithm(const AlgorithmInfo& inter) {
+  for (const auto& t : kTreeAlgorithms)
+    if (t.name == inter.name) return &t;
+  return nullptr;
+}
+
+// The intranode part alone: leaders of the top intranode level are roots.
+struct IntranodeTree {
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+  std::vector<int> offnode_index;  // -1 for ranks that stay on their node
+};
+
+IntranodeTree intranode_tree(const HierarchyPlan& plan) {
+  const auto p = static_cast<std::size_t>(plan.ranks);
+  IntranodeTree t{std::vector<int>(p, -1), std::vector<std::vector<int>>(p), std::vector<int>(p, -1)};
+  for (const auto& node_levels : plan.levels)
+    for (const auto& level : node_levels)
+      for (const auto& group : level)
+        for (int m : group.members) {
+          if (m == group.leader()) continue;
+          t.parent[static_cast<std::size_t>(m)] = group.leader();
+          t.children[static_cast<std::size_t>(group.leader())].push_back(m);  // levels ascend: nearest first
+        }
+  for (std::size_t i = 0; i < plan.offnode.size(); ++i) t.offnode_index[static_cast<std::size_t>(plan.offnode[i])] = static_cast<int>(i);
+  for (std::size_t r = 0; r < p; ++r)
+    if ((t.parent[r] < 0) != (t.offnode_index[r] >= 0))
+      throw UsageError("hierarchy plan: rank " + std::to_string(r) +
+                       (t.parent[r] < 0 ? " has no leader but does not talk off-node"
+                                        : " talks off-node but also has an intranode leader"));
+  return t;
+}
+
+void fill_depths(std::vector<trees::Node>& nodes) {
+  std::vector<int> chain;
+  std::vector<bool> done(nodes.size(), false);
+  for (std::size_t r = 0; r < nodes.size(); ++r) {
+    chain.clear();
+    int at = static_cast<int>(r);
+    while (at >= 0 && !done[static_cast<std::size_t>(at)]) {
+      chain.push_back(at);
+      at = nodes[static_cast<std::size_t>(at)].parent;
+    }
+    int depth = at >= 0 ? nodes[static_cast<std::size_t>(at)].depth : -1;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      nodes[static_cast<std::size_t>(*it)].depth = ++depth;
+      done[static_cast<std::size_t>(*it)] = true;
+    }
+  }
+}
+
+// Renames a schedule planned for participants 0..q-1 to global ranks.
+RankSchedule on_ranks(RankSchedule inner, std::shared_ptr<const std::vector<int>> global) {
+  while (inner.next()) {
+    Step s = inner.value();
+    if (s.send) s.send.peer = (*global)[static_cast<std::size_t>(s.send.peer)];
+    if (s.recv) s.recv.peer = (*global)[static_cast<std::size_t>(s.recv.peer)];
+    co_yield s;
+  }
+}
+
+struct Phased {
+  std::shared_ptr<const IntranodeTree> intra;
+  std::shared_ptr<const std::vector<int>> offnode;
+  SchedulePlan inter;  // over the off-node ranks, numbered 0..q-1
+};
+
+trees::Node intranode_node(const IntranodeTree& t, int rank) {
+  trees::Node n;
+  n.parent = t.parent[static_cast<std::size_t>(rank)];
+  n.children = t.children[static_cast<std::size_t>(rank)];
+  return n;
+}
+
+RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, Shape shape, int rank) {
+  const BlockPartition part(shape.count, shape.blocks);
+  const trees::Node node = intranode_node(*ph->intra, rank);
+  for (auto g = patterns::tree_reduce(rank, node, part); g.next();) co_yield g.value();
+  if (const int i = ph->intra->offnode_index[static_cast<std::size_t>(rank)]; i >= 0)
+    for (auto g = on_ranks(ph->inter(i), ph->offnode); g.next();) co_yield g.value();
+  for (auto g = patterns::tree_bcast(rank, node, part); g.next();) co_yield g.value();
+}
+
+RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, TreeUse use, Collective collective,
+                                Shape shape, int rank) {
+  const BlockPartition part(shape.count, shape.blocks);
+  const trees::Node node = tree->node(rank);
+  switch (collective) {
+    case Collective::allreduce:
+      if (use == TreeUse::doubly_pipelined) {
+        for (auto g = patterns::doubly_pipelined_allreduce(rank, node, tree->dual(rank), part); g.next();)
+          co_yield g.value();
+      } else {
+        for (auto g = patterns::tree_reduce(rank, node, part); g.next();) co_yield g.value();
+        for (auto g = patterns::tree_bcast(rank, node, part); g.next();) co_yield g.value();
+      }
+      break;
+    case Collective::reduce:
+      for (auto g = patterns::tree_reduce(rank, node, part); g.next();) co_yield g.value();
+      for (auto g = patterns::forward(rank, tree->root(), shape.root, part); g.next();) co_yield g.value();
+      break;
+    case Collective::bcast:
+      for (auto g = patterns::forward(rank, shape.root, tree->root(), part); g.next();) co_yield g.value();
+      for (auto g = patterns::tree_bcast(rank, node, part); g.next();) co_yield g.value();
+      break;
+  }
+}
+
+}  // namespace
+
+HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots)
+    : plan_(std::move(plan)) {
+  const IntranodeTree intra = intranode_tree(*plan_);
+  const auto p = static_cast<std::size_t>(plan_->ranks);
+  const int q = static_cast<int>(plan_->offnode.size());
+  nodes_.resize(p);
+  dual_.assign(p, -1);
+  for (std::size_t r = 0; r < p; ++r) {
+    nodes_[r].parent = intra.parent[r];
+    nodes_[r].children = intra.children[r];
+    const int i = intra.offnode_index[r];
+    if (i < 0) continue;
+    const auto global = [&](int j) { return j < 0 ? j : plan_->offnode[static_cast<std::size_t>(j)]; };
+    const trees::Node t = inter_tree(q, i);
+    nodes_[r].parent = global(t.parent);
+    for (int c : t.children) nodes_[r].children.push_back(global(c));
+    if (dual_roots) dual_[r] = global(trees::dual_root(q, i).dual);
+  }
+  fill_depths(nodes_);
+}
+
+trees::Node HierarchicalTree::node(int rank) const { return nodes_.at(static_cast<std::size_t>(rank)); }
+int HierarchicalTree::dual(int rank) const { return dual_.at(static_cast<std::size_t>(rank)); }
+int HierarchicalTree::root() const {
+  for (std::size_t r = 0; r < nodes_.size(); ++r)
+    if (nodes_[r].parent < 0) return static_cast<int>(r);
+  return 0;
+}
+
+bool runs_as_combined_tree(const AlgorithmInfo& inter) { return tree_algorithm(inter) != nullptr; }
+
+SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter,
+                               const Shape& shape, bool pipeline_across_levels) {
+  if (!plan || plan->ranks != shape.ranks)
+    throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
+                     std::to_string(shape.ranks));
+  const TreeAlgorithm* t = tree_algorithm(inter);
+  if (t && (pipeline_across_levels || inter.collective != Collective::allreduce)) {
+    auto tree = std::make_shared<const HierarchicalTree>(plan, t->tree, t->dual_roots);
+    const TreeUse use = inter.collective == Collective::allreduce ? t->use : TreeUse::reduce_then_bcast;
+    return [tree, use, collective = inter.collective, shape](int rank) {
+      return combined_tree_rank(tree, use, collective, shape, rank);
+    };
+  }
+  if (inter.collective != Collective::allreduce)
+    throw UsageError("hierarchical " + std::string(to_string(inter.collective)) + " needs a tree algorithm, not '" +
+                     std::string(inter.name) + "'");
+  auto phased = std::make_shared<Phased>();
+  phased->intra = std::make_shared<const IntranodeTree>(intranode_tree(*plan));
+  phased->offnode = std::make_shared<const std::vector<int>>(plan->offnode);
+  phased->inter = inter.plan(Shape{static_cast<int>(plan->offnode.size()), shape.count, shape.blocks, 0});
+  std::shared_ptr<const Phased> shared = phased;
+  return [shared, shape](int rank) { return phased_allreduce(shared, shape, rank); };
+}
+
+}  // namespace copse

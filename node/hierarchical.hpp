@@ -1,0 +1,62 @@
+#pragma once
+// Hierarchical collectives as schedules: intranode groups -> inter-node
+// algorithm among the off-node ranks -> intranode groups, planned from a
+// HierarchyPlan. Being schedules, they are proven by the verifier, costed by
+// the simulator (intranode phases at link level 0) and run by the emulator.
+//
+// For inter-node algorithms built on a tree (binomial, binary-tree, chain,
+// dual-root) the hierarchy and the tree become one tree: every intranode
+// group hangs flat under its leader (Bjørndalen et al.'s scripted trees),
+// and the off-node ranks are joined by the algorithm's tree. The algorithm's
+// own pipelining then runs across the levels at block granularity: a leader
+// sends block j off-node while its group is still delivering block j+1.
+// Example: 2 nodes of 4 ranks, groups of two, dual-root among node leaders
+// 0 and 4: rank 1 is a child of 0, rank 3 of 2, rank 2 of 0 (level 1), and
+// 0 and 4 are each other's dual roots.
+//
+// Other inter-node algorithms (ring, rabenseifner, recursive-doubling,
+// two-tree) run as three phases per rank: pipelined reduce up the groups,
+// the algorithm among the off-node ranks, pipelined broadcast down.
+//
+// Groups are contiguous rank ranges led by their lowest rank, so every
+// composition keeps rank order for non-commutative operators.
+
+#include <memory>
+#include <string>
+
+#include "internode/registry.hpp"
+#include "topology/plan.hpp"
+#include "topology/trees.hpp"
+
+namespace copse {
+
+// The combined tree of `plan` with `inter_tree` over its off-node ranks
+// (`inter_tree(q, i)` gives off-node rank i's node in a tree of q). Children
+// are in reduction receive order: intranode groups (above the rank) first,
+// then the inter-node children. `lo`/`hi` are not filled in.
+class HierarchicalTree {
+ public:
+  using TreeOf = trees::Node (*)(int p, int rank);
+  HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots);
+  trees::Node node(int rank) const;
+  int dual(int rank) const;  // the other root of a dual-root pair, else -1
+  int root() const;          // the root (the lower root of a dual-root pair)
+
+ private:
+  std::shared_ptr<const HierarchyPlan> plan_;
+  std::vector<trees::Node> nodes_;
+  std::vector<int> dual_;
+};
+
+// Plans `collective` over the hierarchy with `inter` (an algorithm of that
+// collective) among the off-node ranks. `shape.ranks` must equal plan.ranks.
+// With pipeline_across_levels false, an allreduce runs as three phases even
+// for tree algorithms (for comparison). Throws UsageError for a mismatch.
+SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter,
+                               const Shape& shape, bool pipeline_across_levels = true);
+
+// True when `inter` runs as one combined tree with the hierarchy (pipelined
+// across levels), false when it runs as three phases.
+bool runs_as_combined_tree(const AlgorithmInfo& inter);
+
+}  // namespace copse

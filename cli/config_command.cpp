@@ -8,9 +8,11 @@
 
 #include "cli/config_command.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -81,18 +83,21 @@ int run_config_command(const CLI::App& cmd) {
     std::cout << "config file: " << *config.file() << " (from " << config.file_origin() << ")\n";
   else
     std::cout << "config file: none\n";
+  // An empty value (hierarchy.node_topology) shows as "".
+  const auto shown = [&](std::string_view key) {
+    const std::string text = config.value_text(key);
+    return text.empty() ? std::string("\"\"") : text;
+  };
   std::size_t key_width = 3, value_width = 5, env_width = 8;
   for (const auto& key : config_keys()) {
     key_width = std::max(key_width, key.name.size());
-    value_width = std::max(value_width, config.value_text(key.name).size() + 2);
+    value_width = std::max(value_width, shown(key.name).size());
     env_width = std::max(env_width, key.env.size());
   }
   std::cout << pad("KEY", key_width + 2) << pad("VALUE", value_width + 2) << pad("VARIABLE", env_width + 2)
             << "SOURCE\n";
   for (const auto& key : config_keys()) {
-    std::string text = config.value_text(key.name);
-    if (text.empty()) text = "\"\"";
-    std::cout << pad(std::string(key.name), key_width + 2) << pad(text, value_width + 2)
+    std::cout << pad(std::string(key.name), key_width + 2) << pad(shown(key.name), value_width + 2)
               << pad(std::string(key.env), env_width + 2) << config.source_of(key.name).to_string() << "\n";
   }
   return 0;

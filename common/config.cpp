@@ -29,13 +29,13 @@ namespace {
 
 // A value as one source wrote it, before it is checked and typed.
 struct Raw {
-  enum class Kind : std::uint8_t { text, string, integer, floating, boolean, other };
+  enum class Kind : std::uint8_t { text, string, integer, floating, boolean, array, table, date_time };
   Kind kind = Kind::text;  // text: the environment or Config::set (any type, as text)
   std::string str;         // text, string
   std::int64_t integer = 0;
   double floating = 0;
   bool boolean = false;
-  std::string shown;  // how the value is quoted in errors: "fast", 4, true
+  std::string shown;  // how the value is quoted in errors: "fast", 4, true, [...], 1979-05-27
   std::string where;  // the source as errors name it: env COPSE_X, file PATH, line 3, cli
 };
 
@@ -72,7 +72,9 @@ std::string kind_name(const Raw& r) {
     case Raw::Kind::integer: return "an integer";
     case Raw::Kind::floating: return "a floating-point number";
     case Raw::Kind::boolean: return "a boolean";
-    case Raw::Kind::other: return "an array, table, date or time";
+    case Raw::Kind::array: return "an array";
+    case Raw::Kind::table: return "a table";
+    case Raw::Kind::date_time: return "a date or time";
   }
   return "?";
 }
@@ -331,10 +333,16 @@ std::string with_suggestion(const std::string& name, const std::vector<std::stri
 [[noreturn]] void unknown_names(std::string_view what, const std::vector<std::string>& names,
                                 const std::vector<std::string_view>& known, std::string_view where) {
   std::vector<std::string> described;
-  for (const auto& n : names) described.push_back(with_suggestion(n, known));
-  std::vector<std::string> known_list(known.begin(), known.end());
-  throw UsageError("unknown " + std::string(what) + (names.size() == 1 ? " " : "s ") + join(described) +
-                   std::string(where) + "; known: " + join(known_list));
+  bool all_suggested = true;
+  for (const auto& n : names) {
+    described.push_back(with_suggestion(n, known));
+    all_suggested = all_suggested && described.back() != n;
+  }
+  std::string message =
+      "unknown " + std::string(what) + (names.size() == 1 ? " " : "s ") + join(described) + std::string(where);
+  // A near miss says enough; otherwise list what is known.
+  if (!all_suggested) message += "; known: " + join(std::vector<std::string>(known.begin(), known.end()));
+  throw UsageError(message);
 }
 
 std::vector<std::string_view> known_keys() {
@@ -372,9 +380,19 @@ Raw toml_value(const toml::node& node, std::string where) {
     r.kind = Raw::Kind::boolean;
     r.boolean = b->get();
     r.shown = r.boolean ? "true" : "false";
+  } else if (node.is_array()) {
+    r.kind = Raw::Kind::array;
+    r.shown = "[...]";
+  } else if (node.is_table()) {
+    r.kind = Raw::Kind::table;
+    r.shown = "{...}";
   } else {
-    r.kind = Raw::Kind::other;
-    r.shown = node.is_array() ? "[...]" : node.is_table() ? "{...}" : "(a date or time)";
+    r.kind = Raw::Kind::date_time;
+    std::ostringstream o;
+    if (const auto* date = node.as_date()) o << date->get();
+    else if (const auto* time = node.as_time()) o << time->get();
+    else if (const auto* date_time = node.as_date_time()) o << date_time->get();
+    r.shown = o.str();
   }
   return r;
 }
@@ -579,12 +597,11 @@ std::string_view ConfigSource::kind_name() const {
 }
 
 const AlgorithmInfo& CollectiveOptions::algorithm(Collective collective) const {
-  switch (collective) {
-    case Collective::allreduce: return find_algorithm(collective, allreduce);
-    case Collective::reduce: return find_algorithm(collective, reduce);
-    case Collective::bcast: return find_algorithm(collective, bcast);
-  }
-  throw UsageError("unknown collective");
+  if (collective == Collective::allreduce) return find_algorithm(collective, allreduce);
+  if (collective == Collective::reduce) return find_algorithm(collective, reduce);
+  if (collective == Collective::bcast) return find_algorithm(collective, bcast);
+  throw UsageError("no collectives." + std::string(to_string(collective)) +
+                   " setting (configurable: allreduce, reduce, bcast)");
 }
 
 std::chrono::milliseconds RuntimeOptions::wait_timeout_ms() const {

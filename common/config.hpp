@@ -87,7 +87,8 @@ struct CollectiveOptions {
   std::string reduce = "binary-tree";
   std::string bcast = "binary-tree";
   std::optional<int> blocks;            // nullopt: auto (the count that minimises simulated time)
-  // The registered algorithm chosen for `collective`.
+  // The registered algorithm chosen for `collective` (allreduce, reduce or
+  // bcast; UsageError for a collective without a setting here).
   const AlgorithmInfo& algorithm(Collective collective) const;
   bool operator==(const CollectiveOptions&) const = default;
 };

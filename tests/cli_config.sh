@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# `copse config`, checked by running the binary: exit codes (0 success, 2 bad
+# input with exactly one line on stderr), the precedence
+# default < config file < COPSE_* environment < --set, how the config file is
+# chosen (--config, COPSE_CONFIG, ./copse.toml), and the --json output.
+#
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_config.sh
+
+set -uo pipefail
+
+: "${COPSE:?set COPSE to the copse binary}"
+command -v python3 >/dev/null || { echo "cli_config: python3 is needed to read JSON" >&2; exit 1; }
+case "$COPSE" in /*) ;; *) COPSE="$PWD/$COPSE" ;; esac
+
+# Only the variables each check sets: none inherited.
+for name in $(compgen -e); do
+  case "$name" in COPSE_*) unset "$name" ;; esac
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1  # no ./copse.toml here unless a check writes one
+out="$tmp/out"
+err="$tmp/err"
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect [NAME=VALUE...] RC ARGS...: runs copse with those variables set and
+# checks the exit status; on a non-zero status stderr must be exactly one line
+# starting "copse: ".
+expect() {
+  local vars=()
+  while [[ "$1" == *=* ]]; do
+    vars+=("$1")
+    shift
+  done
+  local want=$1
+  shift
+  checks=$((checks + 1))
+  env ${vars[@]+"${vars[@]}"} "$COPSE" "$@" >"$out" 2>"$err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    fail "${vars[*]:-} copse $* exited $rc, expected $want; stderr: $(head -c 400 "$err")"
+    return 1
+  fi
+  if [ "$want" -ne 0 ]; then
+    local lines
+    lines=$(wc -l <"$err")
+    if [ "$lines" -ne 1 ] || ! grep -q '^copse: ' "$err"; then
+      fail "copse $* must print exactly one line starting 'copse: ' on stderr, got $lines: $(head -c 400 "$err")"
+      return 1
+    fi
+  fi
+  return 0
+}
+
+# json_check EXPR [DESCRIPTION]: EXPR is a Python expression over d, the JSON
+# that the last command printed on stdout, and s = d["settings"]; it must be true.
+json_check() {
+  checks=$((checks + 1))
+  local message
+  if ! message=$(python3 - "$out" "$1" 2>&1 <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("stdout is not JSON: %s" % e)
+    sys.exit(1)
+try:
+    ok = eval(sys.argv[2], {"d": d, "s": d.get("settings", {}) if isinstance(d, dict) else {}})
+except Exception as e:
+    print("%s: %r" % (type(e).__name__, e))
+    sys.exit(1)
+if not ok:
+    print("false; JSON was: %s" % json.dumps(d)[:600])
+    sys.exit(1)
+EOF
+  ); then
+    fail "${2:-$1}: $message"
+  fi
+}
+
+stdout_has() {
+  checks=$((checks + 1))
+  grep -qF -- "$1" "$out" || fail "stdout lacks '$1'"
+}
+
+stderr_has() {
+  checks=$((checks + 1))
+  grep -qF -- "$1" "$err" || fail "stderr lacks '$1': $(head -c 400 "$err")"
+}
+
+keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta model.gamma model.ports
+model.receive_overhead hierarchy.grouping hierarchy.max_group hierarchy.multi_leader hierarchy.node_topology
+collectives.allreduce collectives.reduce collectives.bcast collectives.blocks runtime.wait_timeout runtime.spin"
+
+# ------------------------------------------------------------------ help
+expect 0 --help && stdout_has "config"
+expect 0 config --help && for opt in --config --set --json; do stdout_has "$opt"; done
+
+# ------------------------------------------------------------------ defaults
+expect 0 config && stdout_has "config file: none"
+for key in $keys; do stdout_has "$key"; done
+stdout_has "COPSE_MODEL_INTER_ALPHA"
+expect 0 config --json
+json_check 'd["config_file"] is None and d["config_file_origin"] is None' "no config file by default"
+json_check 'sorted(s) == sorted("""'"$keys"'""".split())' "every key is listed"
+json_check 'all(set(v) >= {"value", "text", "env", "type", "source", "source_kind"} for v in s.values())' \
+  "every key has value, text, env, type, source, source_kind"
+json_check 'all(v["source"] == "default" and v["source_kind"] == "default" for v in s.values())' "all defaults"
+json_check 'all(v["env"] == "COPSE_" + k.replace(".", "_").upper() for k, v in s.items())' "variable names"
+json_check 's["model.intra_alpha"]["value"] == 2e-7 and s["model.intra_beta"]["value"] == 5e-11' "same-node model"
+json_check 's["model.inter_alpha"]["value"] == 1.5e-6 and s["model.inter_beta"]["value"] == 1e-10' "other-node model"
+json_check 's["model.gamma"]["value"] == 2.5e-11 and s["model.ports"]["value"] == "bi"' "gamma and ports"
+json_check 's["model.receive_overhead"]["value"] == 0 and s["model.inter_alpha"]["text"] == "1.5us"' "times"
+json_check 's["hierarchy.grouping"]["value"] == "auto" and s["hierarchy.max_group"]["value"] == 4' "grouping"
+json_check 's["hierarchy.multi_leader"]["value"] is False and s["hierarchy.node_topology"]["value"] == ""' "hierarchy"
+json_check 's["collectives.allreduce"]["value"] == "dual-root" and s["collectives.blocks"]["value"] == "auto"' \
+  "collectives"
+json_check 's["runtime.wait_timeout"]["value"] == 60 and s["runtime.spin"]["value"] == 2000' "runtime"
+
+# ------------------------------------------------------------------ precedence
+cat >"$tmp/a.toml" <<'EOF'
+[model]
+inter_alpha = "2us"
+gamma = "30ps"
+[collectives]
+blocks = 8
+[runtime]
+spin = 10
+EOF
+expect 0 config --config "$tmp/a.toml" --json
+json_check 'd["config_file"] == "'"$tmp/a.toml"'" and d["config_file_origin"] == "--config"' "--config names the file"
+json_check 's["model.inter_alpha"]["value"] == 2e-6 and s["model.inter_alpha"]["source"] == "file '"$tmp/a.toml"'"' \
+  "the file overrides the default"
+json_check 's["collectives.blocks"]["value"] == 8 and s["model.intra_alpha"]["source"] == "default"' "others untouched"
+
+expect COPSE_MODEL_INTER_ALPHA=3us COPSE_RUNTIME_SPIN=0 0 config --config "$tmp/a.toml" --json
+json_check 's["model.inter_alpha"]["value"] == 3e-6 and s["model.inter_alpha"]["source"] == "env COPSE_MODEL_INTER_ALPHA"' \
+  "the environment overrides the file"
+json_check 's["runtime.spin"]["value"] == 0 and s["runtime.spin"]["source_kind"] == "env"' "env spin"
+json_check 's["model.gamma"]["source_kind"] == "file"' "the file still gives gamma"
+
+expect COPSE_MODEL_INTER_ALPHA=3us 0 config --config "$tmp/a.toml" --set model.inter_alpha=4us \
+  --set collectives.blocks=auto --json
+json_check 's["model.inter_alpha"]["value"] == 4e-6 and s["model.inter_alpha"]["source"] == "cli"' \
+  "--set overrides the environment"
+json_check 's["collectives.blocks"]["value"] == "auto" and s["collectives.blocks"]["source_kind"] == "cli"' \
+  "--set overrides the file"
+
+expect COPSE_MODEL_INTER_ALPHA=3us 0 config --config "$tmp/a.toml" --set model.inter_alpha=4us
+stdout_has "config file: $tmp/a.toml (from --config)"
+grep -E '^model\.inter_alpha +4us +COPSE_MODEL_INTER_ALPHA +cli$' "$out" >/dev/null ||
+  fail "table row for model.inter_alpha: $(grep inter_alpha "$out")"
+grep -E '^model\.gamma +30ps +COPSE_MODEL_GAMMA +file ' "$out" >/dev/null ||
+  fail "table row for model.gamma: $(grep gamma "$out")"
+
+# ------------------------------------------------------------------ which file
+cat >"$tmp/b.toml" <<'EOF'
+runtime.spin = 20
+EOF
+expect COPSE_CONFIG="$tmp/b.toml" 0 config --json
+json_check 'd["config_file"] == "'"$tmp/b.toml"'" and d["config_file_origin"] == "env COPSE_CONFIG"' "COPSE_CONFIG"
+json_check 's["runtime.spin"]["value"] == 20' "COPSE_CONFIG's value"
+expect COPSE_CONFIG="$tmp/b.toml" 0 config --config "$tmp/a.toml" --json
+json_check 's["runtime.spin"]["value"] == 10' "--config beats COPSE_CONFIG"
+
+cp "$tmp/b.toml" "$tmp/copse.toml"
+expect 0 config --json
+json_check 'd["config_file"] == "./copse.toml" and d["config_file_origin"] == "working directory"' "./copse.toml"
+json_check 's["runtime.spin"]["value"] == 20 and s["runtime.spin"]["source"] == "file ./copse.toml"' "./copse.toml value"
+expect COPSE_CONFIG= 0 config --json
+json_check 'd["config_file"] is None and s["runtime.spin"]["source"] == "default"' "COPSE_CONFIG= reads no file"
+expect 0 config --config "" --json
+json_check 'd["config_file"] is None' "--config '' reads no file"
+rm "$tmp/copse.toml"
+
+# ------------------------------------------------------------------ bad input: exit 2, one line
+expect COPSE_MODEL_INTER_ALPHA=fast 2 config &&
+  stderr_has 'copse: model.inter_alpha = "fast" (from env COPSE_MODEL_INTER_ALPHA): not a time' &&
+  stderr_has "use e.g. 1.5us"
+expect COPSE_MODEL_PORTS=both 2 config && stderr_has "model.ports" && stderr_has "env COPSE_MODEL_PORTS"
+expect COPSE_HIERARCHY_GROUPING=size:0 2 config && stderr_has "hierarchy.grouping"
+expect COPSE_HIERARCHY_MAX_GROUP=0 2 config && stderr_has "hierarchy.max_group"
+expect COPSE_HIERARCHY_MULTI_LEADER=maybe 2 config && stderr_has "hierarchy.multi_leader"
+expect COPSE_COLLECTIVES_ALLREDUCE=nosuch 2 config && stderr_has "collectives.allreduce" &&
+  stderr_has "unknown allreduce algorithm 'nosuch'"
+expect COPSE_COLLECTIVES_BLOCKS=0 2 config && stderr_has "collectives.blocks"
+expect COPSE_RUNTIME_WAIT_TIMEOUT=0 2 config && stderr_has "runtime.wait_timeout"
+expect COPSE_RUNTIME_SPIN=-1 2 config && stderr_has "runtime.spin"
+expect COPSE_MODEL_GAMA=1ps 2 config && stderr_has "unknown environment variable COPSE_MODEL_GAMA" &&
+  stderr_has "did you mean COPSE_MODEL_GAMMA"
+
+printf '[model]\ngama = "1ps"\n' >"$tmp/typo.toml"
+expect 2 config --config "$tmp/typo.toml" && stderr_has "unknown key model.gama" && stderr_has "$tmp/typo.toml"
+printf '[runtime]\nspin = "many"\n' >"$tmp/value.toml"
+expect 2 config --config "$tmp/value.toml" &&
+  stderr_has "runtime.spin = \"many\" (from file $tmp/value.toml, line 2)"
+printf '[model\n' >"$tmp/broken.toml"
+expect 2 config --config "$tmp/broken.toml" && stderr_has "config file $tmp/broken.toml, line 1"
+expect 2 config --config "$tmp/missing.toml" && stderr_has "cannot read config file"
+expect COPSE_CONFIG="$tmp/missing.toml" 2 config && stderr_has "(from env COPSE_CONFIG)"
+expect 2 config --set model.gamma && stderr_has "--set: expected KEY=VALUE"
+expect 2 config --set model.gamma=1x && stderr_has 'model.gamma = "1x" (from cli)'
+expect 2 config --set model.gama=1ps && stderr_has "unknown key model.gama"
+expect 2 config --no-such-flag
+
+echo "cli_config: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]

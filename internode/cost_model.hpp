@@ -28,6 +28,7 @@ namespace copse {
 
 using Picos = std::int64_t;
 inline double to_seconds(Picos t) { return static_cast<double>(t) * 1e-12; }
+inline Picos to_picos(double seconds) { return static_cast<Picos>(seconds * 1e12 + 0.5); }
 
 enum class Ports : std::uint8_t { bidirectional, unidirectional };
 

@@ -95,6 +95,38 @@ RankSchedule doubly_pipelined_allreduce(int rank, trees::Node node, int dual, Bl
   }
 }
 
+namespace {
+Transfer ranks_region(int peer, const trees::Node& subtree, std::uint64_t block) {
+  const auto lo = static_cast<std::uint64_t>(subtree.lo) * block;
+  const auto hi = (static_cast<std::uint64_t>(subtree.hi) + 1) * block;
+  return hi > lo ? Transfer{peer, lo, hi - lo} : Transfer{};
+}
+}  // namespace
+
+RankSchedule tree_gather(int rank, trees::Node node, std::vector<trees::Node> children, std::uint64_t block) {
+  (void)rank;
+  for (std::size_t c = 0; c < children.size(); ++c) {
+    Step s;
+    s.recv = ranks_region(node.children[c], children[c], block);
+    if (!s.empty()) co_yield s;
+  }
+  Step up;
+  up.send = ranks_region(node.parent, node, block);
+  if (!up.empty()) co_yield up;
+}
+
+RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> children, std::uint64_t block) {
+  (void)rank;
+  Step down;
+  down.recv = ranks_region(node.parent, node, block);
+  if (!down.empty()) co_yield down;
+  for (std::size_t c = children.size(); c-- > 0;) {  // farthest subtree first, as in tree_bcast
+    Step s;
+    s.send = ranks_region(node.children[c], children[c], block);
+    if (!s.empty()) co_yield s;
+  }
+}
+
 RankSchedule forward(int rank, int from, int to, BlockPartition part) {
   if (from == to || (rank != from && rank != to)) co_return;
   for (long j = 0; j < part.blocks; ++j) {

@@ -30,6 +30,17 @@ RankSchedule tree_bcast(int rank, trees::Node node, BlockPartition part);
 // other root of a dual-root pair, or -1 for a single tree.
 RankSchedule doubly_pipelined_allreduce(int rank, trees::Node node, int dual, BlockPartition part);
 
+// Gathers every rank's block of `block` elements (rank r's at r * block) up
+// the tree: a rank receives each child's subtree range, then sends its own
+// subtree range [lo, hi] to its parent. Trees are order-preserving, so a
+// subtree's blocks are contiguous. `children` are the children's nodes (for
+// their ranges), in node.children order.
+RankSchedule tree_gather(int rank, trees::Node node, std::vector<trees::Node> children, std::uint64_t block);
+
+// The reverse: a rank receives its subtree's range from its parent, then sends
+// each child the child's range.
+RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> children, std::uint64_t block);
+
 // Moves the whole of `part` from rank `from` to rank `to`, one block per step
 // (used to deliver a reduction to a root other than the tree's own).
 RankSchedule forward(int rank, int from, int to, BlockPartition part);

@@ -22,6 +22,15 @@ SchedulePlan two_tree_allreduce(const Shape&);
 SchedulePlan ring_allreduce(const Shape&);
 SchedulePlan rabenseifner_allreduce(const Shape&);
 SchedulePlan recursive_doubling_allreduce(const Shape&);
+SchedulePlan binomial_allgather(const Shape&);
+SchedulePlan binary_tree_allgather(const Shape&);
+SchedulePlan ring_allgather(const Shape&);
+SchedulePlan binomial_reduce_scatter(const Shape&);
+SchedulePlan binary_tree_reduce_scatter(const Shape&);
+SchedulePlan ring_reduce_scatter(const Shape&);
+SchedulePlan binomial_barrier(const Shape&);
+SchedulePlan dual_root_barrier(const Shape&);
+SchedulePlan recursive_doubling_barrier(const Shape&);
 }  // namespace builders
 
 namespace {
@@ -45,6 +54,15 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::bcast, "binomial", "binomial tree from the root", false, true, a::binomial_bcast},
     AlgorithmInfo{C::bcast, "binary-tree", "pipelined binary tree from the root", false, true, a::binary_tree_bcast},
     AlgorithmInfo{C::bcast, "chain", "pipelined chain from the root", false, true, a::chain_bcast},
+    AlgorithmInfo{C::barrier, "recursive-doubling", "one-element recursive-doubling allreduce", false, false, a::recursive_doubling_barrier},
+    AlgorithmInfo{C::barrier, "binomial", "one-element binomial reduce and broadcast", false, false, a::binomial_barrier},
+    AlgorithmInfo{C::barrier, "dual-root", "one-element dual-root allreduce", false, false, a::dual_root_barrier},
+    AlgorithmInfo{C::allgather, "binomial", "gather up a binomial tree, then pipelined binomial broadcast of the whole vector", false, true, a::binomial_allgather},
+    AlgorithmInfo{C::allgather, "binary-tree", "gather up a post-order binary tree, then pipelined broadcast of the whole vector", false, true, a::binary_tree_allgather},
+    AlgorithmInfo{C::allgather, "ring", "p-1 steps around the ring, one block each", false, false, a::ring_allgather},
+    AlgorithmInfo{C::reduce_scatter, "binomial", "pipelined binomial reduce of the whole vector, then scatter down the tree", false, true, a::binomial_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "binary-tree", "pipelined post-order binary reduce of the whole vector, then scatter down the tree", false, true, a::binary_tree_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true, false, a::ring_reduce_scatter},
 };
 
 }  // namespace
@@ -54,17 +72,30 @@ std::string_view to_string(Collective c) {
     case C::allreduce: return "allreduce";
     case C::reduce: return "reduce";
     case C::bcast: return "bcast";
+    case C::barrier: return "barrier";
+    case C::allgather: return "allgather";
+    case C::reduce_scatter: return "reduce_scatter";
   }
   return "?";
 }
 
 Collective parse_collective(std::string_view name) {
-  for (auto c : {C::allreduce, C::reduce, C::bcast})
+  for (auto c : {C::allreduce, C::reduce, C::bcast, C::barrier, C::allgather, C::reduce_scatter})
     if (to_string(c) == name) return c;
-  throw UsageError("unknown collective '" + std::string(name) + "' (known: allreduce, reduce, bcast)");
+  throw UsageError("unknown collective '" + std::string(name) +
+                   "' (known: allreduce, reduce, bcast, barrier, allgather, reduce_scatter)");
 }
 
 std::span<const AlgorithmInfo> algorithms() { return kAlgorithms; }
+
+std::uint64_t vector_elements(Collective collective, const Shape& shape) {
+  switch (collective) {
+    case C::allgather:
+    case C::reduce_scatter: return shape.count * static_cast<std::uint64_t>(shape.ranks);
+    case C::barrier: return 1;
+    default: return shape.count;
+  }
+}
 
 const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name) {
   std::string known;
@@ -80,7 +111,8 @@ const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (shape.ranks < 1) throw UsageError("the rank count must be at least 1, got " + std::to_string(shape.ranks));
   if (shape.blocks < 1) throw UsageError("the block count must be at least 1, got " + std::to_string(shape.blocks));
-  if (algorithm.collective != C::allreduce && (shape.root < 0 || shape.root >= shape.ranks))
+  if ((algorithm.collective == C::reduce || algorithm.collective == C::bcast) &&
+      (shape.root < 0 || shape.root >= shape.ranks))
     throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " +
                      std::to_string(shape.ranks) + ")");
 }
@@ -94,7 +126,7 @@ void check_operator(const AlgorithmInfo& algorithm, std::string_view op_name, bo
 int blocks_used(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (!algorithm.pipelined) return 1;
   const auto parts = static_cast<std::uint64_t>(algorithm.pipelined_parts);
-  return BlockPartition((shape.count + parts - 1) / parts, shape.blocks).blocks;
+  return BlockPartition((vector_elements(algorithm.collective, shape) + parts - 1) / parts, shape.blocks).blocks;
 }
 
 }  // namespace copse

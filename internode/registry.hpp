@@ -10,7 +10,11 @@
 
 namespace copse {
 
-enum class Collective { allreduce, reduce, bcast };
+// Shape::count is the elements each rank contributes. Allreduce, reduce and
+// bcast work on a vector of that length; allgather and reduce_scatter on
+// ranks * count elements (rank r's block at r * count); a barrier is an
+// allreduce of one element (of zero bytes, on a real engine).
+enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter };
 std::string_view to_string(Collective c);
 Collective parse_collective(std::string_view name);  // throws UsageError
 
@@ -23,6 +27,9 @@ struct AlgorithmInfo {
   SchedulePlan (*plan)(const Shape&);
   int pipelined_parts = 1;  // the vector is cut into this many parts, each pipelined in blocks
 };
+
+// Elements of the vector a rank's schedule works on.
+std::uint64_t vector_elements(Collective collective, const Shape& shape);
 
 std::span<const AlgorithmInfo> algorithms();
 // Throws UsageError naming the known algorithms for that collective.

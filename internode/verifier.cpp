@@ -20,11 +20,16 @@ struct Sym {
 class SymbolicData final : public DataHooks {
  public:
   SymbolicData(const AlgorithmInfo& algorithm, const Shape& shape)
-      : shape_(shape), cyclic_(algorithm.needs_commutative), part_(shape.count, shape.blocks),
+      : shape_(shape), collective_(algorithm.collective), n_(vector_elements(algorithm.collective, shape)),
+        cyclic_(algorithm.needs_commutative), part_(n_, shape.blocks),
         held_(static_cast<std::size_t>(shape.ranks)), pending_(static_cast<std::size_t>(shape.ranks)) {
     for (int r = 0; r < shape.ranks; ++r) {
-      const bool has_input = algorithm.collective != Collective::bcast || r == shape.root;
-      held_[static_cast<std::size_t>(r)].assign(shape.count, has_input ? Sym{r, 1} : Sym{});
+      auto& mine = held_[static_cast<std::size_t>(r)];
+      const bool has_input = collective_ != Collective::bcast || r == shape.root;
+      mine.assign(n_, has_input ? Sym{r, 1} : Sym{});
+      if (collective_ == Collective::allgather)  // only its own block is a rank's input
+        for (std::uint64_t e = 0; e < n_; ++e)
+          if (owner(e) != r) mine[e] = Sym{};
     }
   }
 
@@ -64,20 +69,22 @@ class SymbolicData final : public DataHooks {
   }
 
   // The final state: returns an empty string when correct.
-  std::string check_final(Collective collective) const {
+  std::string check_final() const {
+    const Sym everything{0, shape_.ranks};
     for (int r = 0; r < shape_.ranks; ++r) {
-      if (collective == Collective::reduce && r != shape_.root) continue;
+      if (collective_ == Collective::reduce && r != shape_.root) continue;
       const auto& mine = held_[static_cast<std::size_t>(r)];
-      for (std::uint64_t e = 0; e < shape_.count; ++e) {
+      for (std::uint64_t e = 0; e < n_; ++e) {
+        if (collective_ == Collective::reduce_scatter && owner(e) != r) continue;
+        Sym expected = everything;
+        if (collective_ == Collective::bcast) expected = Sym{shape_.root, 1};
+        if (collective_ == Collective::allgather) expected = Sym{owner(e), 1};
         const Sym h = mine[e];
-        const bool ok = collective == Collective::bcast
-                            ? (h.len == 1 && h.lo == shape_.root)
-                            : (h.len == shape_.ranks && (cyclic_ || h.lo == 0));
+        const bool ok = h.len == expected.len && (h.lo == expected.lo || (cyclic_ && h.len == shape_.ranks));
         if (!ok) {
           std::ostringstream m;
           m << "rank " << r << " ends holding " << describe(h) << " at element " << e << where(e) << ", expected "
-            << (collective == Collective::bcast ? "x_" + std::to_string(shape_.root)
-                                                : "x_0..x_" + std::to_string(shape_.ranks - 1));
+            << describe(expected);
           return m.str();
         }
       }
@@ -103,13 +110,16 @@ class SymbolicData final : public DataHooks {
   }
 
   void check_range(int rank, std::uint64_t offset, std::uint64_t count, const char* verb) const {
-    if (offset + count > shape_.count || offset + count < offset) {
+    if (offset + count > n_ || offset + count < offset) {
       std::ostringstream m;
       m << "rank " << rank << " " << verb << " elements [" << offset << ", " << offset + count
-        << ") outside its vector of " << shape_.count;
+        << ") outside its vector of " << n_;
       throw ScheduleError(m.str());
     }
   }
+
+  // The rank whose block holds element e (allgather, reduce_scatter).
+  int owner(std::uint64_t e) const { return shape_.count ? static_cast<int>(e / shape_.count) : 0; }
 
   std::string describe(Sym s) const {
     if (s.len == 0) return "nothing";
@@ -128,6 +138,8 @@ class SymbolicData final : public DataHooks {
   }
 
   Shape shape_;
+  Collective collective_;
+  std::uint64_t n_;  // elements in each rank's vector
   bool cyclic_;
   BlockPartition part_;
   std::vector<std::vector<Sym>> held_;
@@ -145,15 +157,16 @@ VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, co
   validate_shape(algorithm, shape);
   // Every element of every rank holds a symbolic value (8 bytes).
   constexpr std::uint64_t kMaxSymbols = std::uint64_t{1} << 28;
-  if (shape.count > kMaxSymbols / static_cast<std::uint64_t>(shape.ranks))
-    throw UsageError("the verifier tracks every element of every rank symbolically: ranks x count must be at most " +
-                     std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " x " +
-                     std::to_string(shape.count) + ")");
+  const auto ranks = static_cast<std::uint64_t>(shape.ranks);
+  if (shape.count > kMaxSymbols || vector_elements(algorithm.collective, shape) > kMaxSymbols / ranks)
+    throw UsageError("the verifier tracks every element of every rank symbolically: ranks x vector length must be "
+                     "at most " + std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " ranks, " +
+                     std::to_string(shape.count) + " elements each)");
   try {
     SymbolicData data(algorithm, shape);
     ExecutionOptions options;
     execute(plan, shape.ranks, options, &data);
-    auto failure = data.check_final(algorithm.collective);
+    auto failure = data.check_final();
     return {failure.empty(), failure};
   } catch (const ScheduleError& e) {
     return {false, e.what()};

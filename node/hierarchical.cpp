@@ -110,11 +110,30 @@ RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, Shape shape, int
   for (auto g = patterns::tree_bcast(rank, node, part); g.next();) co_yield g.value();
 }
 
+std::vector<trees::Node> children_of(const HierarchicalTree& tree, const trees::Node& node) {
+  std::vector<trees::Node> kids;
+  for (int c : node.children) kids.push_back(tree.node(c));
+  return kids;
+}
+
 RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, TreeUse use, Collective collective,
                                 Shape shape, int rank) {
   const BlockPartition part(shape.count, shape.blocks);
+  const BlockPartition whole(vector_elements(collective, shape), shape.blocks);
   const trees::Node node = tree->node(rank);
   switch (collective) {
+    case Collective::barrier:  // plan_hierarchical turns a barrier into a one-element allreduce
+      break;
+    case Collective::allgather:
+      for (auto g = patterns::tree_gather(rank, node, children_of(*tree, node), shape.count); g.next();)
+        co_yield g.value();
+      for (auto g = patterns::tree_bcast(rank, node, whole); g.next();) co_yield g.value();
+      break;
+    case Collective::reduce_scatter:
+      for (auto g = patterns::tree_reduce(rank, node, whole); g.next();) co_yield g.value();
+      for (auto g = patterns::tree_scatter(rank, node, children_of(*tree, node), shape.count); g.next();)
+        co_yield g.value();
+      break;
     case Collective::allreduce:
       if (use == TreeUse::doubly_pipelined) {
         for (auto g = patterns::doubly_pipelined_allreduce(rank, node, tree->dual(rank), part); g.next();)
@@ -156,6 +175,20 @@ HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, Tr
     if (dual_roots) dual_[r] = global(trees::dual_root(q, i).dual);
   }
   fill_depths(nodes_);
+  // Subtree ranges, children before parents: deepest ranks first.
+  std::vector<int> order(p);
+  for (std::size_t r = 0; r < p; ++r) order[r] = static_cast<int>(r);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return nodes_[static_cast<std::size_t>(a)].depth > nodes_[static_cast<std::size_t>(b)].depth;
+  });
+  for (int r : order) {
+    auto& n = nodes_[static_cast<std::size_t>(r)];
+    n.lo = n.hi = r;
+    for (int c : n.children) {
+      n.lo = std::min(n.lo, nodes_[static_cast<std::size_t>(c)].lo);
+      n.hi = std::max(n.hi, nodes_[static_cast<std::size_t>(c)].hi);
+    }
+  }
 }
 
 trees::Node HierarchicalTree::node(int rank) const { return nodes_.at(static_cast<std::size_t>(rank)); }
@@ -173,6 +206,12 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
   if (!plan || plan->ranks != shape.ranks)
     throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
                      std::to_string(shape.ranks));
+  if (inter.collective == Collective::barrier) {  // a one-element allreduce with the same-named algorithm
+    Shape one = shape;
+    one.count = 1;
+    one.blocks = 1;
+    return plan_hierarchical(plan, find_algorithm(Collective::allreduce, inter.name), one, pipeline_across_levels);
+  }
   const TreeAlgorithm* t = tree_algorithm(inter);
   if (t && (pipeline_across_levels || inter.collective != Collective::allreduce)) {
     auto tree = std::make_shared<const HierarchicalTree>(plan, t->tree, t->dual_roots);

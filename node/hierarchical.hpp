@@ -18,6 +18,11 @@
 // two-tree) run as three phases per rank: pipelined reduce up the groups,
 // the algorithm among the off-node ranks, pipelined broadcast down.
 //
+// Barrier is a one-element allreduce with the same-named algorithm.
+// Allgather gathers every block up the combined tree and broadcasts the whole
+// vector down; reduce_scatter reduces the whole vector up and scatters each
+// rank its block down. Both need a tree algorithm (binomial, binary-tree).
+//
 // Groups are contiguous rank ranges led by their lowest rank, so every
 // composition keeps rank order for non-commutative operators.
 
@@ -33,7 +38,7 @@ namespace copse {
 // The combined tree of `plan` with `inter_tree` over its off-node ranks
 // (`inter_tree(q, i)` gives off-node rank i's node in a tree of q). Children
 // are in reduction receive order: intranode groups (above the rank) first,
-// then the inter-node children. `lo`/`hi` are not filled in.
+// then the inter-node children; `lo`/`hi` give each subtree's rank range.
 class HierarchicalTree {
  public:
   using TreeOf = trees::Node (*)(int p, int rank);

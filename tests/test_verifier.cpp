@@ -94,3 +94,34 @@ TEST_CASE("shapes are validated") {
   CHECK_THROWS_AS(verify(a, Shape{4, 4, 1, 4}), UsageError);
   CHECK_THROWS_AS(find_algorithm(Collective::allreduce, "nope"), UsageError);
 }
+
+TEST_CASE("verifier proves barrier, allgather and reduce_scatter builders") {
+  for (const auto& a : algorithms()) {
+    if (a.collective != Collective::barrier && a.collective != Collective::allgather &&
+        a.collective != Collective::reduce_scatter)
+      continue;
+    for (int p = 1; p <= 40; ++p)
+      for (int blocks : {1, 3, 7})
+        for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{3}}) {
+          const auto r = verify(a, Shape{p, count, blocks, 0});
+          INFO(name_of(a) << " p=" << p << " blocks=" << blocks << " count=" << count << ": " << r.message);
+          REQUIRE(r.proven);
+        }
+  }
+}
+
+TEST_CASE("allgather and reduce_scatter checks catch a missing block") {
+  // An allgather that forgets the last step of the ring leaves a block out.
+  const auto& ring = find_algorithm(Collective::allgather, "ring");
+  const AlgorithmInfo short_ring{Collective::allgather, "short", "", false, false, [](const Shape& s) -> SchedulePlan {
+    auto full = find_algorithm(Collective::allgather, "ring").plan(s);
+    return [full, s](int rank) -> RankSchedule {
+      auto g = full(rank);
+      for (int step = 0; step + 2 < s.ranks && g.next(); ++step) co_yield g.value();
+    };
+  }};
+  REQUIRE(verify(ring, Shape{5, 2, 1, 0}).proven);
+  const auto r = verify(short_ring, Shape{5, 2, 1, 0});
+  REQUIRE_FALSE(r.proven);
+  CHECK_THAT(r.message, Catch::Contains("ends holding nothing"));
+}

@@ -610,7 +610,7 @@ std::chrono::milliseconds RuntimeOptions::wait_timeout_ms() const {
 
 CostModel make_cost_model(const ModelOptions& m) {
   return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma,
-                   m.ports);
+                   m.ports, m.receive_overhead);
 }
 
 std::string exact_time_text(double seconds) {

@@ -3,7 +3,9 @@
 //
 // Hockney per message: a transfer of n bytes over link level L takes
 // alpha[L] + beta[L]*n; combining n received bytes into held data takes
-// gamma*n. Levels are indexed by distance (0: same node, 1: other node; more
+// gamma*n; optionally every received message also costs its receiver a fixed
+// overhead o (CPU time spent handling it, as in LogP), charged after the
+// transfer like the combine. Levels are indexed by distance (0: same node, 1: other node; more
 // levels may be appended). Ports are either bidirectional (a rank sends one
 // message and receives one message at a time, concurrently) or
 // unidirectional (one message at a time, in either direction).
@@ -41,13 +43,17 @@ class CostModel {
  public:
   CostModel() : CostModel(std::vector<LinkCost>{LinkCost{2e-7, 5e-11}, LinkCost{}}) {}
   explicit CostModel(std::vector<LinkCost> levels, double gamma = 2.5e-11,
-                     Ports ports = Ports::bidirectional);
+                     Ports ports = Ports::bidirectional, double receive_overhead = 0);
 
   // One-level model: every pair of ranks is `link` apart (the simulator's default).
   static CostModel uniform(LinkCost link, double gamma, Ports ports);
 
   Picos transfer(int level, std::uint64_t bytes) const;
   Picos combine(std::uint64_t bytes) const;
+  // A step's local work after its transfers: combining and copying at gamma
+  // per byte, plus the receive overhead if it received. Both engines charge it.
+  Picos step_work(const Step& step, std::uint64_t element_bytes) const;
+  double receive_overhead() const { return receive_overhead_; }
   Ports ports() const { return ports_; }
   int levels() const { return static_cast<int>(levels_.size()); }
   const LinkCost& level(int l) const { return levels_.at(static_cast<std::size_t>(l)); }
@@ -62,6 +68,8 @@ class CostModel {
   std::vector<Scaled> scaled_;
   double gamma_;
   double gamma_ps_;
+  double receive_overhead_;
+  Picos receive_overhead_ps_;
   Ports ports_;
 };
 

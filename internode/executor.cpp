@@ -160,7 +160,7 @@ class Executor {
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
       const Step& s = st.step();
       if (hooks_) hooks_->on_step_end(r, st.steps - 1, s);
-      st.clock.end_step(options_.model.combine(local_work_elements(s) * options_.element_bytes));
+      st.clock.end_step(options_.model.step_work(s, options_.element_bytes));
       next_step(r);
     }
   }

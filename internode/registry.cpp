@@ -22,6 +22,9 @@ SchedulePlan two_tree_allreduce(const Shape&);
 SchedulePlan ring_allreduce(const Shape&);
 SchedulePlan rabenseifner_allreduce(const Shape&);
 SchedulePlan recursive_doubling_allreduce(const Shape&);
+SchedulePlan flat_allreduce(const Shape&);
+SchedulePlan flat_reduce(const Shape&);
+SchedulePlan flat_bcast(const Shape&);
 SchedulePlan binomial_allgather(const Shape&);
 SchedulePlan binary_tree_allgather(const Shape&);
 SchedulePlan ring_allgather(const Shape&);
@@ -48,6 +51,9 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::allreduce, "ring", "ring reduce-scatter then ring allgather, p-1 steps each", true, false, a::ring_allreduce},
     AlgorithmInfo{C::allreduce, "rabenseifner", "recursive-halving reduce-scatter then recursive-doubling allgather, any p", false, false, a::rabenseifner_allreduce},
     AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false, false, a::recursive_doubling_allreduce},
+    AlgorithmInfo{C::allreduce, "flat", "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)", false, true, a::flat_allreduce},
+    AlgorithmInfo{C::reduce, "flat", "every rank straight to rank 0, received in rank order (result forwarded to another root)", false, true, a::flat_reduce},
+    AlgorithmInfo{C::bcast, "flat", "the root straight to every rank", false, true, a::flat_bcast},
     AlgorithmInfo{C::reduce, "binomial", "binomial tree to rank 0 (result forwarded to another root)", false, true, a::binomial_reduce},
     AlgorithmInfo{C::reduce, "binary-tree", "pipelined post-order binary tree to rank p-1 (result forwarded to another root)", false, true, a::binary_tree_reduce},
     AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false, true, a::chain_reduce},

@@ -22,6 +22,7 @@ struct TreeAlgorithm {
 };
 constexpr TreeAlgorithm kTreeAlgorithms[] = {
     {"binomial", trees::binomial, false, TreeUse::reduce_then_bcast},
+    {"flat", trees::flat, false, TreeUse::reduce_then_bcast},
     {"binary-tree", post_order, false, TreeUse::reduce_then_bcast},
     {"chain", trees::chain, false, TreeUse::doubly_pipelined},  // allreduce; reduce/bcast use it plainly
     {"dual-root", dual_root_tree, true, TreeUse::doubly_pipelined},

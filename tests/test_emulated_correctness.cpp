@@ -95,9 +95,10 @@ TEST_CASE("emulated allreduce matches the sequential reference: two-tree") { che
 TEST_CASE("emulated allreduce matches the sequential reference: ring") { check_algorithm(find_algorithm(Collective::allreduce, "ring")); }
 TEST_CASE("emulated allreduce matches the sequential reference: rabenseifner") { check_algorithm(find_algorithm(Collective::allreduce, "rabenseifner")); }
 TEST_CASE("emulated allreduce matches the sequential reference: recursive-doubling") { check_algorithm(find_algorithm(Collective::allreduce, "recursive-doubling")); }
+TEST_CASE("emulated allreduce matches the sequential reference: flat") { check_algorithm(find_algorithm(Collective::allreduce, "flat")); }
 
 TEST_CASE("every allreduce builder is covered by the acceptance matrix") {
   int covered = 0;
   for (const auto& a : algorithms()) covered += a.collective == Collective::allreduce;
-  CHECK(covered == 8);  // a new allreduce algorithm needs its own test case above
+  CHECK(covered == 9);  // a new allreduce algorithm needs its own test case above
 }

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   std::printf(
       "Why: in this Hockney model a message holds the receiver's port for the whole alpha + beta*n, so a root\n"
       "that hears from eight leaders pays eight inter-node alphas in turn. In the paper (and in LogP) the wire\n"
-      "latency of concurrent messages overlaps and only the per-message overhead serialises, which is what\n"
-      "makes sending straight to the root pay off. A LogP-style port model would be needed to reproduce it.\n");
+      "latency of concurrent messages overlaps and only the per-message overhead serialises -- the likely\n"
+      "reason sending straight to the root paid off there. A LogP-style port model (not built yet) would test it.\n");
   return ok ? 0 : 1;
 }

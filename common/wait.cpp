@@ -71,6 +71,11 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
 
 std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline,
                                const std::function<std::string()>& what) {
+  return wait_while_equal(word, old, deadline, what, FutexScope::process);
+}
+
+std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline,
+                               const std::function<std::string()>& what, FutexScope scope) {
   std::uint32_t v = word.load(std::memory_order_acquire);
   if (v != old) return v;
 
@@ -93,13 +98,18 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
 
   // Block. Register as a sleeper first (an RMW, so that a waker's RMW on the
   // same counter either sees us or we see its store to the word), then
-  // re-check the word inside the futex call.
-  Stripe& stripe = stripe_of(&word);
-  stripe.sleepers.fetch_add(1, std::memory_order_acq_rel);
+  // re-check the word inside the futex call. Shared words are not counted:
+  // their wakers may live in another process and always make the call.
+  const bool shared = scope == FutexScope::shared;
+  Stripe* stripe = shared ? nullptr : &stripe_of(&word);
+  if (stripe) stripe->sleepers.fetch_add(1, std::memory_order_acq_rel);
   struct Leave {
-    Stripe& s;
-    ~Leave() { s.sleepers.fetch_sub(1, std::memory_order_release); }
+    Stripe* s;
+    ~Leave() {
+      if (s) s->sleepers.fetch_sub(1, std::memory_order_release);
+    }
   } leave{stripe};
+  const int wait_op = shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE;
   for (;;) {
     v = word.load(std::memory_order_acquire);
     if (v != old) return v;
@@ -110,11 +120,17 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(ns / 1000000000);
     ts.tv_nsec = static_cast<long>(ns % 1000000000);
-    futex(&word, FUTEX_WAIT_PRIVATE, old, &ts);  // EAGAIN, ETIMEDOUT, EINTR: just re-check
+    futex(&word, wait_op, old, &ts);  // EAGAIN, ETIMEDOUT, EINTR: just re-check
   }
 }
 
-void wake_all(std::atomic<std::uint32_t>& word) {
+void wake_all(std::atomic<std::uint32_t>& word) { wake_all(word, FutexScope::process); }
+
+void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope) {
+  if (scope == FutexScope::shared) {
+    futex(&word, FUTEX_WAKE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+    return;
+  }
   // An RMW rather than a load: it is ordered after the caller's store to
   // `word` and totally ordered with the sleepers' increments (see above).
   if (stripe_of(&word).sleepers.fetch_add(0, std::memory_order_acq_rel) == 0) return;

@@ -1,0 +1,546 @@
+#include "intranode/link_engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <utility>
+
+#include "common/error.hpp"
+#include "internode/executor.hpp"
+
+namespace copse {
+
+// ---- link words ---------------------------------------------------------------
+//
+// A transfer is a rendezvous, and whichever side arrives second moves the data
+// (one copy, straight between the two ranks' buffers), so the first to arrive
+// sleeps at most once and the second never does:
+//
+//  - Each rank owns one outbox (it has at most one send outstanding, so FIFO
+//    order per (source, destination) pair holds trivially). A sender publishes
+//    (data, count, ready time) and sets the state to posted(dst).
+//  - Each rank owns one inbox (at most one receive outstanding). A receiver
+//    that finds no send posted for it publishes (target, count, side, ready
+//    time) and sets the inbox state to posted(src).
+//  - Each side stores its own state, then reads the other's (sequentially
+//    consistent, Dekker style): at least one sees the other. The mover claims
+//    the sender's outbox by CAS (posted(dst) -> claimed by the receiver, or
+//    -> idle by the sender itself), so exactly one of them moves the data.
+//  - A receiver that pulled acks by setting the outbox back to idle with the
+//    transfer's end time. A sender that delivers first marks the inbox
+//    delivering (so that a receiver withdrawing on an abort knows its buffer
+//    is being written), then done with the end time.
+//  - A receiver sleeps on its inbox's doorbell, which senders ring after a
+//    post or a delivery addressed to it; a sender sleeps on its outbox state.
+//
+// kAbortBit is sticky: once a run fails it is OR-ed into every outbox state and
+// barrier word, so every CAS of the protocol fails and every sleeper wakes.
+// Data pointers in the words are arena offsets (see arena.hpp).
+namespace {
+
+constexpr std::uint32_t kIdle = 0;
+constexpr std::uint32_t kClaimed = 2;     // outbox: the receiver is pulling the data
+constexpr std::uint32_t kDone = 2;        // inbox: the sender has delivered
+constexpr std::uint32_t kDelivering = 3;  // inbox: the sender is delivering
+constexpr std::uint32_t kAbortBit = 0x80000000U;
+constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
+constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
+
+inline bool overlaps(const Transfer& a, const Transfer& b) {
+  return a.count > 0 && b.count > 0 && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free &&
+                  std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "link words live in shared memory: their atomics must be lock-free");
+
+}  // namespace
+
+struct alignas(64) LinkEngine::Outbox {
+  std::atomic<std::uint32_t> state{kIdle};
+  // Written by the sender before posting, read by the addressed receiver only.
+  Arena::Offset data = 0;
+  std::uint64_t count = 0;
+  Picos sender_ready = 0;
+  // Written by a receiver that pulled, before its ack.
+  Picos end = 0;
+};
+
+struct alignas(64) LinkEngine::Inbox {
+  std::atomic<std::uint32_t> state{kIdle};
+  std::atomic<std::uint32_t> bell{0};  // rung by every post or delivery to this rank
+  // Written by the receiver before posting, read by the addressed sender only.
+  Arena::Offset target = 0;
+  std::uint64_t count = 0, offset = 0;
+  Picos recv_ready = 0;
+  Combine side = Combine::replace;
+  // Written by a sender that delivered, before marking the inbox done.
+  Picos end = 0;
+};
+
+// Where a rank is, for error messages only; and its barrier word.
+struct alignas(64) LinkEngine::Progress {
+  std::atomic<int> round{-1};          // the round whose steps the rank has started
+  std::atomic<std::uint64_t> step{0};  // index of the step being run
+  std::atomic<bool> done{false};       // finished the steps of `round`
+  std::atomic<std::uint32_t> go{0};    // the barrier releases the rank by changing it
+};
+
+struct alignas(64) LinkEngine::Shared {
+  std::atomic<std::uint32_t> abort{0};
+  std::int32_t ranks = 0;
+  alignas(64) std::atomic<std::uint32_t> barrier_count{0};
+  // Followed by Outbox[ranks], Inbox[ranks], Progress[ranks].
+};
+
+// ---- compiling a rank's steps -------------------------------------------------
+
+std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out) {
+  auto in_range = [n](std::uint64_t offset, std::uint64_t count) { return offset <= n && count <= n - offset; };
+  std::uint64_t scratch = 0;
+  RankSchedule schedule = plan(r);
+  std::uint64_t index = 0;
+  while (schedule.next()) {
+    const Step& s = schedule.value();
+    auto bad = [&](const std::string& what) {
+      std::ostringstream m;
+      m << "rank " << r << " step " << index << " " << what;
+      throw ScheduleError(m.str());
+    };
+    for (const Transfer* t : {&s.send, &s.recv}) {
+      if (!*t) continue;
+      const char* verb = t == &s.send ? "sends to" : "receives from";
+      if (t->peer >= p || t->peer == r)
+        bad(std::string(verb) + " rank " + std::to_string(t->peer) + ", which is " +
+            (t->peer == r ? "itself" : "not a rank") + " (p = " + std::to_string(p) + ")");
+      if (!in_range(t->offset, t->count))
+        bad(std::string(t == &s.send ? "sends" : "receives into") + " elements [" + std::to_string(t->offset) + ", " +
+            std::to_string(t->offset + t->count) + ") of a " + std::to_string(n) + "-element vector");
+    }
+    if (s.copy.count > 0 && (!in_range(s.copy.from, s.copy.count) || !in_range(s.copy.to, s.copy.count)))
+      bad("copies " + std::to_string(s.copy.count) + " elements from " + std::to_string(s.copy.from) + " to " +
+          std::to_string(s.copy.to) + " in a " + std::to_string(n) + "-element vector");
+    if (s.send && s.recv && overlaps(s.send, s.recv)) scratch = std::max(scratch, s.recv.count);
+    out.push_back(s);
+    ++index;
+  }
+  return scratch;
+}
+
+// ---- set-up ---------------------------------------------------------------------
+
+Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
+  if (ranks < 1 || ranks > (1 << 29)) throw UsageError("the link engine needs 1 to 2^29 ranks");
+  const auto p = static_cast<std::size_t>(ranks);
+  const std::size_t bytes = sizeof(Shared) + p * (sizeof(Outbox) + sizeof(Inbox) + sizeof(Progress));
+  const Arena::Offset at = arena.allocate(bytes, 64);
+  std::byte* base = arena.address(at);
+  auto* shared = new (base) Shared{};
+  shared->ranks = ranks;
+  std::byte* cursor = base + sizeof(Shared);
+  for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Outbox)) new (cursor) Outbox{};
+  for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Inbox)) new (cursor) Inbox{};
+  for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Progress)) new (cursor) Progress{};
+  return at;
+}
+
+LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
+    : arena_(arena),
+      config_(std::move(config)),
+      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
+      bidirectional_(config_.model.ports() == Ports::bidirectional) {
+  std::byte* base = arena_.address(shared);
+  shared_ = std::launder(reinterpret_cast<Shared*>(base));
+  if (shared_->ranks != config_.ranks)
+    throw UsageError("the link state holds " + std::to_string(shared_->ranks) + " ranks, but the engine is configured for " +
+                     std::to_string(config_.ranks));
+  const auto p = static_cast<std::size_t>(config_.ranks);
+  base += sizeof(Shared);
+  outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
+  base += p * sizeof(Outbox);
+  inbox_ = std::launder(reinterpret_cast<Inbox*>(base));
+  base += p * sizeof(Inbox);
+  progress_ = std::launder(reinterpret_cast<Progress*>(base));
+}
+
+LinkEngine::~LinkEngine() = default;
+
+// ---- failure --------------------------------------------------------------------
+
+bool LinkEngine::aborted() const { return shared_->abort.load(std::memory_order_acquire) != 0; }
+
+void LinkEngine::abort() noexcept {
+  if (shared_->abort.exchange(1, std::memory_order_acq_rel)) return;
+  const auto p = static_cast<std::size_t>(config_.ranks);
+  for (std::size_t r = 0; r < p; ++r) {
+    outbox_[r].state.fetch_or(kAbortBit, std::memory_order_acq_rel);
+    wake_all(outbox_[r].state, scope_);
+    inbox_[r].bell.fetch_add(1, std::memory_order_acq_rel);
+    wake_all(inbox_[r].bell, scope_);
+  }
+  for (std::size_t r = 0; r < p; ++r) {
+    progress_[r].go.fetch_or(kAbortBit, std::memory_order_acq_rel);
+    wake_all(progress_[r].go, scope_);
+  }
+}
+
+// After an abort: take back whatever this rank still has posted, and wait
+// (bounded) for a peer that is moving data into or out of its buffers, so
+// that the caller may hand those buffers back to its user.
+void LinkEngine::withdraw(LinkRank& c) noexcept {
+  const auto me = static_cast<std::size_t>(c.rank);
+  const Deadline deadline = deadline_from_now();
+  bool gave_up = false;  // a peer stuck mid-copy for a whole timeout: leave it
+  auto wait = [&](const std::atomic<std::uint32_t>& word, std::uint32_t old) {
+    try {
+      (void)wait_while_equal(word, old, deadline, {}, scope_);
+    } catch (...) {
+      gave_up = true;
+    }
+  };
+  // Outbox: retract a post; wait out a receiver's pull.
+  Outbox& ob = outbox_[me];
+  for (std::uint32_t s = ob.state.load(std::memory_order_acquire); !gave_up;) {
+    const std::uint32_t low = s & ~kAbortBit;
+    if (low == kIdle) break;
+    if (is_posted(low)) {
+      if (ob.state.compare_exchange_strong(s, s & kAbortBit, std::memory_order_acq_rel)) break;
+      continue;
+    }
+    wait(ob.state, s);
+    s = ob.state.load(std::memory_order_acquire);
+  }
+  // Inbox: retract a posted receive; wait out a sender's delivery.
+  Inbox& ib = inbox_[me];
+  while (!gave_up) {
+    const std::uint32_t bell = ib.bell.load(std::memory_order_acquire);
+    std::uint32_t s = ib.state.load(std::memory_order_acquire);
+    if (is_posted(s) && ib.state.compare_exchange_strong(s, kIdle, std::memory_order_acq_rel)) break;
+    if (s != kDelivering) break;
+    wait(ib.bell, bell);
+  }
+  c.waiting = LinkRank::Wait::none;
+}
+
+// ---- messages -------------------------------------------------------------------
+
+std::uint32_t LinkEngine::block(LinkRank& c, const std::atomic<std::uint32_t>& word, std::uint32_t old,
+                                Deadline deadline) {
+  // The lambda captures two pointers, which std::function stores inline: no allocation.
+  return wait_while_equal(word, old, deadline, [this, &c] { return describe_wait(c); }, scope_);
+}
+
+std::string LinkEngine::describe_wait(const LinkRank& c) const {
+  std::ostringstream m;
+  const auto ms = config_.wait_timeout.count();
+  m << "rank " << c.rank;
+  if (config_.name_nodes)
+    m << " (node "
+      << (config_.node_of.empty() ? c.rank / std::max(1, config_.ranks_per_node)
+                                  : config_.node_of[static_cast<std::size_t>(c.rank)])
+      << ")";
+  auto peer_state = [&] {
+    const Progress& pr = progress_[static_cast<std::size_t>(c.peer)];
+    const std::string who = "; rank " + std::to_string(c.peer);
+    const int round = pr.round.load(std::memory_order_relaxed);
+    if (round < c.round) return who + " has not started its schedule";
+    if (round > c.round || pr.done.load(std::memory_order_relaxed)) return who + " has finished its schedule";
+    return who + " is in its step " + std::to_string(pr.step.load(std::memory_order_relaxed));
+  };
+  auto where = [&] {
+    m << ", step " << c.step << " of " << config_.round_name << " " << c.round;
+    if (c.activity) m << " (" << c.activity << ")";
+  };
+  switch (c.waiting) {
+    case LinkRank::Wait::recv:
+      where();
+      m << ": timed out after " << ms << " ms waiting for rank " << c.peer << " to send the " << c.wait_count
+        << " elements it receives (at element " << c.wait_offset << ")" << peer_state();
+      break;
+    case LinkRank::Wait::ack:
+      where();
+      m << ": timed out after " << ms << " ms waiting for rank " << c.peer << " to receive the " << c.wait_count
+        << " elements it sends (from element " << c.wait_offset << ")" << peer_state();
+      break;
+    case LinkRank::Wait::barrier:
+      m << ": timed out after " << 2 * ms + 100 << " ms at the barrier before " << config_.round_name << " "
+        << c.round;
+      break;
+    case LinkRank::Wait::none:
+      m << ": timed out";
+      break;
+  }
+  return m.str();
+}
+
+std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received,
+                                      std::uint64_t offset) const {
+  std::ostringstream m;
+  m << "size mismatch: rank " << src << " sends " << sent << " elements to rank " << dst << ", which receives "
+    << received << " elements (into element " << offset << ")";
+  const Progress& pr = progress_[static_cast<std::size_t>(dst)];
+  m << " in its step " << pr.step.load(std::memory_order_relaxed);
+  return m.str();
+}
+
+// ---- the protocol -----------------------------------------------------------------
+
+void LinkEngine::apply(const LinkRank& c, std::byte* dst, const std::byte* src, std::uint64_t count, Combine side) {
+  if (count == 0 || c.eb == 0) return;
+  if (side == Combine::replace)
+    std::memcpy(dst, src, static_cast<std::size_t>(count * c.eb));
+  else
+    c.op->combine(dst, src, static_cast<std::size_t>(count), side);
+}
+
+void LinkEngine::ring(Inbox& inbox) {
+  inbox.bell.fetch_add(1, std::memory_order_acq_rel);
+  wake_all(inbox.bell, scope_);
+}
+
+bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
+  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
+  Inbox& ib = inbox_[static_cast<std::size_t>(send.peer)];
+  const std::byte* data = c.y + send.offset * c.eb;
+  ob.data = arena_.offset_of(data);
+  ob.count = send.count;
+  ob.sender_ready = c.clock.send_ready();
+  const std::uint32_t mine = posted(send.peer);
+  std::uint32_t expected = kIdle;
+  if (!ob.state.compare_exchange_strong(expected, mine, std::memory_order_seq_cst)) throw LinkAborted{};
+  if (ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
+    ring(ib);  // not there yet: it will find our post
+    return false;
+  }
+  expected = mine;
+  if (!ob.state.compare_exchange_strong(expected, kIdle, std::memory_order_seq_cst))
+    return false;  // it found our post at the same moment and is pulling
+  // The receiver is waiting for us: deliver into its buffer. It only leaves
+  // posted(us) by withdrawing on an abort.
+  expected = posted(c.rank);
+  if (!ib.state.compare_exchange_strong(expected, kDelivering, std::memory_order_acq_rel)) throw LinkAborted{};
+  if (ib.count != send.count) {
+    ib.state.store(kIdle, std::memory_order_release);
+    ring(ib);
+    throw ScheduleError(size_mismatch(c.rank, send.count, send.peer, ib.count, ib.offset));
+  }
+  end = transfer_end(ob.sender_ready, ib.recv_ready, config_.model.transfer(level(c.rank, send.peer), send.count * c.eb));
+  try {
+    apply(c, arena_.address(ib.target), data, send.count, ib.side);
+  } catch (...) {
+    abort();  // first, so that the receiver does not take the idle inbox for a delivery
+    ib.state.store(kIdle, std::memory_order_release);
+    ring(ib);
+    throw;
+  }
+  ib.end = end;
+  ib.state.store(kDone, std::memory_order_release);
+  ring(ib);
+  return true;
+}
+
+Picos LinkEngine::await_ack(LinkRank& c, const Transfer& send) {
+  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
+  std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s != kIdle) {
+    c.waiting = LinkRank::Wait::ack;
+    c.peer = send.peer;
+    c.wait_count = send.count;
+    c.wait_offset = send.offset;
+    const Deadline deadline = deadline_from_now();
+    while (s != kIdle) {
+      if (s & kAbortBit) throw LinkAborted{};
+      s = block(c, ob.state, s, deadline);
+    }
+    c.waiting = LinkRank::Wait::none;
+  }
+  return ob.end;
+}
+
+Picos LinkEngine::pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte* target, Combine side) {
+  // We hold the claim on the sender's outbox: every exit releases it.
+  auto release = [&] {
+    const std::uint32_t old = ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);
+    wake_all(ob.state, scope_);
+    return old;
+  };
+  if (ob.count != recv.count) {
+    abort();
+    release();
+    throw ScheduleError(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
+  }
+  const Picos end = transfer_end(ob.sender_ready, c.clock.recv_ready(),
+                                 config_.model.transfer(level(recv.peer, c.rank), recv.count * c.eb));
+  try {
+    apply(c, target, arena_.address(ob.data), recv.count, side);
+  } catch (...) {
+    abort();  // first, so that the sender does not take the release for an ack
+    release();
+    throw;
+  }
+  ob.end = end;
+  if (release() & kAbortBit) throw LinkAborted{};
+  return end;
+}
+
+Picos LinkEngine::receive(LinkRank& c, const Step& step, std::byte* target, Combine side) {
+  const Transfer& recv = step.recv;
+  Outbox& ob = outbox_[static_cast<std::size_t>(recv.peer)];
+  Inbox& ib = inbox_[static_cast<std::size_t>(c.rank)];
+  const std::uint32_t for_me = posted(c.rank);
+
+  // The sender is there already: pull.
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_acquire) == for_me &&
+      ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel))
+    return pull(c, recv, ob, target, side);
+
+  // Post the receive, so that the sender can deliver, then wait.
+  ib.target = arena_.offset_of(target);
+  ib.count = recv.count;
+  ib.offset = recv.offset;
+  ib.recv_ready = c.clock.recv_ready();
+  ib.side = side;
+  ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
+  bool timed = false;
+  Deadline deadline{};
+  for (;;) {
+    // Read the bell first: a post or delivery after this read rings it.
+    const std::uint32_t bell = ib.bell.load(std::memory_order_acquire);
+    if (ib.state.load(std::memory_order_acquire) == kDone) {
+      ib.state.store(kIdle, std::memory_order_relaxed);
+      c.waiting = LinkRank::Wait::none;
+      return ib.end;
+    }
+    if (aborted()) throw LinkAborted{};
+    const std::uint32_t s = ob.state.load(std::memory_order_seq_cst);
+    if (s == for_me) {
+      expected = for_me;
+      if (ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
+        if (ib.state.load(std::memory_order_acquire) == kDone) {
+          // The sender delivered our message after we last looked and has
+          // already posted its next one to us, which is what we claimed:
+          // put it back for our next receive. (Its delivery's done mark
+          // precedes that post, so seeing the post means seeing the mark.)
+          expected = kClaimed;
+          if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) {
+            ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);  // release our claim
+            wake_all(ob.state, scope_);
+            throw LinkAborted{};
+          }
+          ib.state.store(kIdle, std::memory_order_relaxed);
+          c.waiting = LinkRank::Wait::none;
+          return ib.end;
+        }
+        // Ours now: the sender cannot deliver (it lost the outbox), so the
+        // inbox goes back to idle before we pull.
+        ib.state.store(kIdle, std::memory_order_relaxed);
+        c.waiting = LinkRank::Wait::none;
+        return pull(c, recv, ob, target, side);
+      }
+      continue;  // the sender claimed it: it is delivering
+    }
+    if (!timed) {
+      timed = true;
+      deadline = deadline_from_now();
+      c.waiting = LinkRank::Wait::recv;
+      c.peer = recv.peer;
+      c.wait_count = recv.count;
+      c.wait_offset = recv.offset;
+    }
+    block(c, ib.bell, bell, deadline);
+  }
+}
+
+void LinkEngine::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op) {
+  c.y = y;
+  c.scratch = scratch;
+  c.op = &op;
+  c.eb = op.element_bytes;
+  c.waiting = LinkRank::Wait::none;
+  Progress& progress = progress_[static_cast<std::size_t>(c.rank)];
+  progress.done.store(false, std::memory_order_relaxed);
+  progress.step.store(0, std::memory_order_relaxed);
+  progress.round.store(c.round, std::memory_order_relaxed);
+  const std::size_t eb = c.eb;
+  try {
+    if (aborted()) throw LinkAborted{};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      c.step = i;
+      progress.step.store(c.step, std::memory_order_relaxed);
+      c.clock.begin_step();
+      Picos end = 0;
+      if (st.send && st.recv) {
+        // Staging: our own send of this step still needs the region as it
+        // was when the step began, so land in scratch and apply after the
+        // send completes.
+        const bool stage = overlaps(st.send, st.recv);
+        std::byte* target = stage ? scratch : y + st.recv.offset * eb;
+        const Combine side = stage ? Combine::replace : st.combine;
+        if (bidirectional_) {
+          // Both at once: post the send, serve the receive, then see the send done.
+          const bool delivered = post(c, st.send, end);
+          const Picos recv_end = receive(c, st, target, side);
+          c.clock.send_done(delivered ? end : await_ack(c, st.send));
+          c.clock.recv_done(recv_end);
+          if (stage) apply(c, y + st.recv.offset * eb, scratch, st.recv.count, st.combine);
+        } else if (send_goes_first(c.rank, st)) {
+          // The send is acknowledged before the receive starts: no staging.
+          c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
+          c.clock.recv_done(receive(c, st, y + st.recv.offset * eb, st.combine));
+        } else {
+          c.clock.recv_done(receive(c, st, target, side));
+          c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
+          if (stage) apply(c, y + st.recv.offset * eb, scratch, st.recv.count, st.combine);
+        }
+      } else if (st.send) {
+        c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
+      } else if (st.recv) {
+        c.clock.recv_done(receive(c, st, y + st.recv.offset * eb, st.combine));
+      }
+      if (st.copy.count > 0 && eb > 0)
+        std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
+      c.clock.end_step(config_.model.step_work(st, eb));
+    }
+  } catch (...) {
+    abort();
+    withdraw(c);
+    throw;
+  }
+  progress.done.store(true, std::memory_order_relaxed);
+}
+
+// ---- barrier --------------------------------------------------------------------
+
+// A central counter, but every rank sleeps on its own word: thousands of
+// threads on one futex word share one kernel hash bucket, which every other
+// futex call hashing there must then walk.
+void LinkEngine::arrive(std::uint32_t participants) {
+  if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;
+  shared_->barrier_count.store(0, std::memory_order_relaxed);
+  for (int r = 0; r < config_.ranks; ++r) {
+    auto& go = progress_[static_cast<std::size_t>(r)].go;
+    go.fetch_add(1, std::memory_order_acq_rel);
+    wake_all(go, scope_);
+  }
+}
+
+void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
+  auto& go = progress_[static_cast<std::size_t>(c.rank)].go;
+  const std::uint32_t old = go.load(std::memory_order_acquire);
+  if (old & kAbortBit) throw LinkAborted{};
+  arrive(participants);
+  std::uint32_t g = go.load(std::memory_order_acquire);
+  if (g == old) {
+    c.waiting = LinkRank::Wait::barrier;
+    const Deadline deadline =
+        std::chrono::steady_clock::now() + 2 * config_.wait_timeout + std::chrono::milliseconds(100);
+    while (g == old) g = block(c, go, old, deadline);
+    c.waiting = LinkRank::Wait::none;
+  }
+  if (g & kAbortBit) throw LinkAborted{};
+}
+
+}  // namespace copse

@@ -1,0 +1,317 @@
+// The link engine with ranks that are processes: the parent creates one
+// Boost.Interprocess segment (a ShmArena) holding the link state and every
+// rank's buffers, forks k children, and each child maps the segment afresh
+// by name (at its own address: only offsets are shared), runs its rank of a
+// registry schedule through the link engine with cross-process futexes, and
+// checks its result against the sequential reference. The parent waits with
+// a deadline and fails clearly if a child hangs, crashes or reports an error;
+// the segment is removed at the end whatever happens.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/reduce_op.hpp"
+#include "internode/executor.hpp"
+#include "internode/registry.hpp"
+#include "intranode/arena.hpp"
+#include "intranode/link_engine.hpp"
+
+using namespace copse;
+
+namespace {
+
+constexpr int kMaxRanks = 8;
+constexpr std::size_t kMessageBytes = 512;
+
+// What the parent leaves in the segment for the children (at the arena's root).
+struct Root {
+  Arena::Offset link = 0;
+  Arena::Offset buffer[kMaxRanks] = {};
+  Arena::Offset scratch[kMaxRanks] = {};
+  Picos finish[kMaxRanks] = {};
+  char message[kMaxRanks][kMessageBytes] = {};
+};
+
+// Removes the segment when the test ends, passed or failed.
+struct SegmentGuard {
+  std::string name;
+  ~SegmentGuard() { ShmArena::remove(name); }
+};
+
+std::string unique_segment_name() {
+  static int serial = 0;
+  return "/copse-test-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+}
+
+struct Case {
+  const AlgorithmInfo* algorithm;
+  Shape shape;
+  ReduceOp op;
+  LinkConfig link;
+  int absent_rank = -1;  // a rank whose process exits without taking part
+};
+
+void put_message(char* out, const std::string& text) {
+  const std::size_t n = std::min(text.size(), kMessageBytes - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+// A child: map the segment by name, run one rank, report. Never returns.
+[[noreturn]] void child_main(const std::string& name, const Case& cs, int rank) {
+  int status = 3;
+  char* message = nullptr;
+  std::unique_ptr<ShmArena> mapping;  // outlives the try block: `message` points into it
+  try {
+    mapping = std::make_unique<ShmArena>(ShmArena::Open{}, name);
+    ShmArena& arena = *mapping;
+    Root* root = arena.at<Root>(arena.root());
+    message = root->message[rank];
+    if (rank == cs.absent_rank) _exit(0);
+    LinkEngine engine(arena, root->link, cs.link);
+    std::vector<Step> steps;
+    const std::uint64_t n = cs.shape.count;
+    compile_steps(cs.algorithm->plan(cs.shape), rank, cs.shape.ranks, n, steps);
+    // Process ranks work on buffers in the segment: the input is copied in
+    // (here generated in place) and the result read out of it.
+    std::byte* y = arena.address(root->buffer[rank]);
+    std::byte* scratch = arena.address(root->scratch[rank]);
+    fill_input(cs.op, rank, n, y);
+    LinkRank c;
+    c.rank = rank;
+    c.clock = RankClock(cs.link.model.ports());
+    for (int round = 0; round < 3; ++round) {  // repeated runs reuse the link state
+      if (round > 0) fill_input(cs.op, rank, n, y);
+      c.round = round;
+      c.clock.reset();
+      engine.run(c, steps, y, scratch, cs.op);
+      const std::vector<std::byte> expected = reference_result(cs.op, cs.shape.ranks, n);
+      if (n > 0 && std::memcmp(y, expected.data(), expected.size()) != 0) {
+        std::uint64_t e = 0;
+        while (std::memcmp(y + e * cs.op.element_bytes, expected.data() + e * cs.op.element_bytes,
+                           cs.op.element_bytes) == 0)
+          ++e;
+        put_message(message, "round " + std::to_string(round) + ": wrong result at element " + std::to_string(e));
+        _exit(1);
+      }
+    }
+    root->finish[rank] = c.clock.now();
+    status = 0;
+  } catch (const LinkAborted&) {
+    if (message) put_message(message, "aborted by another rank's failure");
+    status = 2;
+  } catch (const std::exception& e) {
+    if (message) put_message(message, e.what());
+    status = 1;
+  } catch (...) {
+    status = 4;
+  }
+  _exit(status);
+}
+
+struct Outcome {
+  std::vector<int> status;  // exit status per rank; -signal if killed by a signal
+  std::vector<std::string> message;
+  std::vector<Picos> finish;
+};
+
+// Runs `cs` with one process per rank; fails the test if any child outlives
+// `deadline` (then kills them all).
+Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
+  const int k = cs.shape.ranks;
+  REQUIRE(k <= kMaxRanks);
+  const std::uint64_t n = cs.shape.count;
+  const std::size_t eb = cs.op.element_bytes;
+  SegmentGuard guard{unique_segment_name()};
+  ShmArena::remove(guard.name);  // a leftover of a crashed earlier run with this pid
+
+  // Size the segment: link state, then each rank's buffer and staging scratch.
+  std::vector<std::uint64_t> scratch(static_cast<std::size_t>(k));
+  const SchedulePlan plan = cs.algorithm->plan(cs.shape);
+  for (int r = 0; r < k; ++r) {
+    std::vector<Step> steps;
+    scratch[static_cast<std::size_t>(r)] = compile_steps(plan, r, k, n, steps);
+  }
+  std::size_t bytes = sizeof(Root) + 4096 + static_cast<std::size_t>(k) * 1024;
+  for (int r = 0; r < k; ++r) bytes += (n + scratch[static_cast<std::size_t>(r)]) * eb + 256;
+  ShmArena arena(ShmArena::Create{}, guard.name, bytes);
+  const Arena::Offset root_at = arena.allocate(sizeof(Root), 64);
+  Root* root = new (arena.address(root_at)) Root{};
+  root->link = LinkEngine::create_shared(arena, k);
+  for (int r = 0; r < k; ++r) {
+    root->buffer[r] = arena.allocate(n * eb, 64);
+    root->scratch[r] = arena.allocate(scratch[static_cast<std::size_t>(r)] * eb, 64);
+  }
+  arena.set_root(root_at);
+
+  std::vector<pid_t> pids;
+  for (int r = 0; r < k; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) child_main(guard.name, cs, r);
+    if (pid < 0) {
+      for (pid_t p : pids) kill(p, SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      FAIL("fork failed: " << std::strerror(errno));
+    }
+    pids.push_back(pid);
+  }
+
+  Outcome out;
+  out.status.assign(static_cast<std::size_t>(k), 0);
+  std::vector<bool> reaped(static_cast<std::size_t>(k), false);
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  int left = k;
+  while (left > 0) {
+    for (int r = 0; r < k; ++r) {
+      if (reaped[static_cast<std::size_t>(r)]) continue;
+      int status = 0;
+      const pid_t got = waitpid(pids[static_cast<std::size_t>(r)], &status, WNOHANG);
+      if (got == 0) continue;
+      reaped[static_cast<std::size_t>(r)] = true;
+      --left;
+      out.status[static_cast<std::size_t>(r)] =
+          got < 0 ? -1000 : WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > until) {
+      std::string hung;
+      for (int r = 0; r < k; ++r)
+        if (!reaped[static_cast<std::size_t>(r)]) {
+          hung += " " + std::to_string(r);
+          kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+          waitpid(pids[static_cast<std::size_t>(r)], nullptr, 0);
+        }
+      FAIL("rank process(es)" << hung << " still running after " << deadline.count() << " s: killed");
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int r = 0; r < k; ++r) {
+    out.message.emplace_back(root->message[r]);
+    out.finish.push_back(root->finish[r]);
+  }
+  return out;
+}
+
+LinkConfig link_config(int k, Ports ports) {
+  LinkConfig link;
+  link.ranks = k;
+  link.model = CostModel({LinkCost{2e-7, 5e-11}, LinkCost{1.5e-6, 1e-10}}, 2.5e-11, ports);
+  link.ranks_per_node = 2;  // pairs of processes stand for nodes: both link levels are used
+  link.name_nodes = true;
+  link.wait_timeout = std::chrono::milliseconds(20000);
+  return link;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: processes over a shared-memory arena run registry allreduces through the link engine",
+          "[arena][processes]") {
+  const std::pair<const char*, const char*> runs[] = {
+      {"rabenseifner", "affine"}, {"rabenseifner", "sum"}, {"dual-root", "affine"}, {"dual-root", "sum"}};
+  for (const auto& [name, op_name] : runs)
+    for (int k : {2, 3, 4})
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{100003}})
+        for (Ports ports : {Ports::bidirectional, Ports::unidirectional}) {
+          Case cs;
+          cs.algorithm = &find_algorithm(Collective::allreduce, name);
+          cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
+          cs.shape = Shape{k, n, 4, 0};
+          cs.link = link_config(k, ports);
+          INFO(name << " " << op_name << ", " << k << " processes, " << n << " elements, "
+                    << (ports == Ports::bidirectional ? "bidirectional" : "unidirectional"));
+          const Outcome out = run_processes(cs, std::chrono::seconds(60));
+          for (int r = 0; r < k; ++r) {
+            INFO("rank " << r << ": " << out.message[static_cast<std::size_t>(r)]);
+            CHECK(out.status[static_cast<std::size_t>(r)] == 0);
+          }
+          // The virtual clock crosses processes too: the simulator's times.
+          ExecutionOptions sim;
+          sim.model = cs.link.model;
+          sim.ranks_per_node = cs.link.ranks_per_node;
+          sim.element_bytes = cs.op.element_bytes;
+          const ExecutionResult expected = execute(cs.algorithm->plan(cs.shape), k, sim);
+          CHECK(out.finish == expected.finish);
+        }
+}
+
+TEST_CASE("concurrency: processes: a rank that never takes part makes its peers time out naming it",
+          "[arena][processes]") {
+  // Two processes: rank 0 waits on the absent rank 1 directly. Three: whoever
+  // times out first names the peer it waits for (rank 2, or rank 1 stuck on
+  // rank 2), and the abort crosses processes so that nobody is left hanging.
+  for (int k : {2, 3}) {
+    Case cs;
+    cs.algorithm = &find_algorithm(Collective::allreduce, "dual-root");
+    cs.op = builtin_op("sum", DType::int32);
+    cs.shape = Shape{k, 1000, 2, 0};
+    cs.link = link_config(k, Ports::bidirectional);
+    cs.link.wait_timeout = std::chrono::milliseconds(300);
+    cs.absent_rank = k - 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Outcome out = run_processes(cs, std::chrono::seconds(30));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+    CHECK(out.status[static_cast<std::size_t>(k - 1)] == 0);
+    int timed_out = 0;
+    for (int r = 0; r < k - 1; ++r) {
+      const std::string& m = out.message[static_cast<std::size_t>(r)];
+      INFO("rank " << r << " exited with " << out.status[static_cast<std::size_t>(r)] << ": " << m);
+      CHECK((out.status[static_cast<std::size_t>(r)] == 1 || out.status[static_cast<std::size_t>(r)] == 2));
+      if (out.status[static_cast<std::size_t>(r)] == 1) {
+        ++timed_out;
+        CHECK_THAT(m, Catch::Contains("rank " + std::to_string(r)) && Catch::Contains("step ") &&
+                          Catch::Contains("timed out after 300 ms waiting for rank "));
+      }
+    }
+    CHECK(timed_out >= 1);
+    if (k == 2)
+      CHECK_THAT(out.message[0], Catch::Contains("waiting for rank 1") && Catch::Contains("rank 1 has not started"));
+  }
+}
+
+TEST_CASE("shared-memory arena: offsets, alignment, bounds and removal", "[arena]") {
+  SegmentGuard guard{unique_segment_name()};
+  ShmArena a(ShmArena::Create{}, guard.name, 1 << 16);
+  const Arena::Offset x = a.allocate(10, 64);
+  const Arena::Offset y = a.allocate(100, 4096);
+  CHECK(x % 64 == 0);
+  CHECK(y % 4096 == 0);
+  CHECK(y >= x + 10);
+  CHECK(a.contains(a.address(y), 100));
+  CHECK_FALSE(a.contains(a.address(a.size()), 1));
+  int local = 0;
+  CHECK_FALSE(a.contains(&local, sizeof(local)));
+  CHECK_THROWS_AS(a.allocate(std::size_t{1} << 20, 64), std::bad_alloc);
+  CHECK_THROWS_AS(a.allocate(8, 3), std::invalid_argument);
+  a.set_root(y);
+  std::memcpy(a.address(y), "copse", 6);
+  {
+    // A second mapping of the same segment sees the same bytes at the same offsets.
+    ShmArena b(ShmArena::Open{}, guard.name);
+    CHECK(b.root() == y);
+    CHECK(std::string(reinterpret_cast<const char*>(b.address(b.root()))) == "copse");
+    CHECK(b.allocate(8, 8) >= y + 100);  // one cursor, shared
+  }
+  CHECK_THROWS_WITH(ShmArena(ShmArena::Create{}, guard.name, 4096), Catch::Contains(guard.name));
+  CHECK(ShmArena::remove(guard.name));
+  CHECK_FALSE(ShmArena::remove(guard.name));
+  CHECK_THROWS_WITH(ShmArena(ShmArena::Open{}, guard.name), Catch::Contains(guard.name));
+
+  HeapArena h;
+  const Arena::Offset s = h.allocate(24, 128);
+  CHECK(s % 128 == 0);
+  CHECK(h.address(s) == reinterpret_cast<std::byte*>(s));  // base 0: offsets are this process's addresses
+  CHECK(h.offset_of(&local) == reinterpret_cast<std::uintptr_t>(&local));
+  const Arena::Offset big = h.allocate(std::size_t{3} << 20, 4096);
+  CHECK(big % 4096 == 0);
+  h.address(big)[(std::size_t{3} << 20) - 1] = std::byte{1};  // mapped and writable
+  CHECK(h.mapped_bytes() >= (std::size_t{3} << 20));
+}

@@ -22,6 +22,7 @@ SchedulePlan two_tree_allreduce(const Shape&);
 SchedulePlan ring_allreduce(const Shape&);
 SchedulePlan rabenseifner_allreduce(const Shape&);
 SchedulePlan recursive_doubling_allreduce(const Shape&);
+SchedulePlan rabenseifner_reduce(const Shape&);
 SchedulePlan flat_allreduce(const Shape&);
 SchedulePlan flat_reduce(const Shape&);
 SchedulePlan flat_bcast(const Shape&);
@@ -54,6 +55,7 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::allreduce, "flat", "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)", false, true, a::flat_allreduce},
     AlgorithmInfo{C::reduce, "flat", "every rank straight to rank 0, received in rank order (result forwarded to another root)", false, true, a::flat_reduce},
     AlgorithmInfo{C::bcast, "flat", "the root straight to every rank", false, true, a::flat_bcast},
+    AlgorithmInfo{C::reduce, "rabenseifner", "recursive-halving reduce-scatter, then the segments gathered to rank 0: every rank reduces its share", false, false, a::rabenseifner_reduce},
     AlgorithmInfo{C::reduce, "binomial", "binomial tree to rank 0 (result forwarded to another root)", false, true, a::binomial_reduce},
     AlgorithmInfo{C::reduce, "binary-tree", "pipelined post-order binary tree to rank p-1 (result forwarded to another root)", false, true, a::binary_tree_reduce},
     AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false, true, a::chain_reduce},

@@ -89,26 +89,62 @@ RankSchedule on_ranks(RankSchedule inner, std::shared_ptr<const std::vector<int>
   }
 }
 
-struct Phased {
-  std::shared_ptr<const IntranodeTree> intra;
-  std::shared_ptr<const std::vector<int>> offnode;
-  SchedulePlan inter;  // over the off-node ranks, numbered 0..q-1
+// One intranode group as the phased path runs it: its members (global ranks,
+// ascending, leader first) and the group-local schedules.
+struct GroupPhase {
+  std::shared_ptr<const std::vector<int>> members;
+  SchedulePlan reduce;     // to the leader, every member reducing its own share (Rabenseifner)
+  SchedulePlan bcast;      // from the leader (binomial, pipelined)
+  SchedulePlan allreduce;  // the top group of a single-node team: Rabenseifner allreduce
 };
 
-trees::Node intranode_node(const IntranodeTree& t, int rank) {
-  trees::Node n;
-  n.parent = t.parent[static_cast<std::size_t>(rank)];
-  n.children = t.children[static_cast<std::size_t>(rank)];
-  return n;
+struct Phased {
+  std::vector<std::vector<std::pair<int, std::shared_ptr<const GroupPhase>>>> groups_of;  // rank -> (its index, group), levels ascending
+  std::shared_ptr<const std::vector<int>> offnode;
+  SchedulePlan inter;        // over the off-node ranks, numbered 0..q-1; empty when q == 1
+};
+
+RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, int rank) {
+  const auto& mine = ph->groups_of[static_cast<std::size_t>(rank)];
+  for (const auto& [index, group] : mine) {
+    const bool top_of_single_node = static_cast<bool>(group->allreduce);
+    const SchedulePlan& up = top_of_single_node ? group->allreduce : group->reduce;
+    for (auto g = on_ranks(up(index), group->members); g.next();) co_yield g.value();
+    if (top_of_single_node) break;
+  }
+  if (ph->inter)
+    if (auto it = std::find(ph->offnode->begin(), ph->offnode->end(), rank); it != ph->offnode->end())
+      for (auto g = on_ranks(ph->inter(static_cast<int>(it - ph->offnode->begin())), ph->offnode); g.next();)
+        co_yield g.value();
+  for (auto level = mine.rbegin(); level != mine.rend(); ++level) {
+    const auto& [index, group] = *level;
+    if (group->allreduce) continue;  // already holds the result
+    for (auto g = on_ranks(group->bcast(index), group->members); g.next();) co_yield g.value();
+  }
 }
 
-RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, Shape shape, int rank) {
-  const BlockPartition part(shape.count, shape.blocks);
-  const trees::Node node = intranode_node(*ph->intra, rank);
-  for (auto g = patterns::tree_reduce(rank, node, part); g.next();) co_yield g.value();
-  if (const int i = ph->intra->offnode_index[static_cast<std::size_t>(rank)]; i >= 0)
-    for (auto g = on_ranks(ph->inter(i), ph->offnode); g.next();) co_yield g.value();
-  for (auto g = patterns::tree_bcast(rank, node, part); g.next();) co_yield g.value();
+std::shared_ptr<const Phased> plan_phased(const HierarchyPlan& plan, const AlgorithmInfo& inter, const Shape& shape) {
+  auto ph = std::make_shared<Phased>();
+  ph->groups_of.resize(static_cast<std::size_t>(plan.ranks));
+  ph->offnode = std::make_shared<const std::vector<int>>(plan.offnode);
+  const bool single_node = plan.offnode.size() == 1;
+  const auto& rabenseifner_reduce = find_algorithm(Collective::reduce, "rabenseifner");
+  const auto& rabenseifner_allreduce = find_algorithm(Collective::allreduce, "rabenseifner");
+  const auto& binomial_bcast = find_algorithm(Collective::bcast, "binomial");
+  for (const auto& node_levels : plan.levels)
+    for (std::size_t l = 0; l < node_levels.size(); ++l)
+      for (const auto& group : node_levels[l]) {
+        auto phase = std::make_shared<GroupPhase>();
+        phase->members = std::make_shared<const std::vector<int>>(group.members);
+        const Shape local{static_cast<int>(group.members.size()), shape.count, shape.blocks, 0};
+        phase->reduce = rabenseifner_reduce.plan(local);
+        phase->bcast = binomial_bcast.plan(local);
+        if (single_node && l + 1 == node_levels.size()) phase->allreduce = rabenseifner_allreduce.plan(local);
+        for (std::size_t i = 0; i < group.members.size(); ++i)
+          ph->groups_of[static_cast<std::size_t>(group.members[i])].emplace_back(static_cast<int>(i), phase);
+      }
+  if (!single_node) ph->inter = inter.plan(Shape{static_cast<int>(plan.offnode.size()), shape.count, shape.blocks, 0});
+  return ph;
 }
 
 std::vector<trees::Node> children_of(const HierarchicalTree& tree, const trees::Node& node) {
@@ -213,8 +249,12 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
     one.blocks = 1;
     return plan_hierarchical(plan, find_algorithm(Collective::allreduce, inter.name), one, pipeline_across_levels);
   }
+  // A team on one node under one leader has no inter-node phase to overlap
+  // with, so its allreduce always runs phased, where every rank reduces its
+  // share of the vector.
+  const bool single_node = plan->offnode.size() == 1;
   const TreeAlgorithm* t = tree_algorithm(inter);
-  if (t && (pipeline_across_levels || inter.collective != Collective::allreduce)) {
+  if (t && ((pipeline_across_levels && !single_node) || inter.collective != Collective::allreduce)) {
     auto tree = std::make_shared<const HierarchicalTree>(plan, t->tree, t->dual_roots);
     const TreeUse use = inter.collective == Collective::allreduce ? t->use : TreeUse::reduce_then_bcast;
     return [tree, use, collective = inter.collective, shape](int rank) {
@@ -224,12 +264,9 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
   if (inter.collective != Collective::allreduce)
     throw UsageError("hierarchical " + std::string(to_string(inter.collective)) + " needs a tree algorithm, not '" +
                      std::string(inter.name) + "'");
-  auto phased = std::make_shared<Phased>();
-  phased->intra = std::make_shared<const IntranodeTree>(intranode_tree(*plan));
-  phased->offnode = std::make_shared<const std::vector<int>>(plan->offnode);
-  phased->inter = inter.plan(Shape{static_cast<int>(plan->offnode.size()), shape.count, shape.blocks, 0});
-  std::shared_ptr<const Phased> shared = phased;
-  return [shared, shape](int rank) { return phased_allreduce(shared, shape, rank); };
+  (void)intranode_tree(*plan);  // validates the plan's leaders against its off-node ranks
+  auto phased = plan_phased(*plan, inter, shape);
+  return [phased](int rank) { return phased_allreduce(phased, rank); };
 }
 
 }  // namespace copse

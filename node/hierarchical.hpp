@@ -15,8 +15,13 @@
 // 0 and 4 are each other's dual roots.
 //
 // Other inter-node algorithms (ring, rabenseifner, recursive-doubling,
-// two-tree) run as three phases per rank: pipelined reduce up the groups,
-// the algorithm among the off-node ranks, pipelined broadcast down.
+// two-tree) run as three phases per rank: up the levels, each group reduces
+// to its leader with every member reducing its own share (Rabenseifner's
+// reduce-scatter, then the shares gathered); the algorithm among the
+// off-node ranks; down the levels, a pipelined binomial broadcast per group.
+// A team on a single node under one leader runs its top group as a
+// Rabenseifner allreduce instead, and always runs phased: there is no
+// inter-node phase to pipeline with.
 //
 // Barrier is a one-element allreduce with the same-named algorithm.
 // Allgather gathers every block up the combined tree and broadcasts the whole

@@ -16,7 +16,11 @@ namespace copse::builders {
 
 namespace {
 
-RankSchedule rabenseifner_rank(Shape shape, int rank) {
+// `to_zero`: instead of the allgather, gather the reduced segments to rank 0
+// (reversing the halvings, a rank whose bit is set hands its region to its
+// partner and is done) -- a reduce in which every rank still reduces its own
+// share of the vector rather than the root doing it all.
+RankSchedule rabenseifner_rank(Shape shape, int rank, bool to_zero) {
   const PowerOfTwoFold fold(shape.ranks);
   if (auto s = fold_in(fold, rank, shape.count); !s.empty()) co_yield s;
   if (const int n = fold.new_rank(rank); n >= 0) {
@@ -39,24 +43,37 @@ RankSchedule rabenseifner_rank(Shape shape, int rank) {
       mine = keep;
     }
     for (int level = levels - 1; level >= 0; --level) {
-      const int partner = fold.old_rank(n ^ (1 << level));
+      const int bit = 1 << level;
+      if (to_zero && (n & ~((bit << 1) - 1)) != 0) continue;  // already handed its region on
+      const int partner = fold.old_rank(n ^ bit);
       const Region whole_region = before[static_cast<std::size_t>(level)];
-      const bool kept_lower = (n & (1 << level)) == 0;
+      const bool kept_lower = (n & bit) == 0;
       const Region theirs = kept_lower ? Region{mine.hi, whole_region.hi} : Region{whole_region.lo, mine.lo};
       Step s;
-      s.send = region(partner, mine.lo, mine.hi);
-      s.recv = region(partner, theirs.lo, theirs.hi);
+      if (!to_zero || !kept_lower) s.send = region(partner, mine.lo, mine.hi);
+      if (!to_zero || kept_lower) s.recv = region(partner, theirs.lo, theirs.hi);
       if (!s.empty()) co_yield s;
       mine = whole_region;
     }
   }
+  // Folded ranks get the result back; for a reduce only rank 0 needs it.
+  if (to_zero && rank > 1) co_return;
   if (auto s = fold_out(fold, rank, shape.count); !s.empty()) co_yield s;
 }
 
 }  // namespace
 
 SchedulePlan rabenseifner_allreduce(const Shape& shape) {
-  return [shape](int rank) { return rabenseifner_rank(shape, rank); };
+  return [shape](int rank) { return rabenseifner_rank(shape, rank, false); };
+}
+
+SchedulePlan rabenseifner_reduce(const Shape& shape) {
+  return [shape](int rank) {
+    return [](Shape s, int r) -> RankSchedule {
+      for (auto g = rabenseifner_rank(s, r, true); g.next();) co_yield g.value();
+      for (auto g = patterns::forward(r, 0, s.root, BlockPartition(s.count, 1)); g.next();) co_yield g.value();
+    }(shape, rank);
+  };
 }
 
 }  // namespace copse::builders

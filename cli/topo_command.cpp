@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -133,9 +134,23 @@ void write_dot(const std::string& path, const std::string& dot) {
   if (!file) throw UsageError("--dot: cannot write \"" + path + "\": " + std::strerror(errno));
 }
 
+// Re-throws a UsageError with the option's name in front, as main.cpp does.
+template <class F>
+auto option_value(std::string_view option, F&& parse) {
+  try {
+    return parse();
+  } catch (const UsageError& e) {
+    throw UsageError(std::string(option) + ": " + e.what());
+  }
+}
+
 int run_topo(const TopoArgs& args, const CLI::App& command) {
-  const Grouping grouping = Grouping::parse(args.grouping, args.max_group);
-  const Machine machine = args.node_topology.empty() ? Machine::detect() : Machine::synthetic(args.node_topology);
+  if (args.max_group < 1) throw UsageError("--max-group must be at least 1, got " + std::to_string(args.max_group));
+  const Grouping grouping = option_value("--grouping", [&] { return Grouping::parse(args.grouping, args.max_group); });
+  // An explicitly empty --node-topology is a mistake, not a request to detect.
+  const Machine machine = command.count("--node-topology") == 0
+                              ? Machine::detect()
+                              : option_value("--node-topology", [&] { return Machine::synthetic(args.node_topology); });
   const std::vector<int> counts = ranks_on_each_node(args, command, machine);
 
   std::vector<NodeSpec> nodes;
@@ -158,10 +173,11 @@ int run_topo(const TopoArgs& args, const CLI::App& command) {
   for (const auto& level : Machine::level_names())
     if (machine.has_level(level))
       present += (present.empty() ? "" : ", ") + level + " x" + std::to_string(machine.objects(level));
-  std::cout << "machine: " << machine.source() << ", " << machine.pus() << (machine.pus() == 1 ? " PU" : " PUs")
-            << " (" << present << ")\n"
+  std::cout << "machine: " << machine.source() << ", " << machine.pus() << (machine.pus() == 1 ? " PU" : " PUs") << " ("
+            << present << ")\n"
             << machine.describe();
-  if (grouping.kind == Grouping::Kind::automatic) std::cout << "auto grouping: groups of at most " << grouping.max_group << " ranks\n";
+  if (grouping.kind == Grouping::Kind::automatic)
+    std::cout << "auto grouping: groups of at most " << grouping.max_group << " ranks\n";
   std::cout << plan.describe();
   if (!args.dot_file.empty()) std::cout << "wrote " << args.dot_file << "\n";
   return 0;
@@ -173,17 +189,19 @@ int run_topo(const TopoArgs& args, const CLI::App& command) {
 // set to run it, so main.cpp runs it after parsing, as it runs its own.
 void add_topo_command(CLI::App& app, std::function<int()>& run_parsed) {
   auto args = std::make_shared<TopoArgs>();
-  CLI::App* command = app.add_subcommand(
-      "topo", "print the node's machine (detected, or synthetic) and the hierarchy planned over it: groups, "
-              "leaders, and the ranks that talk off-node");
+  CLI::App* command =
+      app.add_subcommand("topo",
+                         "print the node's machine (detected, or synthetic) and the hierarchy planned over it: groups, "
+                         "leaders, and the ranks that talk off-node");
   command
       ->add_option("--node-topology", args->node_topology,
                    "each node's machine in hwloc's synthetic syntax, e.g. \"package:2 l3:2 core:4 pu:1\" "
                    "(default: this machine, detected by hwloc)")
       ->type_name("DESC");
   command->add_option("--nodes", args->nodes, "nodes, all with this machine")->type_name("N")->capture_default_str();
-  auto* per_node = command->add_option("--ranks-per-node", args->ranks_per_node,
-                                       "ranks on every node (default: the machine's PU count)")
+  auto* per_node = command
+                       ->add_option("--ranks-per-node", args->ranks_per_node,
+                                    "ranks on every node (default: the machine's PU count)")
                        ->type_name("K");
   command
       ->add_option("--ranks-per-node-list", args->ranks_per_node_list,
@@ -203,7 +221,8 @@ void add_topo_command(CLI::App& app, std::function<int()>& run_parsed) {
                     "one level of groups whose leaders all talk off-node, instead of one leader per node");
   command->add_option("--dot", args->dot_file, "also write the plan as Graphviz to FILE")->type_name("FILE");
   command->add_flag("--json", args->json, "print one JSON object");
-  command->callback([args, command, &run_parsed] { run_parsed = [args, command] { return run_topo(*args, *command); }; });
+  command->callback(
+      [args, command, &run_parsed] { run_parsed = [args, command] { return run_topo(*args, *command); }; });
 }
 
 }  // namespace copse

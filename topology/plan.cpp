@@ -37,8 +37,8 @@ TopologyHandle new_topology() {
 }
 
 // hwloc's object type for each of Machine::level_names(), in the same order.
-constexpr hwloc_obj_type_t kLevelTypes[] = {HWLOC_OBJ_CORE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
-                                            HWLOC_OBJ_NUMANODE, HWLOC_OBJ_PACKAGE};
+constexpr hwloc_obj_type_t kLevelTypes[] = {HWLOC_OBJ_CORE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_NUMANODE,
+                                            HWLOC_OBJ_PACKAGE};
 
 // The first NUMA node among `memory_child` and its siblings, looking through
 // memory-side caches, which hwloc places between an object and its NUMA node.
@@ -80,8 +80,7 @@ std::string object_label(hwloc_obj_t object) {
   if (object->type == HWLOC_OBJ_MACHINE) return label;
   label += " L#" + std::to_string(object->logical_index);
   // The OS index matters for binding, but only say it when it differs.
-  if ((object->type == HWLOC_OBJ_PU || object->type == HWLOC_OBJ_NUMANODE) &&
-      object->os_index != object->logical_index)
+  if ((object->type == HWLOC_OBJ_PU || object->type == HWLOC_OBJ_NUMANODE) && object->os_index != object->logical_index)
     label += " (P#" + std::to_string(object->os_index) + ")";
   if (hwloc_obj_type_is_cache(object->type) && object->attr != nullptr && object->attr->cache.size > 0)
     label += " (" + byte_size_text(object->attr->cache.size) + ")";
@@ -161,19 +160,53 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+// The machine's levels, in the fixed order of level_names().
+std::vector<std::string> present_levels(const Machine& machine) {
+  std::vector<std::string> present;
+  for (const auto& name : Machine::level_names())
+    if (machine.has_level(name)) present.push_back(name);
+  return present;
+}
+
 // The machine's levels from finest to coarsest. The fixed order of
 // level_names() is not enough: a synthetic topology without a numa level has
 // one NUMA node for the whole machine, coarser than its packages, while on
 // other machines NUMA nodes sit under the package. More objects = finer;
 // ties keep the fixed order.
 std::vector<std::string> levels_finest_first(const Machine& machine) {
-  std::vector<std::string> present;
-  for (const auto& name : Machine::level_names())
-    if (machine.has_level(name)) present.push_back(name);
-  std::stable_sort(present.begin(), present.end(), [&](const std::string& a, const std::string& b) {
-    return machine.objects(a) > machine.objects(b);
-  });
+  std::vector<std::string> present = present_levels(machine);
+  std::stable_sort(present.begin(), present.end(),
+                   [&](const std::string& a, const std::string& b) { return machine.objects(a) > machine.objects(b); });
   return present;
+}
+
+// hwloc's synthetic backend slows down sharply with wide levels (a flat
+// "pu:16384" takes minutes to load), so a description is refused before
+// loading if the product of its counts exceeds this. Attributes in
+// parentheses are skipped; a count the scan cannot read is left to hwloc.
+constexpr long long kMaxSyntheticPus = 4096;
+
+long long synthetic_pu_estimate(const std::string& text) {
+  std::string outside_parentheses;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (depth == 0) outside_parentheses += c;
+    if (c == ')' && depth > 0) --depth;
+  }
+  long long product = 1;
+  std::istringstream tokens(outside_parentheses);
+  for (std::string token; tokens >> token;) {
+    const std::size_t colon = token.find(':');
+    if (colon == std::string::npos) continue;
+    long long count = 0;
+    const char* begin = token.data() + colon + 1;
+    const auto [end, error] = std::from_chars(begin, token.data() + token.size(), count);
+    if (error == std::errc::result_out_of_range) return kMaxSyntheticPus + 1;
+    if (error != std::errc{} || end == begin || count < 1) continue;
+    product = std::min(product * std::min(count, kMaxSyntheticPus + 1), kMaxSyntheticPus + 1);
+  }
+  return product;
 }
 
 }  // namespace
@@ -207,6 +240,9 @@ Machine Machine::synthetic(std::string_view desc) {
   };
   // hwloc reads an empty string as an error too, but says nothing about why.
   if (text.find_first_not_of(" \t\n") == std::string::npos) throw invalid();
+  if (synthetic_pu_estimate(text) > kMaxSyntheticPus)
+    throw UsageError("synthetic topology \"" + text + "\" has more than " + std::to_string(kMaxSyntheticPus) +
+                     " PUs, more than copse plans for one node");
   TopologyHandle topology = new_topology();
   if (hwloc_topology_set_synthetic(topology.get(), text.c_str()) != 0) throw invalid();
   if (hwloc_topology_load(topology.get()) != 0)
@@ -247,9 +283,7 @@ std::string Machine::describe() const { return tree_; }
 
 namespace {
 
-std::string accepted_groupings() {
-  return "auto, " + join(Machine::level_names(), ", ") + ", size:K (K >= 1)";
-}
+std::string accepted_groupings() { return "auto, " + join(Machine::level_names(), ", ") + ", size:K (K >= 1)"; }
 
 }  // namespace
 
@@ -414,7 +448,7 @@ std::vector<PlannedLevel> plan_node(const NodeContext& node, const Grouping& gro
     case Grouping::Kind::level:
       if (!node.machine->has_level(grouping.level))
         throw UsageError("grouping " + grouping.level + ": " + node.where() + " has no " + grouping.level +
-                         " objects (it has " + join(levels_finest_first(*node.machine), ", ") + ")");
+                         " objects (it has " + join(present_levels(*node.machine), ", ") + ")");
       level = grouping.level;
       break;
     case Grouping::Kind::size:
@@ -466,8 +500,7 @@ void validate(const Grouping& grouping) {
 std::vector<int> block_binding(int ranks, int pus) {
   std::vector<int> binding(static_cast<std::size_t>(ranks));
   for (int rank = 0; rank < ranks; ++rank)
-    binding[static_cast<std::size_t>(rank)] =
-        static_cast<int>(static_cast<long long>(rank) * pus / ranks);
+    binding[static_cast<std::size_t>(rank)] = static_cast<int>(static_cast<long long>(rank) * pus / ranks);
   return binding;
 }
 
@@ -500,8 +533,8 @@ HierarchyPlan plan_hierarchy(const std::vector<NodeSpec>& nodes, const Grouping&
       node.pu_of_local = block_binding(spec.ranks, spec.machine.pus());
     } else {
       if (spec.binding.size() != static_cast<std::size_t>(spec.ranks))
-        throw UsageError(node.where() + ": the binding names " + std::to_string(spec.binding.size()) +
-                         " PUs for " + std::to_string(spec.ranks) + " ranks");
+        throw UsageError(node.where() + ": the binding names " + std::to_string(spec.binding.size()) + " PUs for " +
+                         std::to_string(spec.ranks) + " ranks");
       for (std::size_t r = 0; r < spec.binding.size(); ++r)
         if (spec.binding[r] < 0 || spec.binding[r] >= spec.machine.pus())
           throw UsageError(node.where() + ": rank " + std::to_string(r) + " on the node is bound to PU " +
@@ -642,8 +675,7 @@ std::string HierarchyPlan::dot() const {
         << "    style=rounded; color=gray;\n";
     const int first = first_rank[node];
     for (int rank = first; rank < first + node_rank_count(*this, node); ++rank) {
-      out << "    r" << rank << " [label=\"rank " << rank << "\\nPU " << pu_of[static_cast<std::size_t>(rank)]
-          << "\"";
+      out << "    r" << rank << " [label=\"rank " << rank << "\\nPU " << pu_of[static_cast<std::size_t>(rank)] << "\"";
       if (talks_offnode[static_cast<std::size_t>(rank)]) out << ", style=\"rounded,filled,bold\", fillcolor=gold";
       out << "];\n";
     }
@@ -654,8 +686,8 @@ std::string HierarchyPlan::dot() const {
             out << "    r" << member << " -> r" << group.leader() << " [color=" << level_colour(l) << "];\n";
     out << "  }\n";
   }
-  out << "  internode [label=\"inter-node layer\\n(" << offnode.size()
-      << (offnode.size() == 1 ? " rank" : " ranks") << ")\", shape=ellipse, style=dashed, color=red];\n"
+  out << "  internode [label=\"inter-node layer\\n(" << offnode.size() << (offnode.size() == 1 ? " rank" : " ranks")
+      << ")\", shape=ellipse, style=dashed, color=red];\n"
       << "  subgraph inter_node {\n"
       << "    edge [style=dashed, color=red, dir=none];\n";
   for (int rank : offnode) out << "    r" << rank << " -> internode;\n";

@@ -50,6 +50,7 @@ class Machine {
  public:
   static Machine detect();                          // this machine, via hwloc
   static Machine synthetic(std::string_view desc);  // e.g. "package:2 l3:1 core:4 pu:1"; UsageError if invalid
+                                                    // or over 4096 PUs (hwloc loads wide levels slowly)
 
   int pus() const { return static_cast<int>(pu_count_); }
   // The levels the planner knows, finest first: core, l2, l3, numa, package.

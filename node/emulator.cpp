@@ -110,7 +110,8 @@ class Cluster {
         config_(config),
         p_(shape.ranks),
         eb_(op.element_bytes),
-        bytes_(static_cast<std::size_t>(shape.count * op.element_bytes)) {}
+        n_(vector_elements(algorithm.collective, shape)),
+        bytes_(static_cast<std::size_t>(n_ * op.element_bytes)) {}
 
   EmulationResult run();
 
@@ -132,6 +133,7 @@ class Cluster {
   const EmulatorConfig& config_;
   const int p_;
   const std::size_t eb_;
+  const std::uint64_t n_;    // elements in each rank's vector (ranks x count for allgather, reduce_scatter)
   const std::size_t bytes_;  // per rank vector
 
   // The plan, materialised once: rank r's steps are steps_[first_[r] .. first_[r+1]).
@@ -164,17 +166,27 @@ void Cluster::materialise() {
   scratch_elements_.assign(static_cast<std::size_t>(p_), 0);
   for (int r = 0; r < p_; ++r) {
     first_[static_cast<std::size_t>(r)] = steps_.size();
-    scratch_elements_[static_cast<std::size_t>(r)] = compile_steps(plan, r, p_, shape_.count, steps_);
+    scratch_elements_[static_cast<std::size_t>(r)] = compile_steps(plan, r, p_, n_, steps_);
   }
   first_[static_cast<std::size_t>(p_)] = steps_.size();
 }
 
+// What a verified rank holds: the root's input (bcast), every rank's block in
+// rank order (allgather), or the reduction of every rank's whole vector (the
+// others; a reduce_scatter rank checks only its own block of it).
 void Cluster::compute_reference() {
-  if (algorithm_.collective == Collective::bcast) {
-    reference_.resize(bytes_);
-    fill_input(op_, shape_.root, shape_.count, reference_.data());
-  } else {
-    reference_ = reference_result(op_, p_, shape_.count);
+  switch (algorithm_.collective) {
+    case Collective::bcast:
+      reference_.resize(bytes_);
+      fill_input(op_, shape_.root, n_, reference_.data());
+      break;
+    case Collective::allgather:
+      reference_.resize(bytes_);
+      for (int b = 0; b < p_; ++b)
+        fill_input(op_, b, shape_.count, reference_.data() + static_cast<std::size_t>(b) * shape_.count * eb_);
+      break;
+    default:
+      reference_ = reference_result(op_, p_, n_);
   }
 }
 
@@ -195,21 +207,30 @@ void Cluster::barrier(LinkRank& c) {
 // half the memory); a bcast non-root starts from poison.
 void Cluster::prepare(LinkRank& c, std::byte* y) {
   if (bytes_ == 0) return;
-  if (algorithm_.collective != Collective::bcast)
-    fill_input(op_, c.rank, shape_.count, y);
-  else if (c.rank == shape_.root)
-    fill_input(op_, shape_.root, shape_.count, y);
-  else
+  if (algorithm_.collective == Collective::allgather) {  // only its own block is a rank's input
     std::memset(y, 0xA5, bytes_);
+    fill_input(op_, c.rank, shape_.count, y + static_cast<std::size_t>(c.rank) * shape_.count * eb_);
+  } else if (algorithm_.collective != Collective::bcast) {
+    fill_input(op_, c.rank, n_, y);
+  } else if (c.rank == shape_.root) {
+    fill_input(op_, shape_.root, n_, y);
+  } else {
+    std::memset(y, 0xA5, bytes_);
+  }
 }
 
 void Cluster::verify(LinkRank& c, const std::byte* y) {
   if (algorithm_.collective == Collective::reduce && c.rank != shape_.root) return;
-  if (bytes_ == 0 || std::memcmp(y, reference_.data(), bytes_) == 0) return;
+  // A reduce_scatter rank is only responsible for its own block.
+  std::uint64_t first = 0, last = n_;
+  if (algorithm_.collective == Collective::reduce_scatter)
+    first = static_cast<std::uint64_t>(c.rank) * shape_.count, last = first + shape_.count;
+  const std::size_t from = static_cast<std::size_t>(first) * eb_, length = static_cast<std::size_t>(last - first) * eb_;
+  if (length == 0 || std::memcmp(y + from, reference_.data() + from, length) == 0) return;
   RankOutcome& out = outcome_[static_cast<std::size_t>(c.rank)];
   if (out.bad_repetition >= 0) return;
   out.bad_repetition = c.round;
-  for (std::uint64_t e = 0; e < shape_.count; ++e) {
+  for (std::uint64_t e = first; e < last; ++e) {
     if (std::memcmp(y + e * eb_, reference_.data() + e * eb_, eb_) != 0) {
       out.bad_element = e;
       out.bad_value = format_element(op_, y + e * eb_);
@@ -295,13 +316,13 @@ EmulationResult Cluster::run() {
   for (std::size_t r = 0; r < p; ++r) {
     buffer_offset_[r] = arena_bytes;
     const long double scratch = static_cast<long double>(scratch_elements_[r]) * static_cast<long double>(eb_);
-    total += static_cast<long double>(shape_.count) * static_cast<long double>(eb_) + scratch + 4224;
+    total += static_cast<long double>(n_) * static_cast<long double>(eb_) + scratch + 4224;
     if (total > static_cast<long double>(physical_memory())) break;
     arena_bytes += round_up(bytes_, 64) + round_up(static_cast<std::size_t>(scratch), 64);
     arena_bytes = round_up(arena_bytes, 4096);
   }
   if (total > static_cast<long double>(physical_memory()))
-    throw UsageError("emulating " + std::to_string(p_) + " ranks of " + std::to_string(shape_.count) +
+    throw UsageError("emulating " + std::to_string(p_) + " ranks of " + std::to_string(n_) +
                      " elements needs more memory than this machine has (" + std::to_string(physical_memory() >> 20) +
                      " MiB)");
   buffers_ = arena_.address(arena_.allocate(std::max<std::size_t>(arena_bytes, 4096), 4096));

@@ -104,9 +104,6 @@ TEST_CASE("concurrency: hierarchical allreduce, reduce and bcast on real data, u
       sim.node_of = plan->node_of;
       for (const AlgorithmInfo& inter : algorithms()) {
         if (inter.collective != Collective::allreduce && !runs_as_combined_tree(inter)) continue;
-        if (inter.collective != Collective::allreduce && inter.collective != Collective::reduce &&
-            inter.collective != Collective::bcast)
-          continue;  // the emulator checks these three; the others are proven above
         const ReduceOp op = builtin_op(inter.needs_commutative ? "sum" : "affine", DType::int64);
         sim.element_bytes = op.element_bytes;
         for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{1000}}) {

@@ -185,6 +185,16 @@ void LinkEngine::abort() noexcept {
   }
 }
 
+void LinkEngine::fail(std::exception_ptr error) noexcept {
+  if (config_.on_failure) {
+    try {
+      config_.on_failure(std::move(error));
+    } catch (...) {
+    }
+  }
+  abort();
+}
+
 // After an abort: take back whatever this rank still has posted, and wait
 // (bounded) for a peer that is moving data into or out of its buffers, so
 // that the caller may hand those buffers back to its user.
@@ -329,7 +339,7 @@ bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
   try {
     apply(c, arena_.address(ib.target), data, send.count, ib.side);
   } catch (...) {
-    abort();  // first, so that the receiver does not take the idle inbox for a delivery
+    fail(std::current_exception());  // first, so that the receiver does not take the idle inbox for a delivery
     ib.state.store(kIdle, std::memory_order_release);
     ring(ib);
     throw;
@@ -366,16 +376,17 @@ Picos LinkEngine::pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte*
     return old;
   };
   if (ob.count != recv.count) {
-    abort();
+    ScheduleError error(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
+    fail(std::make_exception_ptr(error));
     release();
-    throw ScheduleError(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
+    throw error;
   }
   const Picos end = transfer_end(ob.sender_ready, c.clock.recv_ready(),
                                  config_.model.transfer(level(recv.peer, c.rank), recv.count * c.eb));
   try {
     apply(c, target, arena_.address(ob.data), recv.count, side);
   } catch (...) {
-    abort();  // first, so that the sender does not take the release for an ack
+    fail(std::current_exception());  // first, so that the sender does not take the release for an ack
     release();
     throw;
   }
@@ -504,8 +515,12 @@ void LinkEngine::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std
         std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
       c.clock.end_step(config_.model.step_work(st, eb));
     }
-  } catch (...) {
+  } catch (const LinkAborted&) {
     abort();
+    withdraw(c);
+    throw;
+  } catch (...) {
+    fail(std::current_exception());
     withdraw(c);
     throw;
   }

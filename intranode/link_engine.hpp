@@ -30,6 +30,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +56,10 @@ struct LinkConfig {
   bool name_nodes = false;         // timeout messages say "rank r (node n)"
   std::chrono::milliseconds wait_timeout{60000};
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
+  // Called by a rank that fails (not by those merely aborted), before it
+  // aborts the engine, so that every rank woken by the abort can find the
+  // error. May be called more than once, from several ranks: keep the first.
+  std::function<void(std::exception_ptr)> on_failure;
 };
 
 // A rank's private side of the engine: its clock and where it is. Lives with
@@ -134,6 +140,7 @@ class LinkEngine {
   Picos pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte* target, Combine side);
   void ring(Inbox& inbox);
   static void apply(const LinkRank& c, std::byte* dst, const std::byte* src, std::uint64_t count, Combine side);
+  void fail(std::exception_ptr error) noexcept;
   void withdraw(LinkRank& c) noexcept;
   std::uint32_t block(LinkRank& c, const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline);
   std::string describe_wait(const LinkRank& c) const;

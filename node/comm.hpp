@@ -13,7 +13,28 @@
 // scratch space; a repeated call of the same shape allocates nothing.
 //
 // In place: pass the same pointer as send and receive buffer (allreduce,
-// reduce, reduce_scatter, allgather) -- MPI_IN_PLACE semantics.
+// reduce, reduce_scatter, allgather) -- MPI_IN_PLACE semantics: allgather
+// then takes this rank's contribution from recv + rank * count, and
+// reduce_scatter reads all size() * count elements from recv and leaves the
+// rank's reduced block in its first count elements.
+//
+// Buffers: allreduce copies send into recv (unless in place) and runs the
+// schedule on recv; bcast runs on the buffer; allgather runs on recv. Peers
+// read and write these user buffers directly. Reduce and reduce_scatter run
+// on a scratch copy of send cached with the shape (send is const, and the
+// schedule leaves partial results everywhere), then copy the result out.
+//
+// Virtual time: each collective starts every rank's clock at zero; after the
+// call, virtual_time() is this rank's finish time under the team's cost
+// model -- the simulator's finish time for the same hierarchical schedule.
+// (The local copies in and out are not charged.)
+//
+// Failure: a timeout, a size mismatch or a throwing operator on any rank
+// aborts the team: every rank's collective in progress (and every later one)
+// throws that first error. When a collective throws, no peer touches its
+// buffers any more. Bad arguments (unknown algorithm, root out of range, a
+// non-commutative operator for a commutative-only algorithm) throw
+// UsageError on the calling rank without aborting the team.
 //
 // All ranks must call the same collectives in the same order with matching
 // arguments; a mismatch is detected where the schedule sizes disagree, and any
@@ -39,6 +60,9 @@ struct TeamOptions {
   std::string allreduce = "dual-root";     // inter-node algorithms among the off-node ranks
   std::string reduce = "binary-tree";
   std::string bcast = "binary-tree";
+  std::string barrier = "dual-root";        // a one-element allreduce of zero-byte elements
+  std::string allgather = "binary-tree";    // these two need a tree algorithm (binomial, binary-tree)
+  std::string reduce_scatter = "binary-tree";
   int blocks = 0;                          // 0: autotuned per shape with the cost model
   CostModel model;                         // virtual time (and block autotuning)
   std::chrono::milliseconds wait_timeout{60000};

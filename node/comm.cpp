@@ -1,0 +1,328 @@
+#include "node/comm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include "common/error.hpp"
+#include "internode/autotune.hpp"
+#include "internode/executor.hpp"
+#include "internode/registry.hpp"
+#include "intranode/arena.hpp"
+#include "intranode/link_engine.hpp"
+#include "node/hierarchical.hpp"
+
+namespace copse {
+
+// How the pieces fit:
+//  - Team owns the hierarchy plan, one HeapArena and one LinkEngine whose
+//    link state (an outbox, inbox and progress record per rank) lives in the
+//    arena. Every rank's thread runs its steps through that engine, so a
+//    receiver reads the sender's (user) buffer directly: one copy per transfer.
+//  - Schedules are planned once per shape for the whole team (the
+//    hierarchical SchedulePlan and its block count, under a mutex), then
+//    materialised once per rank into that rank's Comm cache together with
+//    its scratch (staging for overlapping steps, the working copy for reduce
+//    and reduce_scatter), carved from the arena. A repeated call finds its
+//    entry and only moves data: no allocation.
+//  - Block counts (options.blocks == 0): autotuned with best_blocks on the
+//    inter-node algorithm itself, flat over all the team's ranks with the
+//    team's node map and cost model. The hierarchical schedule pipelines
+//    the same blocks through the groups, so the flat optimum is a fair
+//    stand-in, and best_blocks stays the one autotuner.
+
+namespace {
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::allreduce: return "allreduce";
+    case Collective::reduce: return "reduce";
+    case Collective::bcast: return "bcast";
+    case Collective::barrier: return "barrier";
+    case Collective::allgather: return "allgather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+  }
+  return "collective";
+}
+
+// A shape's team-wide plan.
+struct SharedShape {
+  Collective collective;
+  std::uint64_t count;
+  std::size_t element_bytes;
+  int root;
+  const AlgorithmInfo* inter;
+  Shape shape;
+  SchedulePlan plan;
+};
+
+// What a Comm needs of its team (Team::Impl is private to Team).
+struct TeamState {
+  TeamOptions options;
+  std::shared_ptr<const HierarchyPlan> plan;
+  int ranks = 0;
+  HeapArena arena;
+  std::unique_ptr<LinkEngine> engine;
+
+  std::mutex shapes_mutex;
+  std::vector<std::unique_ptr<SharedShape>> shapes;
+
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first failure; every aborted rank rethrows it
+
+  const std::string& algorithm_name(Collective c) const {
+    switch (c) {
+      case Collective::allreduce: return options.allreduce;
+      case Collective::reduce: return options.reduce;
+      case Collective::bcast: return options.bcast;
+      case Collective::barrier: return options.barrier;
+      case Collective::allgather: return options.allgather;
+      case Collective::reduce_scatter: return options.reduce_scatter;
+    }
+    return options.allreduce;
+  }
+
+  const SharedShape& shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes, int root) {
+    std::lock_guard<std::mutex> lock(shapes_mutex);
+    for (const auto& s : shapes)
+      if (s->collective == c && s->count == count && s->element_bytes == element_bytes && s->root == root) return *s;
+    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(c));
+    Shape shape{ranks, count, 1, root};
+    validate_shape(inter, shape);
+    if (options.blocks > 0) {
+      shape.blocks = options.blocks;
+    } else if (inter.pipelined && c != Collective::barrier) {
+      ExecutionOptions sim;
+      sim.model = options.model;
+      sim.node_of = plan->node_of;
+      sim.element_bytes = std::max<std::size_t>(element_bytes, 1);
+      shape.blocks = best_blocks(inter, shape, sim);
+    }
+    auto s = std::make_unique<SharedShape>(SharedShape{c, count, element_bytes, root, &inter, shape, {}});
+    s->plan = plan_hierarchical(plan, inter, shape);
+    shapes.push_back(std::move(s));
+    return *shapes.back();
+  }
+
+  void record(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    if (!error) error = std::move(e);
+  }
+  [[noreturn]] void rethrow_failure() {
+    std::exception_ptr e;
+    {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      e = error;
+    }
+    if (e) std::rethrow_exception(e);
+    throw std::runtime_error("the team was aborted");
+  }
+};
+
+}  // namespace
+
+// ---- Comm -------------------------------------------------------------------------
+
+struct Comm::Impl {
+  // One cached shape on this rank.
+  struct Entry {
+    Collective collective;
+    std::uint64_t count;
+    DType dtype;
+    std::size_t element_bytes;
+    std::string op_name;
+    int root;
+    const SharedShape* shared;
+    std::vector<Step> steps;
+    std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap
+    std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send
+    ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
+  };
+
+  TeamState* team;
+  int rank;
+  LinkRank link;
+  int calls = 0;
+  Picos last_time = 0;
+  std::vector<std::unique_ptr<Entry>> cache;
+  Entry* last = nullptr;
+
+  Impl(TeamState* t, int r) : team(t), rank(r) {
+    link.rank = r;
+    link.clock = RankClock(t->options.model.ports());
+  }
+
+  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, std::string_view op_name,
+               int root, bool commutative) {
+    auto matches = [&](const Entry& e) {
+      return e.collective == c && e.count == count && e.dtype == dtype && e.element_bytes == element_bytes &&
+             e.root == root && e.op_name == op_name;
+    };
+    if (last && matches(*last)) return *last;
+    for (const auto& e : cache)
+      if (matches(*e)) return *(last = e.get());
+    return *(last = &plan_entry(c, count, dtype, element_bytes, op_name, root, commutative));
+  }
+
+  // First call of a shape on this rank: plan (team-wide, once), materialise
+  // this rank's steps, carve its scratch from the arena.
+  Entry& plan_entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, std::string_view op_name,
+                    int root, bool commutative) {
+    if (team->engine->aborted()) team->rethrow_failure();
+    const int p = team->ranks;
+    if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
+      throw UsageError(std::string(collective_name(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
+                       std::to_string(p) + ")");
+    const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
+    const SharedShape& shared = team->shared_shape(c, count, element_bytes, root);
+    if (reduces) check_operator(*shared.inter, op_name, commutative);
+    auto e = std::make_unique<Entry>();
+    e->collective = c;
+    e->count = count;
+    e->dtype = dtype;
+    e->element_bytes = element_bytes;
+    e->op_name = std::string(op_name);
+    e->root = root;
+    e->shared = &shared;
+    const std::uint64_t elements = vector_elements(c, shared.shape);
+    const std::uint64_t staging = compile_steps(shared.plan, rank, p, elements, e->steps);
+    const std::size_t eb = c == Collective::barrier ? 0 : element_bytes;
+    if (staging * eb > 0) e->scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
+    if ((c == Collective::reduce || c == Collective::reduce_scatter) && elements * eb > 0)
+      e->work = team->arena.address(team->arena.allocate(elements * eb, 64));
+    e->data_op.name = "copy";
+    e->data_op.dtype = dtype;
+    e->data_op.element_bytes = eb;
+    cache.push_back(std::move(e));
+    return *cache.back();
+  }
+
+  void run(Entry& e, std::byte* y, const ReduceOp& op) {
+    LinkEngine& engine = *team->engine;
+    if (engine.aborted()) team->rethrow_failure();
+    link.round = calls++;
+    link.activity = collective_name(e.collective);
+    link.clock.reset();
+    try {
+      engine.run(link, e.steps, y, e.scratch, op);
+    } catch (...) {
+      // Aborted by another rank, or failed here (recorded before the abort):
+      // either way every rank reports the team's first failure.
+      team->rethrow_failure();
+    }
+    last_time = link.clock.now();
+  }
+};
+
+Comm::Comm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Comm::~Comm() = default;
+Comm::Comm(Comm&&) noexcept = default;
+
+int Comm::rank() const { return impl_->rank; }
+int Comm::size() const { return impl_->team->ranks; }
+Picos Comm::virtual_time() const { return impl_->last_time; }
+
+namespace {
+std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+void copy(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0 && to != from) std::memmove(to, from, bytes);
+}
+}  // namespace
+
+void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  auto& e = impl_->entry(Collective::allreduce, count, op.dtype, op.element_bytes, op.name, 0, op.commutative);
+  copy(recv, send, count * op.element_bytes);
+  impl_->run(e, bytes_of(recv), op);
+}
+
+void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, op.name, root, op.commutative);
+  const std::size_t bytes = count * op.element_bytes;
+  copy(e.work, send, bytes);
+  impl_->run(e, e.work, op);
+  if (rank() == root) copy(recv, e.work, bytes);
+}
+
+void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
+  auto& e = impl_->entry(Collective::bcast, count, dtype, dtype_size(dtype), {}, root, true);
+  impl_->run(e, bytes_of(buffer), e.data_op);
+}
+
+void Comm::barrier() {
+  // One element of zero bytes: the schedule's messages carry no data, only
+  // the rendezvous (and alpha on the virtual clock).
+  auto& e = impl_->entry(Collective::barrier, 1, DType::uint8, 0, {}, 0, true);
+  alignas(64) static std::byte nothing[64];
+  impl_->run(e, nothing, e.data_op);
+}
+
+void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  auto& e = impl_->entry(Collective::allgather, count, dtype, dtype_size(dtype), {}, 0, true);
+  const std::size_t bytes = count * dtype_size(dtype);
+  // In place (send == recv): the contribution is already at its block.
+  if (send != recv) copy(bytes_of(recv) + static_cast<std::size_t>(rank()) * bytes, send, bytes);
+  impl_->run(e, bytes_of(recv), e.data_op);
+}
+
+void Comm::reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  auto& e =
+      impl_->entry(Collective::reduce_scatter, count, op.dtype, op.element_bytes, op.name, 0, op.commutative);
+  const std::size_t bytes = count * op.element_bytes;
+  copy(e.work, send, bytes * static_cast<std::size_t>(size()));
+  impl_->run(e, e.work, op);
+  copy(recv, e.work + static_cast<std::size_t>(rank()) * bytes, bytes);
+}
+
+// ---- Team -------------------------------------------------------------------------
+
+struct Team::Impl : TeamState {
+  std::vector<Comm> comms;
+};
+
+Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& t = *impl_;
+  if (options.wait_timeout.count() <= 0) throw UsageError("the team's wait timeout must be positive");
+  if (options.nodes.empty()) {
+    if (options.ranks < 1) throw UsageError("a team needs at least one rank, got " + std::to_string(options.ranks));
+    options.nodes.push_back(NodeSpec{Machine::detect(), options.ranks, {}});
+  }
+  t.options = std::move(options);
+  t.plan = std::make_shared<const HierarchyPlan>(
+      plan_hierarchy(t.options.nodes, t.options.grouping, t.options.multi_leader));
+  t.ranks = t.plan->ranks;
+  if (t.plan->first_rank.size() > 1 && t.options.model.levels() < 2)
+    throw UsageError("the cost model needs a link level for other nodes (level 1)");
+  // Unknown algorithm names are refused now, not at the first call.
+  for (Collective c : {Collective::allreduce, Collective::reduce, Collective::bcast, Collective::barrier,
+                       Collective::allgather, Collective::reduce_scatter})
+    (void)find_algorithm(c, t.algorithm_name(c));
+
+  LinkConfig link;
+  link.ranks = t.ranks;
+  link.model = t.options.model;
+  link.node_of = t.plan->node_of;
+  link.name_nodes = t.plan->first_rank.size() > 1;
+  link.wait_timeout = t.options.wait_timeout;
+  link.round_name = "call";
+  TeamState* state = &t;
+  link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };
+  t.engine = std::make_unique<LinkEngine>(t.arena, LinkEngine::create_shared(t.arena, t.ranks), std::move(link));
+
+  t.comms.reserve(static_cast<std::size_t>(t.ranks));
+  for (int r = 0; r < t.ranks; ++r) t.comms.push_back(Comm(std::make_unique<Comm::Impl>(&t, r)));
+}
+
+Team::~Team() = default;
+
+int Team::size() const { return impl_->ranks; }
+const HierarchyPlan& Team::plan() const { return *impl_->plan; }
+
+Comm& Team::comm(int rank) {
+  if (rank < 0 || rank >= impl_->ranks)
+    throw UsageError("rank " + std::to_string(rank) + " is not in this team of " + std::to_string(impl_->ranks));
+  return impl_->comms[static_cast<std::size_t>(rank)];
+}
+
+}  // namespace copse

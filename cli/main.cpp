@@ -17,8 +17,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -36,6 +38,8 @@
 #include "internode/registry.hpp"
 #include "internode/verifier.hpp"
 #include "node/emulator.hpp"
+#include "node/hierarchical.hpp"
+#include "topology/plan.hpp"
 
 namespace copse {
 void add_topo_command(CLI::App& app, std::function<int()>& run_parsed);  // cli/topo_command.cpp
@@ -132,10 +136,13 @@ std::string op_names() {
 
 // Fills shape.blocks: the requested count, or the autotuned one.
 void choose_blocks(const AlgorithmInfo& algorithm, Shape& shape, std::optional<int> requested,
-                   const ExecutionOptions& options) {
+                   const ExecutionOptions& options,
+                   const std::function<SchedulePlan(const Shape&)>& plan_for = nullptr) {
   shape.blocks = 1;
   validate_shape(algorithm, shape);
-  shape.blocks = requested ? *requested : best_blocks(algorithm, shape, options);
+  if (requested) shape.blocks = *requested;
+  else if (plan_for) shape.blocks = best_blocks(plan_for, algorithm.pipelined, shape, options);
+  else shape.blocks = best_blocks(algorithm, shape, options);
   validate_shape(algorithm, shape);
 }
 
@@ -290,6 +297,13 @@ struct EmulatedCluster {
   std::string ports = "bi";
   int repetitions = 3;
   std::string timeout = "60s";
+  // The hierarchy (any of these turns it on): intranode groups feeding the
+  // inter-node algorithm among the off-node ranks.
+  std::string node_topology;        // hwloc synthetic text for every node; empty: this machine
+  std::string grouping;             // auto | numa | package | l3 | l2 | core | size:K
+  int max_group = 4;
+  bool multi_leader = false;
+  std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)
 };
 
 struct EmulateArgs {
@@ -303,6 +317,7 @@ struct EmulateArgs {
 
 // Everything about one emulated run that does not depend on the algorithm.
 struct EmulationSetup {
+  std::shared_ptr<const HierarchyPlan> hierarchy;  // null: the algorithm runs flat over all ranks
   EmulatorConfig config;
   ExecutionOptions sim_options;  // the same model, for autotuning and the simulator cross-check
   ReduceOp op;
@@ -311,11 +326,31 @@ struct EmulationSetup {
   int ranks = 0;
 };
 
+// Node sizes from --ranks-per-node-list ("5,8,1"), or --nodes x --ranks-per-node.
+std::vector<int> node_sizes(const EmulatedCluster& c) {
+  if (c.ranks_per_node_list.empty()) return std::vector<int>(static_cast<std::size_t>(c.nodes), c.ranks_per_node);
+  std::vector<int> sizes;
+  std::stringstream list(c.ranks_per_node_list);
+  for (std::string item; std::getline(list, item, ',');) {
+    int k = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), k);
+    if (ec != std::errc{} || ptr != item.data() + item.size() || k < 1)
+      throw UsageError("--ranks-per-node-list: expected positive whole numbers separated by commas, got \"" +
+                       c.ranks_per_node_list + "\"");
+    sizes.push_back(k);
+  }
+  if (sizes.empty()) throw UsageError("--ranks-per-node-list is empty");
+  return sizes;
+}
+
 EmulationSetup make_setup(const EmulatedCluster& c) {
   require_at_least("--nodes", c.nodes, 1);
   require_at_least("--ranks-per-node", c.ranks_per_node, 1);
   require_at_least("--repetitions", c.repetitions, 1);
-  const long long ranks = static_cast<long long>(c.nodes) * c.ranks_per_node;
+  require_at_least("--max-group", c.max_group, 1);
+  const std::vector<int> sizes = node_sizes(c);
+  long long ranks = 0;
+  for (int k : sizes) ranks += k;
   if (ranks > std::numeric_limits<int>::max())
     throw UsageError("--nodes x --ranks-per-node is too many ranks (" + std::to_string(ranks) + ")");
 
@@ -339,6 +374,17 @@ EmulationSetup make_setup(const EmulatedCluster& c) {
 
   s.config.nodes = c.nodes;
   s.config.ranks_per_node = c.ranks_per_node;
+  const bool hierarchical = !c.node_topology.empty() || !c.grouping.empty() || !c.ranks_per_node_list.empty();
+  if (hierarchical) {
+    const Machine machine = c.node_topology.empty() ? Machine::detect() : Machine::synthetic(c.node_topology);
+    std::vector<NodeSpec> nodes;
+    for (int k : sizes) nodes.push_back(NodeSpec{machine, k, {}});
+    s.hierarchy = std::make_shared<const HierarchyPlan>(
+        plan_hierarchy(nodes, Grouping::parse(c.grouping.empty() ? "auto" : c.grouping, c.max_group), c.multi_leader));
+    s.config.nodes = static_cast<int>(sizes.size());
+    s.config.node_of = s.hierarchy->node_of;
+    s.sim_options.node_of = s.hierarchy->node_of;
+  }
   s.config.model = model;
   s.config.repetitions = c.repetitions;
   s.config.wait_timeout = std::chrono::milliseconds(static_cast<long long>(timeout_ms));
@@ -361,10 +407,14 @@ EmulateOutcome emulate_one(const EmulationSetup& s, const AlgorithmInfo& algorit
   shape.ranks = s.ranks;
   shape.count = s.count;
   shape.root = root;
-  choose_blocks(algorithm, shape, requested_blocks, s.sim_options);
+  std::function<SchedulePlan(const Shape&)> plan_for = [&algorithm](const Shape& sh) { return algorithm.plan(sh); };
+  if (s.hierarchy)
+    plan_for = [&algorithm, plan = s.hierarchy](const Shape& sh) { return plan_hierarchical(plan, algorithm, sh); };
+  choose_blocks(algorithm, shape, requested_blocks, s.sim_options, plan_for);
 
-  const EmulationResult r = emulate(algorithm, shape, s.op, s.config);
-  const ExecutionResult sim = execute(algorithm.plan(shape), shape.ranks, s.sim_options);
+  const SchedulePlan schedule = plan_for(shape);
+  const EmulationResult r = emulate(algorithm, schedule, shape, s.op, s.config);
+  const ExecutionResult sim = execute(schedule, shape.ranks, s.sim_options);
   const WallStats wall = wall_stats(r.wall_seconds);
 
   EmulateOutcome out;
@@ -395,6 +445,23 @@ EmulateOutcome emulate_one(const EmulationSetup& s, const AlgorithmInfo& algorit
                   {"matches_simulator", sim.time == r.virtual_time},
                   {"wall_time", {{"min", wall.min}, {"median", wall.median}}},
                   {"repetitions", r.wall_seconds.size()}};
+  if (s.hierarchy) {
+    Json levels = Json::array();
+    for (const auto& node_levels : s.hierarchy->levels) {
+      Json per_node = Json::array();
+      for (const auto& level : node_levels) {
+        Json groups = Json::array();
+        for (const auto& g : level) groups.push_back(g.members);
+        per_node.push_back(groups);
+      }
+      levels.push_back(per_node);
+    }
+    out.json["hierarchy"] = Json{{"grouping", s.hierarchy->grouping},
+                                 {"multi_leader", s.hierarchy->multi_leader},
+                                 {"offnode", s.hierarchy->offnode},
+                                 {"levels", levels},
+                                 {"pipelined_across_levels", runs_as_combined_tree(algorithm) && s.hierarchy->offnode.size() > 1}};
+  }
   return out;
 }
 
@@ -418,11 +485,22 @@ int run_emulate(const EmulateArgs& args) {
     std::cout << out.json.dump(2) << "\n";
   } else {
     const auto& j = out.json;
-    std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": " << setup.config.nodes
-              << " nodes x " << setup.config.ranks_per_node << " ranks = " << setup.ranks << " ranks, "
+    std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": "
+              << (setup.hierarchy ? std::to_string(setup.config.nodes) + " nodes"
+                                  : std::to_string(setup.config.nodes) + " nodes x " +
+                                        std::to_string(setup.config.ranks_per_node) + " ranks")
+              << " = " << setup.ranks << " ranks, "
               << format_bytes(setup.bytes) << " = " << setup.count << " x " << to_string(setup.op.dtype) << ", op "
               << setup.op.name << ", " << j["blocks"].get<int>() << " blocks" << (requested ? "" : " (auto)") << "\n"
               << "  cost model    " << model_summary(setup) << "\n"
+              << (setup.hierarchy ? "  hierarchy     " + setup.hierarchy->grouping +
+                                        (setup.hierarchy->multi_leader ? ", multi-leader" : "") + ", " +
+                                        std::to_string(setup.hierarchy->offnode.size()) + " off-node ranks, " +
+                                        (j["hierarchy"]["pipelined_across_levels"].get<bool>()
+                                             ? "one tree pipelined across levels"
+                                             : "phased (groups reduce in parallel slices)") +
+                                        "\n"
+                                  : std::string())
               << "  virtual time  " << format_time(j["virtual_time"].get<double>()) << " (simulator: "
               << format_time(to_seconds(j["simulated_time_ps"].get<Picos>())) << ")\n"
               << "  wall time     min " << format_time(j["wall_time"]["min"].get<double>()) << ", median "
@@ -585,6 +663,20 @@ void add_cluster_options(CLI::App* cmd, EmulatedCluster& c, bool full_model) {
         ->type_name("bi|uni")
         ->capture_default_str();
   }
+  if (full_model) {
+    cmd->add_option("--node-topology", c.node_topology,
+                    "each node's hardware in hwloc's synthetic syntax, e.g. \"package:2 l3:2 core:4 pu:1\" "
+                    "(default: this machine); turns the hierarchy on")
+        ->type_name("DESC");
+    cmd->add_option("--grouping", c.grouping,
+                    "intranode groups: auto|numa|package|l3|l2|core|size:K (default auto); turns the hierarchy on")
+        ->type_name("POLICY");
+    cmd->add_option("--max-group", c.max_group, "largest group auto grouping forms")->type_name("M")->capture_default_str();
+    cmd->add_flag("--multi-leader", c.multi_leader, "every group leader talks off-node (no node leader)");
+    cmd->add_option("--ranks-per-node-list", c.ranks_per_node_list,
+                    "uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node); turns the hierarchy on")
+        ->type_name("K,K,...");
+  }
   cmd->add_option("--repetitions", c.repetitions, "timed runs; wall time is reported as min and median")
       ->type_name("R")
       ->capture_default_str();
@@ -614,7 +706,7 @@ int run(int argc, char** argv) {
       ->required();
   sim_cmd->add_option("--ranks", sim_args.ranks, "participants")->type_name("P")->required();
   sim_cmd->add_option("--bytes", sim_args.bytes, "bytes per rank")->type_name("SIZE")->required();
-  sim_cmd->add_option("--collective", sim_args.collective, "allreduce, reduce or bcast")
+  sim_cmd->add_option("--collective", sim_args.collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
       ->type_name("C")
       ->capture_default_str();
   sim_cmd->add_option("--root", sim_args.root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
@@ -648,7 +740,7 @@ int run(int argc, char** argv) {
   emulate_cmd->add_option("--algorithm", emulate_args.algorithm, "algorithm name (see 'copse algorithms')")
       ->type_name("NAME")
       ->required();
-  emulate_cmd->add_option("--collective", emulate_args.collective, "allreduce, reduce or bcast")
+  emulate_cmd->add_option("--collective", emulate_args.collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
       ->type_name("C")
       ->capture_default_str();
   emulate_cmd->add_option("--root", emulate_args.root, "root rank of reduce and bcast")
@@ -668,7 +760,7 @@ int run(int argc, char** argv) {
       ->type_name("NAME")
       ->required();
   verify_cmd->add_option("--ranks", verify_args.ranks, "participants")->type_name("P")->required();
-  verify_cmd->add_option("--collective", verify_args.collective, "allreduce, reduce or bcast")
+  verify_cmd->add_option("--collective", verify_args.collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
       ->type_name("C")
       ->capture_default_str();
   verify_cmd->add_option("--root", verify_args.root, "root rank of reduce and bcast")

@@ -7,7 +7,12 @@
 namespace copse {
 
 int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options) {
-  if (!algorithm.pipelined || shape.count <= 1) return 1;
+  return best_blocks([&algorithm](const Shape& s) { return algorithm.plan(s); }, algorithm.pipelined, shape, options);
+}
+
+int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
+                const ExecutionOptions& options) {
+  if (!pipelined || shape.count <= 1) return 1;
   const long max_blocks = static_cast<long>(std::min<std::uint64_t>(shape.count, 1u << 20));
   std::map<long, Picos> seen;
   std::map<long, std::uint64_t> steps;
@@ -16,7 +21,7 @@ int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const Execut
     if (auto it = seen.find(b); it != seen.end()) return it->second;
     Shape s = shape;
     s.blocks = static_cast<int>(b);
-    const auto r = execute(algorithm.plan(s), s.ranks, options);
+    const auto r = execute(plan_for(s), s.ranks, options);
     steps[b] = r.max_steps;
     return seen[b] = r.time;
   };

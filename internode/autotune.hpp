@@ -5,11 +5,19 @@
 // Lowery–Langou Table I), with the step counts c0, c1 read off two short
 // simulations, then refines by golden-section search on log b.
 
+#include <functional>
+
 #include "internode/executor.hpp"
 #include "internode/registry.hpp"
 
 namespace copse {
 
 int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options);
+
+// The same for any schedule family (e.g. a hierarchical composition):
+// `plan_for(shape)` plans it for a block count; `pipelined` false means blocks
+// do not apply and the answer is 1.
+int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
+                const ExecutionOptions& options);
 
 }  // namespace copse

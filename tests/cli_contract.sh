@@ -115,7 +115,7 @@ json_check 'all(set(a) >= {"collective", "name", "description", "needs_commutati
   "every algorithm has collective, name, description, needs_commutative, pipelined"
 json_check 'all(isinstance(a["needs_commutative"], bool) and isinstance(a["pipelined"], bool) for a in d)' \
   "needs_commutative and pipelined are booleans"
-json_check 'all(a["collective"] in ("allreduce", "reduce", "bcast") for a in d)' "known collectives"
+json_check 'all(a["collective"] in ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter") for a in d)' "known collectives"
 json_check 'any(a["collective"] == "allreduce" for a in d)' "at least one allreduce algorithm"
 json_check 'len({(a["collective"], a["name"]) for a in d}) == len(d)' "(collective, name) pairs are unique"
 cp "$out" "$tmp/algorithms.json"

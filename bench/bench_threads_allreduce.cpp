@@ -41,7 +41,7 @@
 //
 // Usage:
 //   bench_threads_allreduce [--threads 2,4,8] [--quick] [--max-bytes SIZE]
-//                           [--raw FILE] [--barrier copse|std]
+//                           [--raw FILE] [--barrier copse|std] [--bind auto|none]
 //   bench_threads_allreduce --report FILE
 // Exit status: 0 when every result verified, 1 on a wrong result (or a FAIL
 // line in the report), 2 on bad usage.
@@ -171,6 +171,7 @@ struct MeasureOptions {
   std::size_t max_bytes = 64u << 20;
   std::string raw_path;
   bool std_barrier = false;  // time against std::barrier instead of copse's comm.barrier()
+  bool bind = true;          // one core per thread when T <= cores
 };
 
 struct Row {  // one (implementation, size): per repetition, the slowest rank
@@ -186,7 +187,7 @@ std::vector<Row> measure(int T, const MeasureOptions& o, std::string& failure) {
   const std::size_t largest = sizes.empty() ? 8 : sizes.back();
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const bool oversubscribed = static_cast<unsigned>(T) > cores;
-  const bool bind = !oversubscribed;
+  const bool bind = o.bind && !oversubscribed;
   const ReduceOp op = builtin_op("sum", DType::float32);
 
   TeamOptions team_options;
@@ -456,7 +457,7 @@ int run_report(const std::string& path) {
 int usage() {
   std::fprintf(stderr,
                "usage: bench_threads_allreduce [--threads 2,4,8] [--quick] [--max-bytes SIZE] [--raw FILE]\n"
-               "                               [--barrier copse|std]\n"
+               "                               [--barrier copse|std] [--bind auto|none]\n"
                "       bench_threads_allreduce --report FILE\n");
   return 2;
 }
@@ -489,6 +490,10 @@ int main(int argc, char** argv) {
       const std::string b = argv[++a];
       if (b != "copse" && b != "std") return usage();
       o.std_barrier = b == "std";
+    } else if (arg == "--bind" && has_value) {
+      const std::string b = argv[++a];
+      if (b != "auto" && b != "none") return usage();
+      o.bind = b == "auto";
     } else if (arg == "--report" && has_value) {
       report = argv[++a];
     } else {

@@ -19,7 +19,10 @@
 # one core per rank, which copse's threads mirror).
 #
 # Usage: scripts/bench-vs-mpi.sh [--quick] [--threads "2 4 8"] [--rounds N] [--out FILE]
+#                                [--copse-args "ARGS"]
 #   --quick    five sizes, few repetitions, one round (a smoke run of a minute or so)
+#   --copse-args  extra options for bench_threads_allreduce, e.g. "--bind none"
+#              (threads unbound even when T <= cores) or "--barrier std"
 #   --out      the report (default build/bench-vs-mpi-<date>.txt); the raw
 #              per-repetition times go next to it as .tsv, each run's own
 #              output as .log
@@ -31,12 +34,14 @@ quick=""
 threads="2 4 8"
 rounds=""
 out=""
+copse_args=""
 while (($#)); do
   case "$1" in
     --quick) quick="--quick" ;;
     --threads) threads="$2"; shift ;;
     --rounds) rounds="$2"; shift ;;
     --out) out="$2"; shift ;;
+    --copse-args) copse_args="$2"; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-vs-mpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -85,7 +90,7 @@ run() {  # run T side: one side's sweep over every size, output to the log
   {
     echo "== T=$t $side"
     case "$side" in
-      copse) "$bin/bench_threads_allreduce" $quick --threads "$t" --raw "$raw" ;;
+      copse) "$bin/bench_threads_allreduce" $quick $copse_args --threads "$t" --raw "$raw" ;;
       tuned) mpi_run "$t" tuned ;;
       han) mpi_run "$t" han --mca coll_han_priority 100 ;;
     esac
@@ -101,7 +106,7 @@ main() {
   echo "# machine:  $(hostname), $cores cores, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB"
   echo "# load:     $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
   echo "# mpi:      $(mpirun --version | head -1), --mca btl self,vader"
-  echo "# threads:  $threads; rounds: $rounds${quick:+; quick}"
+  echo "# threads:  $threads; rounds: $rounds${quick:+; quick}${copse_args:+; copse: $copse_args}"
   # Does HAN accept a communicator whose ranks all share one node?
   local probe
   probe=$(mpirun_t 2 --mca coll_han_priority 100 --mca coll_base_verbose 10 \

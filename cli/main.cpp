@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/config_command.hpp"
+#include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
 #include "common/units.hpp"
@@ -295,6 +296,7 @@ struct EmulatedCluster {
   std::string inter_beta = time_text(CostModel{}.level(1).beta, "ns");
   std::string gamma = time_text(CostModel{}.gamma(), "ns");
   std::string ports = "bi";
+  std::string receive_overhead = "0s";
   int repetitions = 3;
   std::string timeout = "60s";
   // The hierarchy (any of these turns it on): intranode groups feeding the
@@ -366,7 +368,8 @@ EmulationSetup make_setup(const EmulatedCluster& c) {
 
   const LinkCost intra{time_option("--intra-alpha", c.intra_alpha), time_option("--intra-beta", c.intra_beta)};
   const LinkCost inter{time_option("--inter-alpha", c.inter_alpha), time_option("--inter-beta", c.inter_beta)};
-  const CostModel model({intra, inter}, time_option("--gamma", c.gamma), ports_option(c.ports));
+  const CostModel model({intra, inter}, time_option("--gamma", c.gamma), ports_option(c.ports),
+                        time_option("--receive-overhead", c.receive_overhead));
   const double timeout = time_option("--timeout", c.timeout);
   if (!(timeout > 0)) throw UsageError("--timeout must be positive");
   const double timeout_ms = std::ceil(timeout * 1000);
@@ -677,6 +680,10 @@ void add_cluster_options(CLI::App* cmd, EmulatedCluster& c, bool full_model) {
                     "uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node); turns the hierarchy on")
         ->type_name("K,K,...");
   }
+  if (full_model)
+    cmd->add_option("--receive-overhead", c.receive_overhead, "fixed cost to the receiver of every message")
+        ->type_name("TIME")
+        ->capture_default_str();
   cmd->add_option("--repetitions", c.repetitions, "timed runs; wall time is reported as min and median")
       ->type_name("R")
       ->capture_default_str();
@@ -685,7 +692,62 @@ void add_cluster_options(CLI::App* cmd, EmulatedCluster& c, bool full_model) {
       ->capture_default_str();
 }
 
+// The configuration in force (defaults < config file < COPSE_* variables);
+// a --config FILE anywhere on the command line names the file. Its values
+// become the defaults of the matching options, so a flag on the command line
+// has the last word and --help shows what a run would really use.
+Config load_config(int argc, char** argv) {
+  LoadArgs load;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) load.config_file = argv[i + 1];
+    else if (arg.starts_with("--config=")) load.config_file = std::string(arg.substr(9));
+  }
+  return Config::load(load);
+}
+
+// The hierarchy options apply only where a file or variable sets them: by
+// default an emulated cluster runs its algorithm flat over all ranks.
+void apply_config(const Config& config, EmulatedCluster& c) {
+  const Options& o = config.options();
+  c.intra_alpha = exact_time_text(o.model.intra_alpha);
+  c.intra_beta = exact_time_text(o.model.intra_beta);
+  c.inter_alpha = exact_time_text(o.model.inter_alpha);
+  c.inter_beta = exact_time_text(o.model.inter_beta);
+  c.gamma = exact_time_text(o.model.gamma);
+  c.ports = o.model.ports == Ports::bidirectional ? "bi" : "uni";
+  c.receive_overhead = exact_time_text(o.model.receive_overhead);
+  c.timeout = exact_time_text(o.runtime.wait_timeout);
+  const auto set = [&](std::string_view key) {
+    return config.source_of(key).kind != ConfigSource::Kind::default_value;
+  };
+  if (set("hierarchy.grouping")) c.grouping = o.hierarchy.grouping;
+  if (set("hierarchy.node_topology")) c.node_topology = o.hierarchy.node_topology;
+  if (set("hierarchy.multi_leader")) c.multi_leader = o.hierarchy.multi_leader;
+  c.max_group = o.hierarchy.max_group;
+}
+
+void apply_config(const Config& config, SimArgs& s) {
+  const Options& o = config.options();
+  s.alpha = exact_time_text(o.model.inter_alpha);
+  s.beta = exact_time_text(o.model.inter_beta);
+  s.gamma = exact_time_text(o.model.gamma);
+  s.ports = o.model.ports == Ports::bidirectional ? "bi" : "uni";
+  // Without --ranks-per-node every link is inter-node; intra costs apply to
+  // nodes only when the configuration names them.
+  if (config.source_of("model.intra_alpha").kind != ConfigSource::Kind::default_value)
+    s.intra_alpha = exact_time_text(o.model.intra_alpha);
+  if (config.source_of("model.intra_beta").kind != ConfigSource::Kind::default_value)
+    s.intra_beta = exact_time_text(o.model.intra_beta);
+}
+
+std::string blocks_text(const Config& config) {
+  const auto& blocks = config.options().collectives.blocks;
+  return blocks ? std::to_string(*blocks) : "auto";
+}
+
 int run(int argc, char** argv) {
+  const Config config = load_config(argc, argv);
   CLI::App app{
       "copse: collective-communication schedules, their verifier, simulator and emulated cluster.\n"};
   app.name("copse");
@@ -696,9 +758,11 @@ int run(int argc, char** argv) {
 
   AlgorithmsArgs algorithms_args;
   auto* algorithms_cmd = app.add_subcommand("algorithms", "list every registered algorithm");
+  algorithms_cmd->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")->type_name("FILE");
   algorithms_cmd->add_flag("--json", algorithms_args.json, "print a JSON array instead of a table");
 
   SimArgs sim_args;
+  apply_config(config, sim_args);
   auto* sim_cmd = app.add_subcommand(
       "sim", "simulate one algorithm under the cost model (no data; one element = one byte)");
   sim_cmd->add_option("--algorithm", sim_args.algorithm, "algorithm name (see 'copse algorithms')")
@@ -732,6 +796,7 @@ int run(int argc, char** argv) {
       ->type_name("TIME");
   sim_cmd->add_option("--intra-beta", sim_args.intra_beta, "per-byte time within a node (default: --beta)")
       ->type_name("TIME");
+  sim_cmd->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")->type_name("FILE");
   sim_cmd->add_flag("--json", sim_args.json, "print one JSON object");
 
   EmulateArgs emulate_args;
@@ -750,7 +815,10 @@ int run(int argc, char** argv) {
                           "pipeline blocks, or auto for the count that minimises simulated time")
       ->type_name("N|auto")
       ->capture_default_str();
+  apply_config(config, emulate_args.cluster);
+  emulate_args.blocks = blocks_text(config);
   add_cluster_options(emulate_cmd, emulate_args.cluster, true);
+  emulate_cmd->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")->type_name("FILE");
   emulate_cmd->add_flag("--json", emulate_args.json, "print one JSON object");
 
   VerifyArgs verify_args;
@@ -770,13 +838,16 @@ int run(int argc, char** argv) {
   verify_cmd->add_option("--count", verify_args.count,
                          "elements per rank (default: 2*max(P, blocks)+1, so blocks are uneven and none is empty)")
       ->type_name("N");
+  verify_cmd->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")->type_name("FILE");
   verify_cmd->add_flag("--json", verify_args.json, "print one JSON object");
 
   DemoArgs demo_args;
   auto* demo_cmd = app.add_subcommand(
       "demo", "every allreduce algorithm on an emulated cluster with auto blocks: a table of blocks, virtual and wall "
       "times, and verification");
+  apply_config(config, demo_args.cluster);
   add_cluster_options(demo_cmd, demo_args.cluster, false);
+  demo_cmd->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")->type_name("FILE");
   demo_cmd->add_flag("--json", demo_args.json, "print one JSON object with a result per algorithm");
 
   CLI::App* config_cmd = add_config_command(app);

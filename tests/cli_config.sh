@@ -211,5 +211,21 @@ expect 2 config --set model.gamma=1x && stderr_has 'model.gamma = "1x" (from cli
 expect 2 config --set model.gama=1ps && stderr_has "unknown key model.gama"
 expect 2 config --no-such-flag
 
+# The engine reads the same configuration: a variable changes an emulated
+# run's virtual time, a flag beats the variable, and a config file's
+# hierarchy settings turn the hierarchy on.
+vt() { python3 -c 'import json,sys; print(json.load(sys.stdin)["virtual_time_ps"])'; }
+run_args=(emulate --nodes 2 --ranks-per-node 2 --algorithm ring --bytes 1KiB --repetitions 1 --json)
+base=$("$COPSE" "${run_args[@]}" | vt)
+slow=$(COPSE_MODEL_INTER_ALPHA=5us "$COPSE" "${run_args[@]}" | vt)
+flag=$(COPSE_MODEL_INTER_ALPHA=5us "$COPSE" "${run_args[@]}" --inter-alpha 1.5us | vt)
+checks=$((checks + 1)); if [[ "$slow" -gt "$base" && "$flag" == "$base" ]]; then :; else
+  failures=$((failures + 1)); echo "FAIL emulate precedence: base $base, env $slow, env+flag $flag"; fi
+printf '[hierarchy]\ngrouping = "size:2"\n' > "$tmp/hier.toml"
+grouping=$("$COPSE" "${run_args[@]}" --config "$tmp/hier.toml" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("hierarchy", {}).get("grouping"))')
+checks=$((checks + 1)); if [[ "$grouping" == "size:2" ]]; then :; else
+  failures=$((failures + 1)); echo "FAIL emulate reads hierarchy.grouping from --config: got $grouping"; fi
+COPSE_MODEL_INTER_ALPHA=fast expect 2 algorithms && stderr_has "model.inter_alpha"
+
 echo "cli_config: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -70,7 +70,7 @@ struct ModelOptions {
   double inter_beta = 1e-10;    // other node, per byte
   double gamma = 2.5e-11;       // per combined or copied byte
   Ports ports = Ports::bidirectional;
-  double receive_overhead = 0;  // per received message (not in CostModel yet)
+  double receive_overhead = 0;  // per received message
   bool operator==(const ModelOptions&) const = default;
 };
 
@@ -112,7 +112,7 @@ struct Options {
 };
 
 // The two-level cost model (0: same node, 1: other node) the model section
-// describes. receive_overhead is not part of CostModel (yet) and is ignored.
+// describes, receive overhead included.
 CostModel make_cost_model(const ModelOptions& model);
 
 // One configurable key, for listings and help.

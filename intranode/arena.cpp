@@ -78,7 +78,7 @@ namespace bip = boost::interprocess;
 
 struct ShmArena::Header {
   static constexpr std::uint64_t kMagic = 0x636f707365617231ULL;  // "copsear1"
-  std::uint64_t magic;
+  std::atomic<std::uint64_t> magic;  // stored last (release): an opener that sees it sees the rest
   std::uint64_t size;
   std::atomic<std::uint64_t> used;  // the bump cursor (offset of the first free byte)
   std::atomic<std::uint64_t> root;
@@ -104,8 +104,7 @@ ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(n
   h->size = size_;
   h->used.store(kHeaderBytes, std::memory_order_relaxed);
   h->root.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  h->magic = Header::kMagic;
+  h->magic.store(Header::kMagic, std::memory_order_release);
 }
 
 ShmArena::ShmArena(Open, const std::string& name) : name_(name) {
@@ -117,7 +116,7 @@ ShmArena::ShmArena(Open, const std::string& name) : name_(name) {
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   size_ = region_->get_size();
-  if (size_ < kHeaderBytes || header()->magic != Header::kMagic || header()->size != size_)
+  if (size_ < kHeaderBytes || header()->magic.load(std::memory_order_acquire) != Header::kMagic || header()->size != size_)
     throw std::runtime_error("the shared-memory segment '" + name + "' is not a copse arena");
 }
 

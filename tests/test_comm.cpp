@@ -24,6 +24,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -483,6 +484,26 @@ TEST_CASE("concurrency: comm: a rank that never calls makes the others time out 
     }
     CHECK(message_of(errors[0]) == message_of(errors[1]));
   }
+}
+
+TEST_CASE("concurrency: comm: a throwing operator on one rank fails every rank with its error", "[comm]") {
+  Team team(options_for({3, 2}, "size:2"));
+  std::atomic<bool> thrown{false};
+  const ReduceOp boom = user_op("boom", DType::int32, true, 4, [&](const void*, void*, std::size_t) {
+    if (!thrown.exchange(true)) throw std::runtime_error("boom on the first combine");
+  });
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    std::vector<int> v(1000, 1);
+    c.allreduce(v.data(), v.data(), v.size(), boom);
+  });
+  // Every rank's result depends on that combine, so nobody can finish.
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    INFO("rank " << r);
+    CHECK(message_of(errors[r]) == "boom on the first combine");
+  }
+  std::vector<int> v(10, 1);
+  CHECK_THROWS_WITH(team.comm(0).allreduce(v.data(), v.data(), v.size(), builtin_op("sum", DType::int32)),
+                    "boom on the first combine");
 }
 
 TEST_CASE("comm refuses bad arguments with a UsageError, and the team stays usable", "[comm]") {

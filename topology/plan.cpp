@@ -622,9 +622,10 @@ std::string HierarchyPlan::describe() const {
       const char* separator = " ";
       for (const Group& group : levels[node][l]) {
         // Level 0 members are a rank range; above, list the leaders merged.
-        const std::string members = l == 0 ? "[" + rank_range(group.members.front(), group.members.back()) + "]"
-                                           : "{" + rank_list(group.members) + "}";
-        out << separator << members << " leader " << group.leader();
+        out << separator;
+        if (l == 0) out << '[' << rank_range(group.members.front(), group.members.back()) << ']';
+        else out << '{' << rank_list(group.members) << '}';
+        out << " leader " << group.leader();
         separator = ", ";
       }
       out << "\n";

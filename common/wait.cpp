@@ -32,9 +32,13 @@ Stripe& stripe_of(const void* address) {
 }
 
 // Spinning only helps while a core is free to run the thread being waited
-// for: at most (cores - 1) threads spin at once, the rest go straight to the
-// futex. With hundreds of emulated ranks on two cores, that is what keeps
-// waiting threads from eating the time slices of the ones doing the work.
+// for: at most one spinner per core the process may use, the rest go straight
+// to the futex. With hundreds of emulated ranks on two cores, that keeps
+// waiting threads from eating the time slices of the ones doing the work;
+// with T <= cores ranks (say two threads exchanging on two cores) both sides
+// of an exchange can spin, which is what keeps small messages off the futex.
+// The cores are the process's (its main thread's affinity), not those of the
+// first thread to wait, which may be pinned to a single core.
 alignas(64) std::atomic<int> g_spinners{0};
 
 int spin_slots() {
@@ -42,9 +46,9 @@ int spin_slots() {
     int cores = 0;
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+    if (sched_getaffinity(getpid(), sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
     if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
-    return std::max(0, cores - 1);
+    return cores > 1 ? cores : 0;  // one core: whoever we wait for needs it
   }();
   return slots;
 }

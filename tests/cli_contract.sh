@@ -12,82 +12,8 @@
 # result, an unproven schedule, a timeout), which a correct build cannot be
 # made to produce on demand; the cases below cover 0 and 2.
 
-set -uo pipefail
-
-: "${COPSE:?set COPSE to the copse binary}"
-command -v python3 >/dev/null || { echo "cli_contract: python3 is needed to read JSON" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-out="$tmp/out"
-err="$tmp/err"
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# expect RC ARGS...: runs copse, checks the exit status; on a non-zero status
-# stderr must be exactly one line starting "copse: ".
-expect() {
-  local want=$1
-  shift
-  checks=$((checks + 1))
-  "$COPSE" "$@" >"$out" 2>"$err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    fail "copse $* exited $rc, expected $want; stderr: $(head -c 400 "$err")"
-    return 1
-  fi
-  if [ "$want" -ne 0 ]; then
-    local lines
-    lines=$(wc -l <"$err")
-    if [ "$lines" -ne 1 ] || ! grep -q '^copse: ' "$err"; then
-      fail "copse $* must print exactly one line starting 'copse: ' on stderr, got $lines: $(head -c 400 "$err")"
-      return 1
-    fi
-  fi
-  return 0
-}
-
-# json_check EXPR [DESCRIPTION]: EXPR is a Python expression over d, the JSON
-# that the last command printed on stdout; it must be true.
-json_check() {
-  checks=$((checks + 1))
-  local message
-  if ! message=$(python3 - "$out" "$1" 2>&1 <<'EOF'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("stdout is not JSON: %s" % e)
-    sys.exit(1)
-try:
-    ok = eval(sys.argv[2], {"d": d})
-except Exception as e:
-    print("%s: %r" % (type(e).__name__, e))
-    sys.exit(1)
-if not ok:
-    print("false; JSON was: %s" % json.dumps(d)[:600])
-    sys.exit(1)
-EOF
-  ); then
-    fail "${2:-$1}: $message"
-  fi
-}
-
-# stdout_has TEXT: the last command's stdout contains TEXT.
-stdout_has() {
-  checks=$((checks + 1))
-  grep -qF -- "$1" "$out" || fail "stdout lacks '$1'"
-}
-
-stderr_has() {
-  checks=$((checks + 1))
-  grep -qF -- "$1" "$err" || fail "stderr lacks '$1': $(head -c 400 "$err")"
-}
+CLI_TEST_NAME=cli_contract
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # ------------------------------------------------------------------ help
 expect 0 --help && for sub in algorithms sim emulate verify demo; do stdout_has "$sub"; done
@@ -284,5 +210,4 @@ expect 2 demo --nodes 0
 expect 2 demo --bytes 3
 expect 2 demo --op nope
 
-echo "cli_contract: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -6,81 +6,8 @@
 # Run by CTest with COPSE=<path to the copse binary>; by hand:
 #   COPSE=build/default/copse bash tests/cli_topo.sh
 
-set -uo pipefail
-
-: "${COPSE:?set COPSE to the copse binary}"
-command -v python3 >/dev/null || { echo "cli_topo: python3 is needed to read JSON" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-out="$tmp/out"
-err="$tmp/err"
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# expect RC ARGS...: runs copse, checks the exit status; on a non-zero status
-# stderr must be exactly one line starting "copse: ".
-expect() {
-  local want=$1
-  shift
-  checks=$((checks + 1))
-  "$COPSE" "$@" >"$out" 2>"$err"
-  local rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    fail "copse $* exited $rc, expected $want; stderr: $(head -c 400 "$err")"
-    return 1
-  fi
-  if [ "$want" -ne 0 ]; then
-    local lines
-    lines=$(wc -l <"$err")
-    if [ "$lines" -ne 1 ] || ! grep -q '^copse: ' "$err"; then
-      fail "copse $* must print exactly one line starting 'copse: ' on stderr, got $lines: $(head -c 400 "$err")"
-      return 1
-    fi
-  fi
-  return 0
-}
-
-# json_check EXPR [DESCRIPTION]: EXPR is a Python expression over d, the JSON
-# that the last command printed on stdout; it must be true.
-json_check() {
-  checks=$((checks + 1))
-  local message
-  if ! message=$(python3 - "$out" "$1" 2>&1 <<'EOF'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("stdout is not JSON: %s" % e)
-    sys.exit(1)
-try:
-    ok = eval(sys.argv[2], {"d": d})
-except Exception as e:
-    print("%s: %r" % (type(e).__name__, e))
-    sys.exit(1)
-if not ok:
-    print("false; JSON was: %s" % json.dumps(d)[:600])
-    sys.exit(1)
-EOF
-  ); then
-    fail "${2:-$1}: $message"
-  fi
-}
-
-stdout_has() {
-  checks=$((checks + 1))
-  grep -qF -- "$1" "$out" || fail "stdout lacks '$1'"
-}
-
-stderr_has() {
-  checks=$((checks + 1))
-  grep -qF -- "$1" "$err" || fail "stderr lacks '$1': $(head -c 400 "$err")"
-}
+CLI_TEST_NAME=cli_topo
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 topo8="package:2 l3:2 core:4 pu:1"
 
@@ -146,8 +73,4 @@ expect 2 topo --nodes 100000 --ranks-per-node 100000
 expect 2 topo --dot "$tmp/no/such/dir/plan.dot"
 expect 2 topo --no-such-flag
 
-if [ "$failures" -ne 0 ]; then
-  echo "cli_topo: $failures of $checks checks failed" >&2
-  exit 1
-fi
-echo "cli_topo: all $checks checks passed"
+finish

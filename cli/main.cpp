@@ -30,6 +30,7 @@
 
 #include "cli/config_command.hpp"
 #include "common/config.hpp"
+#include "cli/options.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
 #include "common/units.hpp"
@@ -61,15 +62,6 @@ std::string one_line(std::string text) {
 
 // ---------------------------------------------------------------- option values
 
-// Re-throws a parse error with the option's name in front.
-template <class F>
-auto option_value(std::string_view option, F&& parse) {
-  try {
-    return parse();
-  } catch (const UsageError& e) {
-    throw UsageError(std::string(option) + ": " + e.what());
-  }
-}
 
 std::uint64_t size_option(std::string_view option, const std::string& text) {
   return option_value(option, [&] { return parse_size(text); });
@@ -331,18 +323,7 @@ struct EmulationSetup {
 // Node sizes from --ranks-per-node-list ("5,8,1"), or --nodes x --ranks-per-node.
 std::vector<int> node_sizes(const EmulatedCluster& c) {
   if (c.ranks_per_node_list.empty()) return std::vector<int>(static_cast<std::size_t>(c.nodes), c.ranks_per_node);
-  std::vector<int> sizes;
-  std::stringstream list(c.ranks_per_node_list);
-  for (std::string item; std::getline(list, item, ',');) {
-    int k = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), k);
-    if (ec != std::errc{} || ptr != item.data() + item.size() || k < 1)
-      throw UsageError("--ranks-per-node-list: expected positive whole numbers separated by commas, got \"" +
-                       c.ranks_per_node_list + "\"");
-    sizes.push_back(k);
-  }
-  if (sizes.empty()) throw UsageError("--ranks-per-node-list is empty");
-  return sizes;
+  return parse_rank_counts(c.ranks_per_node_list);
 }
 
 EmulationSetup make_setup(const EmulatedCluster& c) {

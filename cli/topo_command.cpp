@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/options.hpp"
 #include "common/error.hpp"
 #include "topology/plan.hpp"
 
@@ -43,33 +44,11 @@ struct TopoArgs {
 };
 
 // "5,8,1": whole numbers >= 1 separated by commas.
-std::vector<int> rank_counts(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return UsageError("--ranks-per-node-list: " + why + " in \"" + text +
-                      "\" (expected whole numbers >= 1 separated by commas, e.g. 5,8,1)");
-  };
-  std::vector<int> counts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    int value = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || error != std::errc{} || end != item.data() + item.size())
-      throw bad("\"" + item + "\" is not a whole number");
-    if (value < 1) throw bad("a node must hold at least 1 rank");
-    counts.push_back(value);
-    if (comma == text.size()) break;
-    start = comma + 1;
-  }
-  return counts;
-}
-
 std::vector<int> ranks_on_each_node(const TopoArgs& args, const CLI::App& command, const Machine& machine) {
   if (args.nodes < 1) throw UsageError("--nodes must be at least 1, got " + std::to_string(args.nodes));
   std::vector<int> counts;
   if (command.count("--ranks-per-node-list") > 0) {
-    counts = rank_counts(args.ranks_per_node_list);
+    counts = parse_rank_counts(args.ranks_per_node_list);
     if (command.count("--nodes") > 0 && static_cast<std::size_t>(args.nodes) != counts.size())
       throw UsageError("--nodes " + std::to_string(args.nodes) + " disagrees with --ranks-per-node-list, which names " +
                        std::to_string(counts.size()) + " nodes");
@@ -134,15 +113,6 @@ void write_dot(const std::string& path, const std::string& dot) {
   if (!file) throw UsageError("--dot: cannot write \"" + path + "\": " + std::strerror(errno));
 }
 
-// Re-throws a UsageError with the option's name in front, as main.cpp does.
-template <class F>
-auto option_value(std::string_view option, F&& parse) {
-  try {
-    return parse();
-  } catch (const UsageError& e) {
-    throw UsageError(std::string(option) + ": " + e.what());
-  }
-}
 
 int run_topo(const TopoArgs& args, const CLI::App& command) {
   if (args.max_group < 1) throw UsageError("--max-group must be at least 1, got " + std::to_string(args.max_group));

@@ -212,6 +212,11 @@ HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, Tr
     if (dual_roots) dual_[r] = global(trees::dual_root(q, i).dual);
   }
   fill_depths(nodes_);
+  for (std::size_t r = 0; r < p; ++r)  // the root's rank: planned once, asked by every rank
+    if (nodes_[r].parent < 0) {
+      root_ = static_cast<int>(r);
+      break;
+    }
   // Subtree ranges, children before parents: deepest ranks first.
   std::vector<int> order(p);
   for (std::size_t r = 0; r < p; ++r) order[r] = static_cast<int>(r);
@@ -230,11 +235,6 @@ HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, Tr
 
 trees::Node HierarchicalTree::node(int rank) const { return nodes_.at(static_cast<std::size_t>(rank)); }
 int HierarchicalTree::dual(int rank) const { return dual_.at(static_cast<std::size_t>(rank)); }
-int HierarchicalTree::root() const {
-  for (std::size_t r = 0; r < nodes_.size(); ++r)
-    if (nodes_[r].parent < 0) return static_cast<int>(r);
-  return 0;
-}
 
 bool runs_as_combined_tree(const AlgorithmInfo& inter) { return tree_algorithm(inter) != nullptr; }
 

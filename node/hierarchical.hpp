@@ -50,12 +50,13 @@ class HierarchicalTree {
   HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots);
   trees::Node node(int rank) const;
   int dual(int rank) const;  // the other root of a dual-root pair, else -1
-  int root() const;          // the root (the lower root of a dual-root pair)
+  int root() const { return root_; }  // the root (the lower root of a dual-root pair)
 
  private:
   std::shared_ptr<const HierarchyPlan> plan_;
   std::vector<trees::Node> nodes_;
   std::vector<int> dual_;
+  int root_ = 0;
 };
 
 // Plans `collective` over the hierarchy with `inter` (an algorithm of that

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   const std::uint64_t bytes = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 64u << 20;
   const auto& algorithm = find_algorithm(Collective::allreduce, name);
   ExecutionOptions options;  // default one-level model
-  options.model = CostModel::uniform(LinkCost{}, 2.5e-11, Ports::bidirectional);
+  options.model = CostModel::uniform(model_defaults::other_node, model_defaults::gamma, Ports::bidirectional);
 
   const auto t0 = std::chrono::steady_clock::now();
   const auto result = execute(algorithm.plan(Shape{p, bytes, blocks, 0}), p, options);

@@ -6,7 +6,7 @@
 // (unreadable or malformed file, unknown key or variable, invalid value) is a
 // UsageError: one line on stderr, exit 2, as everywhere in the CLI.
 
-#include "cli/config_command.hpp"
+#include "cli/options.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -16,26 +16,21 @@
 #include <variant>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 
 namespace copse {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-std::string pad(std::string text, std::size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
-
 Json json_value(const ConfigValue& v) {
   return std::visit([](const auto& x) { return Json(x); }, v);
 }
 
+int run_config_command(const CLI::App& cmd);
+
 }  // namespace
 
-CLI::App* add_config_command(CLI::App& app) {
+void add_config_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto* cmd = app.add_subcommand(
       "config", "print every configuration value and where it came from (default, file, env, cli)");
   cmd->add_option("--config")
@@ -46,9 +41,12 @@ CLI::App* add_config_command(CLI::App& app) {
       ->type_name("KEY=VALUE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--json")->description("print one JSON object");
-  return cmd;
+  cmd->callback([cmd, &run_parsed] { run_parsed = [cmd] { return run_config_command(*cmd); }; });
 }
 
+namespace {
+
+// The configuration is loaded afresh: --set applies to this listing only.
 int run_config_command(const CLI::App& cmd) {
   LoadArgs load;
   if (const auto* file = cmd.get_option("--config"); file->count() > 0) load.config_file = file->as<std::string>();
@@ -103,4 +101,5 @@ int run_config_command(const CLI::App& cmd) {
   return 0;
 }
 
+}  // namespace
 }  // namespace copse

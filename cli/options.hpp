@@ -1,15 +1,42 @@
 #pragma once
-// Option-value helpers shared by the copse subcommands.
+// What the copse subcommands share: their registration signature, option
+// values parsed with the option's name in every error, and small formatting.
 
-#include <algorithm>
-#include <charconv>
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/cost_model.hpp"
 #include "common/error.hpp"
+#include "config/config.hpp"
 
 namespace copse {
+
+using Json = nlohmann::ordered_json;
+
+// Every subcommand file defines one of these (cli/*_command.cpp): it adds its
+// subcommand to `app`, taking its options' defaults from `config`; when the
+// subcommand is the one parsed, `run_parsed` is set to the function that runs
+// it (returning the exit status, throwing copse::Error for failures).
+using RunParsed = std::function<int()>;
+void add_algorithms_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_verify_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_demo_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_topo_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_config_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+
+inline constexpr const char* kSizeHelp = "SIZE: bytes, e.g. 1000, 1e6, 4KB (4000), 4KiB (4096), 1.5MiB";
+inline constexpr const char* kTimeHelp = "TIME: seconds, or with a unit s, ms, us, ns, ps, e.g. 1.5us, 0.1ns, 1e-6";
+
+// --config FILE on a subcommand: main.cpp reads it before parsing; this only
+// documents it and lets CLI11 accept it.
+void add_config_file_option(CLI::App* command);
 
 // Re-throws a parse error with the option's name in front.
 template <class F>
@@ -21,27 +48,23 @@ auto option_value(std::string_view option, F&& parse) {
   }
 }
 
+std::uint64_t size_option(std::string_view option, const std::string& text);
+double time_option(std::string_view option, const std::string& text);
+// --blocks: "auto" (nullopt, when allowed) or a whole number >= 1.
+std::optional<int> blocks_option(const std::string& text, bool allow_auto);
+Ports ports_option(const std::string& text);  // bi|uni (also bidirectional|unidirectional)
+std::string_view ports_name(Ports ports);      // "bi" or "uni"
+void require_at_least(std::string_view option, long long value, long long minimum);
 // "5,8,1" -> {5, 8, 1}: ranks on each node (--ranks-per-node-list).
-inline std::vector<int> parse_rank_counts(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return UsageError("--ranks-per-node-list: " + why + " in \"" + text +
-                      "\" (expected whole numbers >= 1 separated by commas, e.g. 5,8,1)");
-  };
-  std::vector<int> counts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    int value = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || error != std::errc{} || end != item.data() + item.size())
-      throw bad("\"" + item + "\" is not a whole number");
-    if (value < 1) throw bad("a node must hold at least 1 rank");
-    counts.push_back(value);
-    if (comma == text.size()) break;
-    start = comma + 1;
-  }
-  return counts;
-}
+std::vector<int> parse_rank_counts(const std::string& text);
+
+// `text` padded with spaces to `width`, on the right (or, with right, the left).
+std::string pad(std::string text, std::size_t width, bool right = false);
+
+struct WallStats {
+  double min = 0;
+  double median = 0;
+};
+WallStats wall_stats(std::vector<double> seconds);
 
 }  // namespace copse

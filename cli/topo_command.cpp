@@ -25,8 +25,6 @@
 namespace copse {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 // The plan is printed rank by rank; beyond this many ranks it is no longer
 // something to read, and memory would be the only limit.
 constexpr long long kMaxRanks = 1 << 20;
@@ -155,9 +153,7 @@ int run_topo(const TopoArgs& args, const CLI::App& command) {
 
 }  // namespace
 
-// Registers `copse topo`. When it is the subcommand parsed, `run_parsed` is
-// set to run it, so main.cpp runs it after parsing, as it runs its own.
-void add_topo_command(CLI::App& app, std::function<int()>& run_parsed) {
+void add_topo_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto args = std::make_shared<TopoArgs>();
   CLI::App* command =
       app.add_subcommand("topo",

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace copse {
 
@@ -16,34 +17,6 @@ constexpr std::array kDTypes = {DType::int8,   DType::int16,  DType::int32,  DTy
 
 constexpr std::array<std::string_view, 10> kOpNames = {"sum", "prod", "min",  "max", "band",
                                                        "bor", "bxor", "land", "lor", "affine"};
-
-// Calls f(T{}) with T the C++ type of `t`.
-template <class F>
-decltype(auto) with_type(DType t, F&& f) {
-  switch (t) {
-    case DType::int8:
-      return f(std::int8_t{});
-    case DType::int16:
-      return f(std::int16_t{});
-    case DType::int32:
-      return f(std::int32_t{});
-    case DType::int64:
-      return f(std::int64_t{});
-    case DType::uint8:
-      return f(std::uint8_t{});
-    case DType::uint16:
-      return f(std::uint16_t{});
-    case DType::uint32:
-      return f(std::uint32_t{});
-    case DType::uint64:
-      return f(std::uint64_t{});
-    case DType::float32:
-      return f(float{});
-    case DType::float64:
-      return f(double{});
-  }
-  throw std::logic_error("bad DType");
-}
 
 // Integer arithmetic is done in an unsigned type at least as wide as
 // `unsigned`, so it wraps instead of overflowing (and never promotes to int).
@@ -164,17 +137,27 @@ void affine_kernel(void* inout, const void* in, std::size_t n, Combine side) {
   }
 }
 
-bool is_float(DType t) { return t == DType::float32 || t == DType::float64; }
+// A built-in operator is its kernel: one instantiation per operator and type,
+// whose address never changes, so it names the operator without owning anything.
+using Kernel = void (*)(void*, const void*, std::size_t, Combine);
+std::shared_ptr<const void> kernel_identity(Kernel kernel) {
+  return std::shared_ptr<const void>(std::shared_ptr<const void>(), reinterpret_cast<const void*>(kernel));
+}
 
-template <class Op, class T>
-ReduceOp make_op(std::string_view name, DType dtype) {
+ReduceOp kernel_op(std::string_view name, DType dtype, bool commutative, std::size_t element_bytes, Kernel kernel) {
   ReduceOp op;
   op.name = std::string(name);
   op.dtype = dtype;
-  op.commutative = true;
-  op.element_bytes = sizeof(T);
-  op.combine = &elementwise_kernel<Op, T>;
+  op.commutative = commutative;
+  op.element_bytes = element_bytes;
+  op.combine = kernel;
+  op.identity = kernel_identity(kernel);
   return op;
+}
+
+template <class Op, class T>
+ReduceOp make_op(std::string_view name, DType dtype) {
+  return kernel_op(name, dtype, true, sizeof(T), &elementwise_kernel<Op, T>);
 }
 
 // ---- deterministic test input ----------------------------------------------
@@ -309,26 +292,16 @@ void fill_scalars(Input kind, std::uint32_t seed, std::uint64_t n, T* out) {
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::int8:
-      return "int8";
-    case DType::int16:
-      return "int16";
-    case DType::int32:
-      return "int32";
-    case DType::int64:
-      return "int64";
-    case DType::uint8:
-      return "uint8";
-    case DType::uint16:
-      return "uint16";
-    case DType::uint32:
-      return "uint32";
-    case DType::uint64:
-      return "uint64";
-    case DType::float32:
-      return "float";
-    case DType::float64:
-      return "double";
+    case DType::int8: return "int8";
+    case DType::int16: return "int16";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+    case DType::uint8: return "uint8";
+    case DType::uint16: return "uint16";
+    case DType::uint32: return "uint32";
+    case DType::uint64: return "uint64";
+    case DType::float32: return "float";
+    case DType::float64: return "double";
   }
   return "?";
 }
@@ -338,13 +311,11 @@ DType parse_dtype(std::string_view name) {
     if (to_string(t) == name) return t;
   if (name == "float32") return DType::float32;
   if (name == "float64") return DType::float64;
-  std::string known;
-  for (DType t : kDTypes) known += (known.empty() ? "" : ", ") + std::string(to_string(t));
-  throw UsageError("unknown datatype '" + std::string(name) + "' (known: " + known + ")");
+  throw UsageError("unknown datatype '" + std::string(name) + "' (known: " + join(kDTypes, ", ") + ")");
 }
 
 std::size_t dtype_size(DType t) {
-  return with_type(t, [](auto v) { return sizeof(v); });
+  return with_dtype(t, [](auto v) { return sizeof(v); });
 }
 
 std::span<const DType> all_dtypes() { return kDTypes; }
@@ -353,9 +324,9 @@ std::span<const std::string_view> builtin_op_names() { return kOpNames; }
 
 ReduceOp builtin_op(std::string_view name, DType dtype) {
   const bool integer_only = name == "band" || name == "bor" || name == "bxor" || name == "affine";
-  if (integer_only && is_float(dtype))
+  if (integer_only && is_floating(dtype))
     throw UsageError("operator '" + std::string(name) + "' is not defined on " + std::string(to_string(dtype)));
-  std::optional<ReduceOp> found = with_type(dtype, [&](auto t) -> std::optional<ReduceOp> {
+  std::optional<ReduceOp> found = with_dtype(dtype, [&](auto t) -> std::optional<ReduceOp> {
     using T = decltype(t);
     if (name == "sum") return make_op<Sum, T>(name, dtype);
     if (name == "prod") return make_op<Prod, T>(name, dtype);
@@ -367,22 +338,12 @@ ReduceOp builtin_op(std::string_view name, DType dtype) {
       if (name == "band") return make_op<BAnd, T>(name, dtype);
       if (name == "bor") return make_op<BOr, T>(name, dtype);
       if (name == "bxor") return make_op<BXor, T>(name, dtype);
-      if (name == "affine") {
-        ReduceOp op;
-        op.name = "affine";
-        op.dtype = dtype;
-        op.commutative = false;
-        op.element_bytes = 2 * sizeof(T);
-        op.combine = &affine_kernel<T>;
-        return op;
-      }
+      if (name == "affine") return kernel_op(name, dtype, false, 2 * sizeof(T), &affine_kernel<T>);
     }
     return std::nullopt;
   });
   if (found) return std::move(*found);
-  std::string known;
-  for (auto n : kOpNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw UsageError("unknown operator '" + std::string(name) + "' (known: " + known + ")");
+  throw UsageError("unknown operator '" + std::string(name) + "' (known: " + join(kOpNames, ", ") + ")");
 }
 
 ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t element_bytes,
@@ -394,14 +355,16 @@ ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t el
   op.dtype = dtype;
   op.commutative = commutative;
   op.element_bytes = element_bytes;
-  op.combine = [fn = std::move(a_op_b_into_b), commutative, element_bytes](void* inout, const void* in, std::size_t n,
-                                                                           Combine side) {
+  auto fn = std::make_shared<const std::function<void(const void*, void*, std::size_t)>>(std::move(a_op_b_into_b));
+  op.identity = fn;
+  op.combine = [fn = std::move(fn), commutative, element_bytes](void* inout, const void* in, std::size_t n,
+                                                                Combine side) {
     if (n == 0) return;
     const std::size_t bytes = n * element_bytes;
     if (side == Combine::replace) {
       std::memcpy(inout, in, bytes);
     } else if (side == Combine::left || commutative) {
-      fn(in, inout, n);  // inout = in ⊙ inout
+      (*fn)(in, inout, n);  // inout = in ⊙ inout
     } else {
       // inout = inout ⊙ in: the user's function writes into its second
       // argument, so compute into a copy of `in`. The per-thread buffer only
@@ -409,7 +372,7 @@ ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t el
       thread_local std::vector<std::byte> tmp;
       if (tmp.size() < bytes) tmp.resize(bytes);
       std::memcpy(tmp.data(), in, bytes);
-      fn(inout, tmp.data(), n);
+      (*fn)(inout, tmp.data(), n);
       std::memcpy(inout, tmp.data(), bytes);
     }
   };
@@ -423,7 +386,7 @@ void fill_input(const ReduceOp& op, int rank, std::uint64_t count, void* out) {
   const std::uint64_t scalars = bytes / scalar;
   const Input kind = input_kind(op.name);
   const std::uint32_t seed = mix32(static_cast<std::uint32_t>(rank) * 0x9E3779B9U + 0x2545F491U);
-  with_type(op.dtype, [&](auto t) {
+  with_dtype(op.dtype, [&](auto t) {
     using T = decltype(t);
     fill_scalars<T>(kind, seed, scalars, static_cast<T*>(out));
   });

@@ -11,21 +11,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "internode/schedule.hpp"
+#include "common/dtype.hpp"
+#include "common/schedule.hpp"
 
 namespace copse {
-
-enum class DType { int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 };
-
-std::string_view to_string(DType t);
-DType parse_dtype(std::string_view name);  // "int32", "float", "double", ...; throws UsageError
-std::size_t dtype_size(DType t);
-std::span<const DType> all_dtypes();
 
 // inout = in ⊙ inout (Combine::left) or inout ⊙ in (Combine::right), n elements.
 using CombineFn = std::function<void(void* inout, const void* in, std::size_t n, Combine side)>;
@@ -36,6 +31,12 @@ struct ReduceOp {
   bool commutative = true;
   std::size_t element_bytes = 4;  // bytes per schedule element
   CombineFn combine;
+  // Which operator this is: copies share it, builtin_op gives every call for
+  // the same name and datatype the same one, and every user_op call a new
+  // one (two user operators may share a name and differ in commutativity).
+  // Plan caches key by it and hold it, so it is never reused while cached.
+  // Null for an operator assembled by hand.
+  std::shared_ptr<const void> identity;
 };
 
 // Built-in operators: sum, prod, min, max, band, bor, bxor, land, lor, affine.

@@ -73,13 +73,8 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
 
 }  // namespace
 
-std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline,
-                               const std::function<std::string()>& what) {
-  return wait_while_equal(word, old, deadline, what, FutexScope::process);
-}
-
-std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline,
-                               const std::function<std::string()>& what, FutexScope scope) {
+std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
+                               FutexScope scope) {
   std::uint32_t v = word.load(std::memory_order_acquire);
   if (v != old) return v;
 
@@ -114,12 +109,20 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
     }
   } leave{stripe};
   const int wait_op = shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE;
+  const bool reports = policy.report && policy.report_every > std::chrono::steady_clock::duration::zero();
+  auto next_report = reports ? std::chrono::steady_clock::now() + policy.report_every : Deadline::max();
   for (;;) {
     v = word.load(std::memory_order_acquire);
     if (v != old) return v;
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) throw TimeoutError(what ? what() : std::string("wait timed out"));
-    const auto slice = std::min<std::chrono::steady_clock::duration>(deadline - now, kSleepSlice);
+    if (now >= policy.deadline)
+      throw TimeoutError(policy.timeout_message ? policy.timeout_message() : std::string("wait timed out"));
+    if (now >= next_report) {
+      policy.report();
+      next_report = now + policy.report_every;
+    }
+    const auto slice = std::min({policy.deadline - now, next_report - now,
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(kSleepSlice)});
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(ns / 1000000000);
@@ -127,8 +130,6 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
     futex(&word, wait_op, old, &ts);  // EAGAIN, ETIMEDOUT, EINTR: just re-check
   }
 }
-
-void wake_all(std::atomic<std::uint32_t>& word) { wake_all(word, FutexScope::process); }
 
 void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope) {
   if (scope == FutexScope::shared) {

@@ -21,16 +21,23 @@ using Deadline = std::chrono::steady_clock::time_point;
 // since sleepers in other processes are not counted here.
 enum class FutexScope : std::uint8_t { process, shared };
 
-// Blocks until `word` != `old`. After a short spin it sleeps on the futex;
-// past `deadline` it throws TimeoutError with `what()` as the message.
-// Returns the new value.
-std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old,
-                               Deadline deadline, const std::function<std::string()>& what);
-std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old,
-                               Deadline deadline, const std::function<std::string()>& what, FutexScope scope);
+// What a blocked wait may do besides waiting. Past `deadline` it throws
+// TimeoutError with timeout_message() as its text; every `report_every` (when
+// non-zero) it calls report() and goes on waiting -- for callers that must not
+// give up on a slow peer but should say who they are waiting for.
+struct WaitPolicy {
+  Deadline deadline = Deadline::max();
+  std::chrono::steady_clock::duration report_every{0};
+  std::function<std::string()> timeout_message;  // empty: "wait timed out"
+  std::function<void()> report;
+};
+
+// Blocks until `word` != `old`: a short spin, then a sleep on the futex, under
+// `policy`. Returns the new value.
+std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
+                               FutexScope scope = FutexScope::process);
 
 // Wakes every thread blocked in wait_while_equal on `word` (with the same scope).
-void wake_all(std::atomic<std::uint32_t>& word);
-void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope);
+void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope = FutexScope::process);
 
 }  // namespace copse

@@ -60,4 +60,15 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
   return static_cast<int>(best->first);
 }
 
+int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
+                   Shape shape, std::optional<int> requested, const ExecutionOptions& options) {
+  shape.blocks = 1;
+  validate_shape(algorithm, shape);
+  if (requested) shape.blocks = *requested;
+  else if (plan_for) shape.blocks = best_blocks(plan_for, algorithm.pipelined, shape, options);
+  else shape.blocks = best_blocks(algorithm, shape, options);
+  validate_shape(algorithm, shape);
+  return shape.blocks;
+}
+
 }  // namespace copse

@@ -6,6 +6,7 @@
 // simulations, then refines by golden-section search on log b.
 
 #include <functional>
+#include <optional>
 
 #include "internode/executor.hpp"
 #include "internode/registry.hpp"
@@ -19,5 +20,11 @@ int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const Execut
 // do not apply and the answer is 1.
 int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
                 const ExecutionOptions& options);
+
+// The block count to plan `algorithm` with: `requested` if given, else the
+// best_blocks of `plan_for` (empty: the algorithm's own plan). Validates the
+// shape with one block and with the answer (UsageError).
+int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
+                   Shape shape, std::optional<int> requested, const ExecutionOptions& options);
 
 }  // namespace copse

@@ -10,20 +10,14 @@
 // moves symbolic values.
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "internode/cost_model.hpp"
-#include "internode/schedule.hpp"
+#include "common/cost_model.hpp"
+#include "common/error.hpp"
+#include "common/schedule.hpp"
 
 namespace copse {
-
-// A schedule is wrong: mismatched sizes, deadlock, bad peer. The message names
-// the rank, step and elements involved.
-struct ScheduleError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct ExecutionOptions {
   CostModel model;             // the documented defaults (cost_model.hpp)

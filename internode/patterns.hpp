@@ -4,7 +4,7 @@
 // tree (with an optional dual root), and forwarding a whole result. Each is a
 // lazy generator over one rank's steps; algorithms chain them.
 
-#include "internode/schedule.hpp"
+#include "common/schedule.hpp"
 #include "topology/trees.hpp"
 
 namespace copse::patterns {

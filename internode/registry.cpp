@@ -75,25 +75,6 @@ constexpr std::array kAlgorithms = {
 
 }  // namespace
 
-std::string_view to_string(Collective c) {
-  switch (c) {
-    case C::allreduce: return "allreduce";
-    case C::reduce: return "reduce";
-    case C::bcast: return "bcast";
-    case C::barrier: return "barrier";
-    case C::allgather: return "allgather";
-    case C::reduce_scatter: return "reduce_scatter";
-  }
-  return "?";
-}
-
-Collective parse_collective(std::string_view name) {
-  for (auto c : {C::allreduce, C::reduce, C::bcast, C::barrier, C::allgather, C::reduce_scatter})
-    if (to_string(c) == name) return c;
-  throw UsageError("unknown collective '" + std::string(name) +
-                   "' (known: allreduce, reduce, bcast, barrier, allgather, reduce_scatter)");
-}
-
 std::span<const AlgorithmInfo> algorithms() { return kAlgorithms; }
 
 std::uint64_t vector_elements(Collective collective, const Shape& shape) {

@@ -6,17 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "internode/schedule.hpp"
+#include "common/schedule.hpp"
 
 namespace copse {
-
-// Shape::count is the elements each rank contributes. Allreduce, reduce and
-// bcast work on a vector of that length; allgather and reduce_scatter on
-// ranks * count elements (rank r's block at r * count); a barrier is an
-// allreduce of one element (of zero bytes, on a real engine).
-enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter };
-std::string_view to_string(Collective c);
-Collective parse_collective(std::string_view name);  // throws UsageError
 
 struct AlgorithmInfo {
   Collective collective;

@@ -7,6 +7,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/error.hpp"
+#include "common/text.hpp"
+
 namespace copse {
 
 namespace {
@@ -15,11 +18,9 @@ constexpr std::size_t kChunkBytes = std::size_t{1} << 20;  // small allocations 
 constexpr std::size_t kHugeHint = std::size_t{8} << 20;     // ask for huge pages from this size on
 constexpr std::size_t kMaxAlign = 4096;
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
 void check_align(std::size_t align) {
   if (align == 0 || (align & (align - 1)) != 0 || align > kMaxAlign)
-    throw std::invalid_argument("arena alignment must be a power of two of at most 4096, got " + std::to_string(align));
+    throw UsageError("arena alignment must be a power of two of at most 4096, got " + std::to_string(align));
 }
 
 std::byte* map_anonymous(std::size_t bytes) {
@@ -96,7 +97,7 @@ ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(n
     shm.truncate(static_cast<bip::offset_t>(size_));  // new pages read as zero
     region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, size_);
   } catch (const bip::interprocess_exception& e) {
-    throw std::runtime_error("cannot create the shared-memory segment '" + name + "' of " + std::to_string(size_) +
+    throw SystemError("cannot create the shared-memory segment '" + name + "' of " + std::to_string(size_) +
                              " bytes: " + e.what());
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
@@ -112,12 +113,12 @@ ShmArena::ShmArena(Open, const std::string& name) : name_(name) {
     bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
     region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
-    throw std::runtime_error("cannot open the shared-memory segment '" + name + "': " + e.what());
+    throw SystemError("cannot open the shared-memory segment '" + name + "': " + e.what());
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   size_ = region_->get_size();
   if (size_ < kHeaderBytes || header()->magic.load(std::memory_order_acquire) != Header::kMagic || header()->size != size_)
-    throw std::runtime_error("the shared-memory segment '" + name + "' is not a copse arena");
+    throw SystemError("the shared-memory segment '" + name + "' is not a copse arena");
 }
 
 ShmArena::~ShmArena() = default;

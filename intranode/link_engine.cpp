@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "internode/executor.hpp"
 
 namespace copse {
 
@@ -81,7 +80,7 @@ struct alignas(64) LinkEngine::Inbox {
 
 // Where a rank is, for error messages only; and its barrier word.
 struct alignas(64) LinkEngine::Progress {
-  std::atomic<int> round{-1};          // the round whose steps the rank has started
+  std::atomic<std::int64_t> round{-1};  // the round whose steps the rank has started
   std::atomic<std::uint64_t> step{0};  // index of the step being run
   std::atomic<bool> done{false};       // finished the steps of `round`
   std::atomic<std::uint32_t> go{0};    // the barrier releases the rank by changing it
@@ -200,11 +199,14 @@ void LinkEngine::fail(std::exception_ptr error) noexcept {
 // that the caller may hand those buffers back to its user.
 void LinkEngine::withdraw(LinkRank& c) noexcept {
   const auto me = static_cast<std::size_t>(c.rank);
-  const Deadline deadline = deadline_from_now();
-  bool gave_up = false;  // a peer stuck mid-copy for a whole timeout: leave it
+  // A peer that is copying makes progress without us; a whole timeout (or a
+  // minute without one) stuck mid-copy means it is gone: leave it.
+  WaitPolicy policy;
+  policy.deadline = std::chrono::steady_clock::now() + config_.wait_timeout.value_or(std::chrono::minutes(1));
+  bool gave_up = false;
   auto wait = [&](const std::atomic<std::uint32_t>& word, std::uint32_t old) {
     try {
-      (void)wait_while_equal(word, old, deadline, {}, scope_);
+      (void)wait_while_equal(word, old, policy, scope_);
     } catch (...) {
       gave_up = true;
     }
@@ -237,13 +239,32 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
 
 std::uint32_t LinkEngine::block(LinkRank& c, const std::atomic<std::uint32_t>& word, std::uint32_t old,
                                 Deadline deadline) {
-  // The lambda captures two pointers, which std::function stores inline: no allocation.
-  return wait_while_equal(word, old, deadline, [this, &c] { return describe_wait(c); }, scope_);
+  // The lambdas capture two pointers each, which std::function stores inline:
+  // a wait allocates nothing.
+  c.wait_started = std::chrono::steady_clock::now();
+  WaitPolicy policy;
+  policy.deadline = deadline;
+  policy.timeout_message = [this, &c] {
+    const auto ms = (c.waiting == LinkRank::Wait::barrier ? barrier_patience() : *config_.wait_timeout).count();
+    return describe_wait(c, "timed out after " + std::to_string(ms) + " ms");
+  };
+  if (config_.on_wait_report && config_.report_every.count() > 0) {
+    policy.report_every = config_.report_every;
+    policy.report = [this, &c] {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.wait_started);
+      config_.on_wait_report(describe_wait(c, "still blocked after " + std::to_string(waited.count()) + " s"));
+    };
+  }
+  return wait_while_equal(word, old, policy, scope_);
 }
 
-std::string LinkEngine::describe_wait(const LinkRank& c) const {
+std::chrono::milliseconds LinkEngine::barrier_patience() const {
+  return 2 * config_.wait_timeout.value_or(std::chrono::milliseconds(0)) + std::chrono::milliseconds(100);
+}
+
+std::string LinkEngine::describe_wait(const LinkRank& c, std::string_view how) const {
   std::ostringstream m;
-  const auto ms = config_.wait_timeout.count();
   m << "rank " << c.rank;
   if (config_.name_nodes)
     m << " (node "
@@ -253,32 +274,31 @@ std::string LinkEngine::describe_wait(const LinkRank& c) const {
   auto peer_state = [&] {
     const Progress& pr = progress_[static_cast<std::size_t>(c.peer)];
     const std::string who = "; rank " + std::to_string(c.peer);
-    const int round = pr.round.load(std::memory_order_relaxed);
+    const std::int64_t round = pr.round.load(std::memory_order_relaxed);
     if (round < c.round) return who + " has not started its schedule";
     if (round > c.round || pr.done.load(std::memory_order_relaxed)) return who + " has finished its schedule";
     return who + " is in its step " + std::to_string(pr.step.load(std::memory_order_relaxed));
   };
   auto where = [&] {
     m << ", step " << c.step << " of " << config_.round_name << " " << c.round;
-    if (c.activity) m << " (" << c.activity << ")";
+    if (!c.activity.empty()) m << " (" << c.activity << ")";
   };
   switch (c.waiting) {
     case LinkRank::Wait::recv:
       where();
-      m << ": timed out after " << ms << " ms waiting for rank " << c.peer << " to send the " << c.wait_count
+      m << ": " << how << " waiting for rank " << c.peer << " to send the " << c.wait_count
         << " elements it receives (at element " << c.wait_offset << ")" << peer_state();
       break;
     case LinkRank::Wait::ack:
       where();
-      m << ": timed out after " << ms << " ms waiting for rank " << c.peer << " to receive the " << c.wait_count
+      m << ": " << how << " waiting for rank " << c.peer << " to receive the " << c.wait_count
         << " elements it sends (from element " << c.wait_offset << ")" << peer_state();
       break;
     case LinkRank::Wait::barrier:
-      m << ": timed out after " << 2 * ms + 100 << " ms at the barrier before " << config_.round_name << " "
-        << c.round;
+      m << ": " << how << " at the barrier before " << config_.round_name << " " << c.round;
       break;
     case LinkRank::Wait::none:
-      m << ": timed out";
+      m << ": " << how;
       break;
   }
   return m.str();
@@ -532,12 +552,20 @@ void LinkEngine::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std
 // A central counter, but every rank sleeps on its own word: thousands of
 // threads on one futex word share one kernel hash bucket, which every other
 // futex call hashing there must then walk.
+std::uint32_t LinkEngine::next_generation(std::uint32_t word) {
+  return (word & kAbortBit) | ((word + 1) & ~kAbortBit);
+}
+
 void LinkEngine::arrive(std::uint32_t participants) {
   if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;
   shared_->barrier_count.store(0, std::memory_order_relaxed);
   for (int r = 0; r < config_.ranks; ++r) {
     auto& go = progress_[static_cast<std::size_t>(r)].go;
-    go.fetch_add(1, std::memory_order_acq_rel);
+    // Not a plain fetch_add: after 2^31 barriers the count would reach the
+    // abort bit. An abort may set that bit meanwhile; the CAS keeps it.
+    std::uint32_t word = go.load(std::memory_order_relaxed);
+    while (!go.compare_exchange_weak(word, next_generation(word), std::memory_order_acq_rel)) {
+    }
     wake_all(go, scope_);
   }
 }
@@ -551,7 +579,7 @@ void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
   if (g == old) {
     c.waiting = LinkRank::Wait::barrier;
     const Deadline deadline =
-        std::chrono::steady_clock::now() + 2 * config_.wait_timeout + std::chrono::milliseconds(100);
+        config_.wait_timeout ? std::chrono::steady_clock::now() + barrier_patience() : Deadline::max();
     while (g == old) g = block(c, go, old, deadline);
     c.waiting = LinkRank::Wait::none;
   }

@@ -32,21 +32,20 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/reduce_op.hpp"
 #include "common/wait.hpp"
-#include "internode/cost_model.hpp"
-#include "internode/schedule.hpp"
+#include "common/cost_model.hpp"
+#include "common/error.hpp"
+#include "common/schedule.hpp"
 #include "intranode/arena.hpp"
 
 namespace copse {
-
-// Thrown out of a rank's wait when another rank has failed; the other rank's
-// error is the one to report.
-struct LinkAborted {};
 
 struct LinkConfig {
   int ranks = 1;
@@ -54,7 +53,13 @@ struct LinkConfig {
   int ranks_per_node = 1;          // link levels: consecutive ranks per node ...
   std::vector<int> node_of;        // ... or, if not empty, each rank's node
   bool name_nodes = false;         // timeout messages say "rank r (node n)"
-  std::chrono::milliseconds wait_timeout{60000};
+  // A wait longer than this fails with TimeoutError naming peer and step;
+  // none: a rank waits as long as its peer takes (an application's ranks may
+  // legitimately arrive far apart), and says whom it waits for every
+  // `report_every` (if non-zero) through on_wait_report.
+  std::optional<std::chrono::milliseconds> wait_timeout;
+  std::chrono::milliseconds report_every{0};
+  std::function<void(const std::string&)> on_wait_report;
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
   // Called by a rank that fails (not by those merely aborted), before it
   // aborts the engine, so that every rank woken by the abort can find the
@@ -67,13 +72,14 @@ struct LinkConfig {
 struct LinkRank {
   int rank = 0;
   RankClock clock;
-  int round = 0;                   // which run of the rank's steps (repetition, call)
-  const char* activity = nullptr;  // optional, e.g. "allreduce": "step 3 of call 2 (allreduce)"
+  std::int64_t round = 0;          // which run of the rank's steps (repetition, call)
+  std::string_view activity;  // optional, e.g. "allreduce": "step 3 of call 2 (allreduce)"
   // Set by the engine.
   std::uint64_t step = 0;
   enum class Wait : std::uint8_t { none, recv, ack, barrier } waiting = Wait::none;
   int peer = -1;
   std::uint64_t wait_count = 0, wait_offset = 0;
+  std::chrono::steady_clock::time_point wait_started;
   // The run in progress (set by run()).
   std::byte* y = nullptr;
   std::byte* scratch = nullptr;
@@ -121,8 +127,12 @@ class LinkEngine {
   // outside threads calling arrive()). Waits up to twice the timeout plus
   // 100 ms, so that a stuck step reports itself before the ranks that
   // finished give up on it.
+  //
+  // The barrier's word counts generations modulo 2^31 (next_generation), so
+  // that its top bit only ever means "aborted", however many barriers pass.
   void barrier(LinkRank& c, std::uint32_t participants);
   void arrive(std::uint32_t participants);
+  static std::uint32_t next_generation(std::uint32_t word);
 
   // Ends every rank's waits with LinkAborted (idempotent, never throws).
   void abort() noexcept;
@@ -143,9 +153,14 @@ class LinkEngine {
   void fail(std::exception_ptr error) noexcept;
   void withdraw(LinkRank& c) noexcept;
   std::uint32_t block(LinkRank& c, const std::atomic<std::uint32_t>& word, std::uint32_t old, Deadline deadline);
-  std::string describe_wait(const LinkRank& c) const;
+  // "rank 3 (node 1), step 2 of call 5 (allreduce): HOW waiting for rank 0 to
+  // send ...; rank 0 is in its step 1", HOW being e.g. "timed out after 500 ms".
+  std::string describe_wait(const LinkRank& c, std::string_view how) const;
+  std::chrono::milliseconds barrier_patience() const;
   std::string size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received, std::uint64_t offset) const;
-  Deadline deadline_from_now() const { return std::chrono::steady_clock::now() + config_.wait_timeout; }
+  Deadline deadline_from_now() const {
+    return config_.wait_timeout ? std::chrono::steady_clock::now() + *config_.wait_timeout : Deadline::max();
+  }
   int level(int a, int b) const { return link_level(a, b, config_.ranks_per_node, config_.node_of); }
 
   Arena& arena_;

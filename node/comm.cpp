@@ -1,6 +1,7 @@
 #include "node/comm.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -34,18 +35,6 @@ namespace copse {
 //    stand-in, and best_blocks stays the one autotuner.
 
 namespace {
-
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::allreduce: return "allreduce";
-    case Collective::reduce: return "reduce";
-    case Collective::bcast: return "bcast";
-    case Collective::barrier: return "barrier";
-    case Collective::allgather: return "allgather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-  }
-  return "collective";
-}
 
 // A shape's team-wide plan.
 struct SharedShape {
@@ -117,7 +106,7 @@ struct TeamState {
       e = error;
     }
     if (e) std::rethrow_exception(e);
-    throw std::runtime_error("the team was aborted");
+    throw LinkAborted();
   }
 };
 
@@ -132,7 +121,8 @@ struct Comm::Impl {
     std::uint64_t count;
     DType dtype;
     std::size_t element_bytes;
-    std::string op_name;
+    std::shared_ptr<const void> op_identity;  // held, so that the address is not reused while cached
+    bool commutative;
     int root;
     const SharedShape* shared;
     std::vector<Step> steps;
@@ -144,7 +134,7 @@ struct Comm::Impl {
   TeamState* team;
   int rank;
   LinkRank link;
-  int calls = 0;
+  std::int64_t calls = 0;
   Picos last_time = 0;
   std::vector<std::unique_ptr<Entry>> cache;
   Entry* last = nullptr;
@@ -154,36 +144,41 @@ struct Comm::Impl {
     link.clock = RankClock(t->options.model.ports());
   }
 
-  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, std::string_view op_name,
-               int root, bool commutative) {
+  // `op` is the reduction operator, or null for the collectives that only
+  // move data (bcast, allgather, barrier).
+  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op,
+               int root) {
+    const void* identity = op ? op->identity.get() : nullptr;
+    const bool commutative = op ? op->commutative : true;
     auto matches = [&](const Entry& e) {
       return e.collective == c && e.count == count && e.dtype == dtype && e.element_bytes == element_bytes &&
-             e.root == root && e.op_name == op_name;
+             e.root == root && e.op_identity.get() == identity && e.commutative == commutative;
     };
     if (last && matches(*last)) return *last;
     for (const auto& e : cache)
       if (matches(*e)) return *(last = e.get());
-    return *(last = &plan_entry(c, count, dtype, element_bytes, op_name, root, commutative));
+    return *(last = &plan_entry(c, count, dtype, element_bytes, op, root));
   }
 
   // First call of a shape on this rank: plan (team-wide, once), materialise
   // this rank's steps, carve its scratch from the arena.
-  Entry& plan_entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, std::string_view op_name,
-                    int root, bool commutative) {
+  Entry& plan_entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op,
+                    int root) {
     if (team->engine->aborted()) team->rethrow_failure();
     const int p = team->ranks;
     if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
-      throw UsageError(std::string(collective_name(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
+      throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
     const SharedShape& shared = team->shared_shape(c, count, element_bytes, root);
-    if (reduces) check_operator(*shared.inter, op_name, commutative);
+    if (reduces && op) check_operator(*shared.inter, op->name, op->commutative);
     auto e = std::make_unique<Entry>();
     e->collective = c;
     e->count = count;
     e->dtype = dtype;
     e->element_bytes = element_bytes;
-    e->op_name = std::string(op_name);
+    e->op_identity = op ? op->identity : nullptr;
+    e->commutative = op ? op->commutative : true;
     e->root = root;
     e->shared = &shared;
     const std::uint64_t elements = vector_elements(c, shared.shape);
@@ -203,7 +198,7 @@ struct Comm::Impl {
     LinkEngine& engine = *team->engine;
     if (engine.aborted()) team->rethrow_failure();
     link.round = calls++;
-    link.activity = collective_name(e.collective);
+    link.activity = to_string(e.collective);
     link.clock.reset();
     try {
       engine.run(link, e.steps, y, e.scratch, op);
@@ -232,13 +227,13 @@ void copy(void* to, const void* from, std::size_t bytes) {
 }  // namespace
 
 void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  auto& e = impl_->entry(Collective::allreduce, count, op.dtype, op.element_bytes, op.name, 0, op.commutative);
+  auto& e = impl_->entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
   copy(recv, send, count * op.element_bytes);
   impl_->run(e, bytes_of(recv), op);
 }
 
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, op.name, root, op.commutative);
+  auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, &op, root);
   const std::size_t bytes = count * op.element_bytes;
   copy(e.work, send, bytes);
   impl_->run(e, e.work, op);
@@ -246,20 +241,20 @@ void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceO
 }
 
 void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
-  auto& e = impl_->entry(Collective::bcast, count, dtype, dtype_size(dtype), {}, root, true);
+  auto& e = impl_->entry(Collective::bcast, count, dtype, dtype_size(dtype), nullptr, root);
   impl_->run(e, bytes_of(buffer), e.data_op);
 }
 
 void Comm::barrier() {
   // One element of zero bytes: the schedule's messages carry no data, only
   // the rendezvous (and alpha on the virtual clock).
-  auto& e = impl_->entry(Collective::barrier, 1, DType::uint8, 0, {}, 0, true);
+  auto& e = impl_->entry(Collective::barrier, 1, DType::uint8, 0, nullptr, 0);
   alignas(64) static std::byte nothing[64];
   impl_->run(e, nothing, e.data_op);
 }
 
 void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
-  auto& e = impl_->entry(Collective::allgather, count, dtype, dtype_size(dtype), {}, 0, true);
+  auto& e = impl_->entry(Collective::allgather, count, dtype, dtype_size(dtype), nullptr, 0);
   const std::size_t bytes = count * dtype_size(dtype);
   // In place (send == recv): the contribution is already at its block.
   if (send != recv) copy(bytes_of(recv) + static_cast<std::size_t>(rank()) * bytes, send, bytes);
@@ -267,8 +262,7 @@ void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtyp
 }
 
 void Comm::reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  auto& e =
-      impl_->entry(Collective::reduce_scatter, count, op.dtype, op.element_bytes, op.name, 0, op.commutative);
+  auto& e = impl_->entry(Collective::reduce_scatter, count, op.dtype, op.element_bytes, &op, 0);
   const std::size_t bytes = count * op.element_bytes;
   copy(e.work, send, bytes * static_cast<std::size_t>(size()));
   impl_->run(e, e.work, op);
@@ -283,7 +277,9 @@ struct Team::Impl : TeamState {
 
 Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
-  if (options.wait_timeout.count() <= 0) throw UsageError("the team's wait timeout must be positive");
+  if (options.wait_timeout && options.wait_timeout->count() <= 0)
+    throw UsageError("the team's wait timeout must be positive");
+  if (options.wait_report.count() < 0) throw UsageError("the team's wait report interval must not be negative");
   if (options.nodes.empty()) {
     if (options.ranks < 1) throw UsageError("a team needs at least one rank, got " + std::to_string(options.ranks));
     options.nodes.push_back(NodeSpec{Machine::detect(), options.ranks, {}});
@@ -295,9 +291,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   if (t.plan->first_rank.size() > 1 && t.options.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   // Unknown algorithm names are refused now, not at the first call.
-  for (Collective c : {Collective::allreduce, Collective::reduce, Collective::bcast, Collective::barrier,
-                       Collective::allgather, Collective::reduce_scatter})
-    (void)find_algorithm(c, t.algorithm_name(c));
+  for (Collective c : all_collectives()) (void)find_algorithm(c, t.algorithm_name(c));
 
   LinkConfig link;
   link.ranks = t.ranks;
@@ -305,6 +299,10 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   link.node_of = t.plan->node_of;
   link.name_nodes = t.plan->first_rank.size() > 1;
   link.wait_timeout = t.options.wait_timeout;
+  link.report_every = t.options.wait_report;
+  link.on_wait_report = t.options.on_wait_report;
+  if (!link.on_wait_report)
+    link.on_wait_report = [](const std::string& message) { std::fprintf(stderr, "copse: %s\n", message.c_str()); };
   link.round_name = "call";
   TeamState* state = &t;
   link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };

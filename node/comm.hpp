@@ -10,7 +10,8 @@
 //
 // Plan once, run many: the first call of a given shape (collective, count,
 // datatype, operator, root) builds and caches that rank's schedule and its
-// scratch space; a repeated call of the same shape allocates nothing.
+// scratch space; a repeated call of the same shape allocates nothing. The
+// operator counts by identity (ReduceOp::identity), not by name.
 //
 // In place: pass the same pointer as send and receive buffer (allreduce,
 // reduce, reduce_scatter, allgather) -- MPI_IN_PLACE semantics: allgather
@@ -37,35 +38,59 @@
 // UsageError on the calling rank without aborting the team.
 //
 // All ranks must call the same collectives in the same order with matching
-// arguments; a mismatch is detected where the schedule sizes disagree, and any
-// wait longer than the team's timeout raises TimeoutError naming the peer.
+// arguments; a mismatch is detected where the schedule sizes disagree. A rank
+// that never comes is reported (TeamOptions::wait_report) or, with a
+// wait_timeout, fails every rank's collective with TimeoutError naming it.
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/reduce_op.hpp"
-#include "internode/cost_model.hpp"
+#include "common/cost_model.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
+
+// The team's defaults, written once: TeamOptions below and the
+// configuration's Options (config/config.hpp) both start from these.
+namespace team_defaults {
+inline constexpr std::string_view allreduce = "dual-root";
+inline constexpr std::string_view reduce = "binary-tree";
+inline constexpr std::string_view bcast = "binary-tree";
+inline constexpr std::string_view barrier = "dual-root";
+inline constexpr std::string_view allgather = "binary-tree";
+inline constexpr std::string_view reduce_scatter = "binary-tree";
+inline constexpr std::chrono::seconds wait_report{60};
+}  // namespace team_defaults
 
 struct TeamOptions {
   std::vector<NodeSpec> nodes;             // empty: one node, this machine (hwloc), `ranks` ranks
   int ranks = 2;                           // used when `nodes` is empty
   Grouping grouping;                       // default: auto, groups of at most 4
   bool multi_leader = false;
-  std::string allreduce = "dual-root";     // inter-node algorithms among the off-node ranks
-  std::string reduce = "binary-tree";
-  std::string bcast = "binary-tree";
-  std::string barrier = "dual-root";        // a one-element allreduce of zero-byte elements
-  std::string allgather = "binary-tree";    // these two need a tree algorithm (binomial, binary-tree)
-  std::string reduce_scatter = "binary-tree";
+  // Inter-node algorithms among the off-node ranks.
+  std::string allreduce{team_defaults::allreduce};
+  std::string reduce{team_defaults::reduce};
+  std::string bcast{team_defaults::bcast};
+  std::string barrier{team_defaults::barrier};  // a one-element allreduce of zero-byte elements
+  std::string allgather{team_defaults::allgather};  // these two need a tree algorithm (binomial, binary-tree)
+  std::string reduce_scatter{team_defaults::reduce_scatter};
   int blocks = 0;                          // 0: autotuned per shape with the cost model
   CostModel model;                         // virtual time (and block autotuning)
-  std::chrono::milliseconds wait_timeout{60000};
+  // Waiting for a peer. By default a rank waits as long as the peer takes --
+  // an application's ranks may arrive at a collective minutes apart -- and
+  // every wait_report says on on_wait_report whom it is waiting for (the
+  // default handler writes one line to stderr). With wait_timeout set, a
+  // wait past it fails the collective on every rank with TimeoutError.
+  std::optional<std::chrono::milliseconds> wait_timeout;
+  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never
+  std::function<void(const std::string&)> on_wait_report;
 };
 
 class Comm;

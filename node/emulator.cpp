@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "internode/executor.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
@@ -46,52 +47,17 @@ std::string format_element(const ReduceOp& op, const std::byte* p) {
   if (n > 1) out << '(';
   for (std::size_t i = 0; i < n; ++i) {
     if (i) out << ", ";
-    const std::byte* q = p + i * scalar;
-    auto put = [&](auto v) {
-      std::memcpy(&v, q, sizeof(v));
+    with_dtype(op.dtype, [&](auto v) {
+      std::memcpy(&v, p + i * scalar, sizeof(v));
       if constexpr (sizeof(v) == 1)
         out << static_cast<int>(v);
       else
         out << v;
-    };
-    switch (op.dtype) {
-      case DType::int8:
-        put(std::int8_t{});
-        break;
-      case DType::int16:
-        put(std::int16_t{});
-        break;
-      case DType::int32:
-        put(std::int32_t{});
-        break;
-      case DType::int64:
-        put(std::int64_t{});
-        break;
-      case DType::uint8:
-        put(std::uint8_t{});
-        break;
-      case DType::uint16:
-        put(std::uint16_t{});
-        break;
-      case DType::uint32:
-        put(std::uint32_t{});
-        break;
-      case DType::uint64:
-        put(std::uint64_t{});
-        break;
-      case DType::float32:
-        put(float{});
-        break;
-      case DType::float64:
-        put(double{});
-        break;
-    }
+    });
   }
   if (n > 1) out << ')';
   return out.str();
 }
-
-constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 std::size_t physical_memory() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/reduce_op.hpp"
-#include "internode/cost_model.hpp"
+#include "common/cost_model.hpp"
 #include "internode/registry.hpp"
 
 namespace copse {

@@ -18,7 +18,7 @@ cd "$tmp" || exit 1  # no ./copse.toml here unless a check writes one
 
 keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta model.gamma model.ports
 model.receive_overhead hierarchy.grouping hierarchy.max_group hierarchy.multi_leader hierarchy.node_topology
-collectives.allreduce collectives.reduce collectives.bcast collectives.blocks runtime.wait_timeout runtime.spin"
+collectives.allreduce collectives.reduce collectives.bcast collectives.blocks runtime.wait_timeout runtime.wait_report runtime.spin"
 
 # ------------------------------------------------------------------ help
 expect 0 --help && stdout_has "config"
@@ -43,7 +43,7 @@ json_check 's["hierarchy.grouping"]["value"] == "auto" and s["hierarchy.max_grou
 json_check 's["hierarchy.multi_leader"]["value"] is False and s["hierarchy.node_topology"]["value"] == ""' "hierarchy"
 json_check 's["collectives.allreduce"]["value"] == "dual-root" and s["collectives.blocks"]["value"] == "auto"' \
   "collectives"
-json_check 's["runtime.wait_timeout"]["value"] == 60 and s["runtime.spin"]["value"] == 2000' "runtime"
+json_check 's["runtime.wait_timeout"]["value"] == "none" and s["runtime.wait_report"]["value"] == 60 and s["runtime.spin"]["value"] == 2000' "runtime"
 
 # ------------------------------------------------------------------ precedence
 cat >"$tmp/a.toml" <<'EOF'

@@ -290,7 +290,7 @@ TEST_CASE("shared-memory arena: offsets, alignment, bounds and removal", "[arena
   int local = 0;
   CHECK_FALSE(a.contains(&local, sizeof(local)));
   CHECK_THROWS_AS(a.allocate(std::size_t{1} << 20, 64), std::bad_alloc);
-  CHECK_THROWS_AS(a.allocate(8, 3), std::invalid_argument);
+  CHECK_THROWS_AS(a.allocate(8, 3), UsageError);
   a.set_root(y);
   std::memcpy(a.address(y), "copse", 6);
   {

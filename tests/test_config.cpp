@@ -21,10 +21,10 @@
 #include <variant>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
-#include "internode/cost_model.hpp"
+#include "common/cost_model.hpp"
 #include "internode/registry.hpp"
 
 extern char** environ;
@@ -140,10 +140,72 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.collectives.reduce == "binary-tree");
   CHECK(o.collectives.bcast == "binary-tree");
   CHECK_FALSE(o.collectives.blocks.has_value());
-  CHECK(o.runtime.wait_timeout == 60);
+  CHECK_FALSE(o.runtime.wait_timeout.has_value());  // no deadline: a Comm waits as long as its peer takes
+  CHECK_FALSE(o.runtime.wait_timeout_ms().has_value());
+  CHECK(o.runtime.wait_report == 60);
+  CHECK(o.runtime.wait_report_ms() == std::chrono::milliseconds(60000));
   CHECK(o.runtime.spin == 2000);
   CHECK(o.model.receive_overhead == 0);
-  CHECK(o.runtime.wait_timeout_ms() == std::chrono::milliseconds(60000));
+  CHECK(config.value_text("runtime.wait_timeout") == "none");
+}
+
+TEST_CASE("config: wait_timeout takes a time or none", "[config]") {
+  Config config;
+  config.set("runtime.wait_timeout", "1.5s");
+  CHECK(config.options().runtime.wait_timeout == 1.5);
+  CHECK(config.options().runtime.wait_timeout_ms() == std::chrono::milliseconds(1500));
+  CHECK(config.value_text("runtime.wait_timeout") == "1.5s");
+  config.set("runtime.wait_timeout", "none");
+  CHECK_FALSE(config.options().runtime.wait_timeout.has_value());
+  config.set("runtime.wait_report", "0s");
+  CHECK(config.options().runtime.wait_report == 0);
+}
+
+TEST_CASE("config: make_team_options carries every setting into TeamOptions", "[config]") {
+  Config config;
+  config.set("hierarchy.node_topology", "package:2 core:2 pu:1");
+  config.set("hierarchy.grouping", "size:2");
+  config.set("hierarchy.max_group", "3");
+  config.set("hierarchy.multi_leader", "true");
+  config.set("collectives.allreduce", "ring");
+  config.set("collectives.reduce", "chain");
+  config.set("collectives.bcast", "binomial");
+  config.set("collectives.blocks", "7");
+  config.set("model.inter_alpha", "3us");
+  config.set("runtime.wait_timeout", "2s");
+  config.set("runtime.wait_report", "5s");
+  const int sizes[] = {4, 3};
+  const copse::TeamOptions team = copse::make_team_options(config.options(), sizes);
+  REQUIRE(team.nodes.size() == 2);
+  CHECK(team.nodes[0].ranks == 4);
+  CHECK(team.nodes[1].ranks == 3);
+  CHECK(team.nodes[0].machine.pus() == 4);
+  CHECK(team.grouping.to_string() == "size:2");
+  CHECK(team.grouping.max_group == 3);
+  CHECK(team.multi_leader);
+  CHECK(team.allreduce == "ring");
+  CHECK(team.reduce == "chain");
+  CHECK(team.bcast == "binomial");
+  CHECK(team.blocks == 7);
+  CHECK(team.model.level(1).alpha == 3e-6);
+  CHECK(team.wait_timeout == std::chrono::milliseconds(2000));
+  CHECK(team.wait_report == std::chrono::milliseconds(5000));
+
+  // Defaults: the team's own (one place for each).
+  const copse::TeamOptions plain = copse::make_team_options(Options{}, sizes);
+  const copse::TeamOptions reference;
+  CHECK(plain.allreduce == reference.allreduce);
+  CHECK(plain.reduce == reference.reduce);
+  CHECK(plain.bcast == reference.bcast);
+  CHECK(plain.grouping.to_string() == reference.grouping.to_string());
+  CHECK(plain.grouping.max_group == reference.grouping.max_group);
+  CHECK(plain.wait_timeout == reference.wait_timeout);
+  CHECK(plain.wait_report == reference.wait_report);
+  CHECK(plain.blocks == reference.blocks);
+
+  CHECK_THROWS_AS(copse::make_team_options(Options{}, std::span<const int>{}), copse::UsageError);
+  const int empty_node[] = {2, 0};
+  CHECK_THROWS_AS(copse::make_team_options(Options{}, empty_node), copse::UsageError);
 }
 
 TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
@@ -162,7 +224,7 @@ TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
 
 TEST_CASE("config: every key listed once, with its variable", "[config]") {
   const auto keys = copse::config_keys();
-  CHECK(keys.size() == 17);
+  CHECK(keys.size() == 18);
   std::vector<std::string> names;
   for (const auto& key : keys) {
     names.emplace_back(key.name);
@@ -335,8 +397,8 @@ TEST_CASE("config: every invalid environment value names key, value and variable
       {"model.gamma", "25xs", "not a time"},
       {"model.receive_overhead", "1e999", "not a time"},
       {"model.ports", "both", "expected bi or uni"},
-      {"hierarchy.grouping", "l4", "expected auto, numa"},
-      {"hierarchy.grouping", "size:0", "size:K with K >= 1"},
+      {"hierarchy.grouping", "l4", "unknown grouping \"l4\" (accepted: auto, core, l2, l3, numa, package, size:K"},
+      {"hierarchy.grouping", "size:0", "K in size:K must be a whole number >= 1"},
       {"hierarchy.grouping", "size:", "size:K"},
       {"hierarchy.grouping", "size:2x", "size:K"},
       {"hierarchy.max_group", "0", "whole number >= 1"},
@@ -353,6 +415,9 @@ TEST_CASE("config: every invalid environment value names key, value and variable
       {"runtime.wait_timeout", "0s", "must be positive"},
       {"runtime.wait_timeout", "2e9s", "too long"},
       {"runtime.wait_timeout", "soon", "not a time"},
+      {"runtime.wait_timeout", "never", "use e.g. 60s, or none"},
+      {"runtime.wait_report", "-1s", "not a time"},
+      {"runtime.wait_report", "2e9s", "too long"},
       {"runtime.spin", "-1", "whole number >= 0"},
   };
   for (const auto& c : cases) {
@@ -389,7 +454,7 @@ TEST_CASE("config: every invalid file value names key, value, file and line", "[
       {"model.gamma", "nan", "not a time"},
       {"model.receive_overhead", "-0.5", "not a time"},
       {"model.ports", "2", "expected bi or uni"},
-      {"hierarchy.grouping", "4", "expected auto, numa"},
+      {"hierarchy.grouping", "4", "expected a string (got an integer)"},
       {"hierarchy.grouping", "\"size:-1\"", "size:K"},
       {"hierarchy.max_group", "\"4\"", "whole number >= 1 (got a string)"},
       {"hierarchy.max_group", "0", "whole number >= 1"},
@@ -592,4 +657,6 @@ TEST_CASE("config: wait_timeout_ms rounds up to whole milliseconds", "[config]")
   CHECK(r.wait_timeout_ms() == std::chrono::milliseconds(1));
   r.wait_timeout = 2.5;
   CHECK(r.wait_timeout_ms() == std::chrono::milliseconds(2500));
+  r.wait_report = 0.0001;
+  CHECK(r.wait_report_ms() == std::chrono::milliseconds(1));
 }

@@ -146,7 +146,7 @@ TEST_CASE("synthetic machine: containers at every level", "[plan]") {
     CHECK(m.container("numa", pu) == 0);
     CHECK(m.container("l2", pu) == -1);
   }
-  CHECK_THROWS_AS(m.container("l3", 16), std::out_of_range);
+  CHECK_THROWS_AS(m.container("l3", 16), UsageError);
   const std::string tree = m.describe();
   CHECK(tree.find("Package L#1") != std::string::npos);
   CHECK(tree.find("L3 L#3") != std::string::npos);

@@ -17,47 +17,9 @@ using namespace copse;
 
 namespace {
 
-bool integral(DType t) { return t != DType::float32 && t != DType::float64; }
-
 bool defined(std::string_view op, DType t) {
-  if (op == "band" || op == "bor" || op == "bxor" || op == "affine") return integral(t);
+  if (op == "band" || op == "bor" || op == "bxor" || op == "affine") return !is_floating(t);
   return true;
-}
-
-template <class F>
-void with_type(DType t, F&& f) {
-  switch (t) {
-    case DType::int8:
-      f(std::int8_t{});
-      break;
-    case DType::int16:
-      f(std::int16_t{});
-      break;
-    case DType::int32:
-      f(std::int32_t{});
-      break;
-    case DType::int64:
-      f(std::int64_t{});
-      break;
-    case DType::uint8:
-      f(std::uint8_t{});
-      break;
-    case DType::uint16:
-      f(std::uint16_t{});
-      break;
-    case DType::uint32:
-      f(std::uint32_t{});
-      break;
-    case DType::uint64:
-      f(std::uint64_t{});
-      break;
-    case DType::float32:
-      f(float{});
-      break;
-    case DType::float64:
-      f(double{});
-      break;
-  }
 }
 
 // a ⊙ b for one scalar, the obvious way: wrap-around through uint64 for integers.
@@ -153,7 +115,7 @@ TEST_CASE("every valid operator and datatype matches a naive scalar loop, left a
   for (auto name : builtin_op_names())
     for (DType t : all_dtypes()) {
       if (!defined(name, t)) continue;
-      with_type(t, [&](auto tag) {
+      with_dtype(t, [&](auto tag) {
         using T = decltype(tag);
         const ReduceOp op = builtin_op(name, t);
         INFO("op " << name << " on " << to_string(t));
@@ -185,7 +147,7 @@ TEST_CASE("every valid operator and datatype matches a naive scalar loop, left a
 TEST_CASE("affine is associative, not commutative, and composes maps in order", "[reduce_op]") {
   std::mt19937_64 rng(7);
   for (DType t : {DType::int8, DType::uint16, DType::int32, DType::uint64}) {
-    with_type(t, [&](auto tag) {
+    with_dtype(t, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_integral_v<T>) {
         using U = std::make_unsigned_t<T>;
@@ -257,7 +219,7 @@ TEST_CASE("reference_result is the naive fold in rank order", "[reduce_op]") {
   for (auto name : builtin_op_names())
     for (DType t : all_dtypes()) {
       if (!defined(name, t)) continue;
-      with_type(t, [&](auto tag) {
+      with_dtype(t, [&](auto tag) {
         using T = decltype(tag);
         const ReduceOp op = builtin_op(name, t);
         const std::size_t per = op.element_bytes / sizeof(T);

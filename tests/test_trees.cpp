@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topology/trees.hpp"
 
 namespace {
@@ -240,9 +241,9 @@ TEST_CASE("post_order_binary over [lo, hi] is the same tree shifted", "[trees][p
       REQUIRE(check_post_order_shape(lo, nodes, facts) == "");
     }
   }
-  CHECK_THROWS_AS(post_order_binary(5, 9, 4), std::out_of_range);
-  CHECK_THROWS_AS(post_order_binary(5, 9, 10), std::out_of_range);
-  CHECK_THROWS_AS(post_order_binary(5, 4, 5), std::invalid_argument);
+  CHECK_THROWS_AS(post_order_binary(5, 9, 4), copse::UsageError);
+  CHECK_THROWS_AS(post_order_binary(5, 9, 10), copse::UsageError);
+  CHECK_THROWS_AS(post_order_binary(5, 4, 5), copse::UsageError);
 }
 
 TEST_CASE("post_order_binary answers one rank of a huge tree cheaply", "[trees][post_order]") {
@@ -291,9 +292,9 @@ TEST_CASE("dual_root pairs two post-order trees whose roots know each other", "[
       if (!same_node(all[static_cast<std::size_t>(rank)].node, alone)) FAIL("rank " << rank << " differs from its half's tree");
     }
   }
-  CHECK_THROWS_AS(dual_root(4, 4), std::out_of_range);
-  CHECK_THROWS_AS(dual_root(4, -1), std::out_of_range);
-  CHECK_THROWS_AS(dual_root(0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(dual_root(4, 4), copse::UsageError);
+  CHECK_THROWS_AS(dual_root(4, -1), copse::UsageError);
+  CHECK_THROWS_AS(dual_root(0, 0), copse::UsageError);
 }
 
 TEST_CASE("binomial tree: children r+2^j below r's lowest set bit, depth popcount", "[trees][binomial]") {
@@ -321,8 +322,8 @@ TEST_CASE("binomial tree: children r+2^j below r's lowest set bit, depth popcoun
   for (int p = 1; p <= kExhaustiveMaxP; ++p) check_p(p);
   check_p((1 << 20) - 1);
   check_p(1 << 20);
-  CHECK_THROWS_AS(binomial(8, 8), std::out_of_range);
-  CHECK_THROWS_AS(binomial(-3, 0), std::invalid_argument);
+  CHECK_THROWS_AS(binomial(8, 8), copse::UsageError);
+  CHECK_THROWS_AS(binomial(-3, 0), copse::UsageError);
 }
 
 TEST_CASE("k-ary pre-order tree: even contiguous ranges, minimal depth", "[trees][kary]") {
@@ -359,8 +360,8 @@ TEST_CASE("k-ary pre-order tree: even contiguous ranges, minimal depth", "[trees
   check_p((1 << 20) - 1, 2);
   check_p(1 << 20, 3);
   check_p(1 << 20, 64);
-  CHECK_THROWS_AS(kary(5, 0, 0), std::invalid_argument);
-  CHECK_THROWS_AS(kary(5, 2, 5), std::out_of_range);
+  CHECK_THROWS_AS(kary(5, 0, 0), copse::UsageError);
+  CHECK_THROWS_AS(kary(5, 2, 5), copse::UsageError);
 }
 
 TEST_CASE("chain and flat trees", "[trees][chain][flat]") {
@@ -383,10 +384,10 @@ TEST_CASE("chain and flat trees", "[trees][chain][flat]") {
     REQUIRE(facts.root == 0);
     REQUIRE(facts.height == (p > 1 ? 1 : 0));
   }
-  CHECK_THROWS_AS(chain(3, 3), std::out_of_range);
-  CHECK_THROWS_AS(flat(3, -1), std::out_of_range);
-  CHECK_THROWS_AS(chain(0, 0), std::invalid_argument);
-  CHECK_THROWS_AS(flat(0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(chain(3, 3), copse::UsageError);
+  CHECK_THROWS_AS(flat(3, -1), copse::UsageError);
+  CHECK_THROWS_AS(chain(0, 0), copse::UsageError);
+  CHECK_THROWS_AS(flat(0, 0), copse::UsageError);
 }
 
 namespace {
@@ -496,13 +497,13 @@ TEST_CASE("two-tree: Cartesian trees, disjoint interiors, proper colouring for e
 }
 
 TEST_CASE("two-tree rejects bad queries", "[trees][two_tree]") {
-  CHECK_THROWS_AS(TwoTree(0), std::invalid_argument);
+  CHECK_THROWS_AS(TwoTree(0), copse::UsageError);
   const TwoTree two_tree(6);
-  CHECK_THROWS_AS(two_tree.node(0, 6), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.node(1, -1), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.node(2, 0), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.colour(-1, 0), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.colour(0, 6), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.root(2), std::out_of_range);
-  CHECK_THROWS_AS(two_tree.height(2), std::out_of_range);
+  CHECK_THROWS_AS(two_tree.node(0, 6), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.node(1, -1), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.node(2, 0), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.colour(-1, 0), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.colour(0, 6), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.root(2), copse::UsageError);
+  CHECK_THROWS_AS(two_tree.height(2), copse::UsageError);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// A node's hardware and the hierarchy planned over it.
+// The hierarchy planned over nodes' hardware (topology/machine.hpp).
 //
 // The planner turns nodes, their topologies and the ranks' bindings into
 // levels of groups with leaders. Ranks are numbered node by node; on a node,
@@ -43,36 +43,9 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/machine.hpp"
+
 namespace copse {
-
-// One node's hardware: the real machine (hwloc) or hwloc's synthetic syntax.
-class Machine {
- public:
-  static Machine detect();                          // this machine, via hwloc
-  static Machine synthetic(std::string_view desc);  // e.g. "package:2 l3:1 core:4 pu:1"; UsageError if invalid
-                                                    // or over 4096 PUs (hwloc loads wide levels slowly)
-
-  int pus() const { return static_cast<int>(pu_count_); }
-  // The levels the planner knows, finest first: core, l2, l3, numa, package.
-  static const std::vector<std::string>& level_names();
-  bool has_level(std::string_view level) const;
-  // Logical index of the object at `level` that contains `pu` (a PU's logical
-  // index); -1 if no such level. For numa, hwloc 2 hangs NUMA nodes off the
-  // tree as memory children: a PU's NUMA node is the first one attached to its
-  // nearest ancestor that has any.
-  int container(std::string_view level, int pu) const;
-  // Number of objects at `level` that contain PUs; 0 if the level is absent.
-  int objects(std::string_view level) const;
-  std::string source() const { return source_; }  // "this machine (hwloc)" or the synthetic text
-  std::string describe() const;                    // indented tree, one object per line
-
- private:
-  std::string source_;
-  std::string tree_;
-  std::size_t pu_count_ = 0;
-  // container_[level index in level_names()][pu]; empty vector: level absent.
-  std::vector<std::vector<int>> container_;
-};
 
 struct Grouping {
   enum class Kind { automatic, level, size } kind = Kind::automatic;

@@ -25,7 +25,7 @@ void require_ranks(int p, const char* who) {
 
 void require_rank_in(int lo, int hi, int rank, const char* who) {
   if (rank < lo || rank > hi) {
-    throw std::out_of_range(std::string(who) + ": rank " + std::to_string(rank) + " outside [" +
+    throw UsageError(std::string(who) + ": rank " + std::to_string(rank) + " outside [" +
                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
 }
@@ -381,7 +381,7 @@ TwoTree::TwoTree(int p) : p_(p) {
 namespace {
 void require_tree(int tree, const char* who) {
   if (tree != 0 && tree != 1) {
-    throw std::out_of_range(std::string(who) + ": tree must be 0 or 1, got " + std::to_string(tree));
+    throw UsageError(std::string(who) + ": tree must be 0 or 1, got " + std::to_string(tree));
   }
 }
 }  // namespace

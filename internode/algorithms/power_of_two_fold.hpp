@@ -11,7 +11,7 @@
 
 #include <bit>
 
-#include "internode/schedule.hpp"
+#include "common/schedule.hpp"
 
 namespace copse::builders {
 

@@ -1,7 +1,7 @@
 // Ring allreduce: reduce-scatter then allgather around the ring, p-1 steps
 // each, one p-th of the vector per step. Chunk k accumulates the ranks after
 // it cyclically (x_{k+1} ... x_k), so the operator must be commutative.
-#include "internode/schedule.hpp"
+#include "common/schedule.hpp"
 
 namespace copse::builders {
 

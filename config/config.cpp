@@ -1,4 +1,4 @@
-#include "common/config.hpp"
+#include "config/config.hpp"
 
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/units.hpp"
 
 extern char** environ;  // POSIX
@@ -152,22 +153,15 @@ Ports read_ports(const Raw& r) {
   throw BadValue{"expected bi or uni"};
 }
 
-// The grouping policies topology/plan.hpp's Grouping::parse accepts; checked
-// here as text so that configuration does not depend on the planner.
+// A grouping as Grouping::parse reads it (its message says what is accepted).
 std::string read_grouping(const Raw& r) {
-  const std::string expected = "expected auto, numa, package, l3, l2, core or size:K with K >= 1";
-  if (!is_text(r)) throw BadValue{expected + " (got " + kind_name(r) + ")"};
-  const std::string& s = r.str;
-  for (std::string_view name : {"auto", "numa", "package", "l3", "l2", "core"})
-    if (s == name) return s;
-  constexpr std::string_view size_prefix = "size:";
-  if (s.rfind(size_prefix, 0) == 0) {
-    const std::string_view digits = std::string_view(s).substr(size_prefix.size());
-    int k = 0;
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
-    if (!digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size() && k >= 1) return s;
+  const std::string& text = read_string(r);
+  try {
+    (void)Grouping::parse(text);
+  } catch (const UsageError& e) {
+    throw BadValue{e.what()};
   }
-  throw BadValue{expected};
+  return text;
 }
 
 std::string read_algorithm(const Raw& r, Collective collective) {
@@ -259,15 +253,29 @@ constexpr std::array kKeys = {
            [](const Options& o) -> ConfigValue {
              return o.collectives.blocks ? int_value(*o.collectives.blocks) : ConfigValue(std::string("auto"));
            }},
-    KeyDef{{"runtime.wait_timeout", "COPSE_RUNTIME_WAIT_TIMEOUT", "TIME",
-            "a blocking wait longer than this fails, naming peer and step"},
+    KeyDef{{"runtime.wait_timeout", "COPSE_RUNTIME_WAIT_TIMEOUT", "TIME|none",
+            "a blocking wait longer than this fails, naming peer and step; none: wait as long as it takes"},
            [](Options& o, const Raw& r) {
-             const double t = read_time(r, "60s");
-             if (!(t > 0)) throw BadValue{"must be positive; use e.g. 60s"};
+             if (is_text(r) && r.str == "none") {
+               o.runtime.wait_timeout.reset();
+               return;
+             }
+             const double t = read_time(r, "60s, or none");
+             if (!(t > 0)) throw BadValue{"must be positive (or none); use e.g. 60s"};
              if (t > 1e9) throw BadValue{"too long (at most 1e9 s)"};
              o.runtime.wait_timeout = t;
            },
-           [](const Options& o) -> ConfigValue { return o.runtime.wait_timeout; }},
+           [](const Options& o) -> ConfigValue {
+             return o.runtime.wait_timeout ? ConfigValue(*o.runtime.wait_timeout) : ConfigValue(std::string("none"));
+           }},
+    KeyDef{{"runtime.wait_report", "COPSE_RUNTIME_WAIT_REPORT", "TIME",
+            "a rank blocked this long says whom it waits for, and again as often (0s: never)"},
+           [](Options& o, const Raw& r) {
+             const double t = read_time(r, "60s");
+             if (t > 1e9) throw BadValue{"too long (at most 1e9 s)"};
+             o.runtime.wait_report = t;
+           },
+           [](const Options& o) -> ConfigValue { return o.runtime.wait_report; }},
     KeyDef{{"runtime.spin", "COPSE_RUNTIME_SPIN", "int >= 0", "spin iterations before a wait blocks"},
            [](Options& o, const Raw& r) { o.runtime.spin = read_int(r, 0); },
            [](const Options& o) { return int_value(o.runtime.spin); }},
@@ -310,12 +318,6 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // "NAME (did you mean X?)" for a near miss among `known`.
 std::string with_suggestion(const std::string& name, const std::vector<std::string_view>& known) {
   std::string_view best;
@@ -339,9 +341,9 @@ std::string with_suggestion(const std::string& name, const std::vector<std::stri
     all_suggested = all_suggested && described.back() != n;
   }
   std::string message =
-      "unknown " + std::string(what) + (names.size() == 1 ? " " : "s ") + join(described) + std::string(where);
+      "unknown " + std::string(what) + (names.size() == 1 ? " " : "s ") + join(described, ", ") + std::string(where);
   // A near miss says enough; otherwise list what is known.
-  if (!all_suggested) message += "; known: " + join(std::vector<std::string>(known.begin(), known.end()));
+  if (!all_suggested) message += "; known: " + join(known, ", ");
   throw UsageError(message);
 }
 
@@ -604,13 +606,43 @@ const AlgorithmInfo& CollectiveOptions::algorithm(Collective collective) const {
                    " setting (configurable: allreduce, reduce, bcast)");
 }
 
-std::chrono::milliseconds RuntimeOptions::wait_timeout_ms() const {
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(wait_timeout * 1000)));
+namespace {
+std::chrono::milliseconds whole_milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
 }
+}  // namespace
+
+std::optional<std::chrono::milliseconds> RuntimeOptions::wait_timeout_ms() const {
+  if (!wait_timeout) return std::nullopt;
+  return whole_milliseconds(*wait_timeout);
+}
+
+std::chrono::milliseconds RuntimeOptions::wait_report_ms() const { return whole_milliseconds(wait_report); }
 
 CostModel make_cost_model(const ModelOptions& m) {
   return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma,
                    m.ports, m.receive_overhead);
+}
+
+TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node) {
+  if (ranks_per_node.empty()) throw UsageError("a team needs at least one node");
+  const Machine machine = options.hierarchy.node_topology.empty() ? Machine::detect()
+                                                                  : Machine::synthetic(options.hierarchy.node_topology);
+  TeamOptions team;
+  for (int ranks : ranks_per_node) {
+    if (ranks < 1) throw UsageError("a node must hold at least one rank, got " + std::to_string(ranks));
+    team.nodes.push_back(NodeSpec{machine, ranks, {}});
+  }
+  team.grouping = options.hierarchy.parsed_grouping();
+  team.multi_leader = options.hierarchy.multi_leader;
+  team.allreduce = options.collectives.allreduce;
+  team.reduce = options.collectives.reduce;
+  team.bcast = options.collectives.bcast;
+  team.blocks = options.collectives.blocks.value_or(0);
+  team.model = make_cost_model(options.model);
+  team.wait_timeout = options.runtime.wait_timeout_ms();
+  team.wait_report = options.runtime.wait_report_ms();
+  return team;
 }
 
 std::string exact_time_text(double seconds) {

@@ -1,4 +1,4 @@
-#include "internode/cost_model.hpp"
+#include "common/cost_model.hpp"
 
 #include <cmath>
 

@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <string_view>
 
 #include "common/generator.hpp"
 
@@ -50,6 +52,15 @@ struct Step {
 
   bool empty() const { return !send && !recv && copy.count == 0; }
 };
+
+// Shape::count is the elements each rank contributes. Allreduce, reduce and
+// bcast work on a vector of that length; allgather and reduce_scatter on
+// ranks * count elements (rank r's block at r * count); a barrier is an
+// allreduce of one element (of zero bytes, on a real engine).
+enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter };
+std::span<const Collective> all_collectives();
+std::string_view to_string(Collective c);
+Collective parse_collective(std::string_view name);  // throws UsageError
 
 // The whole problem an algorithm is planned for.
 struct Shape {

@@ -30,7 +30,9 @@
 //   collectives.reduce       name    binary-tree
 //   collectives.bcast        name    binary-tree
 //   collectives.blocks       auto|int>=1  auto
-//   runtime.wait_timeout     TIME    60s      a blocking wait past this fails (> 0)
+//   runtime.wait_timeout     TIME|none  none  a blocking wait past this fails (> 0);
+//                                             none: wait as long as it takes
+//   runtime.wait_report      TIME    60s      a blocked Comm says whom it waits for this often (0s: never)
 //   runtime.spin             int>=0  2000     spin iterations before blocking
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
@@ -56,37 +58,41 @@
 #include <variant>
 #include <vector>
 
-#include "internode/cost_model.hpp"
+#include "common/cost_model.hpp"
 #include "internode/registry.hpp"
+#include "node/comm.hpp"
+#include "topology/plan.hpp"
 
 namespace copse {
 
 // The cost model's parameters, in seconds (per byte for the betas and gamma).
-// The defaults equal CostModel()'s.
+// The defaults are CostModel()'s (common/cost_model.hpp, model_defaults).
 struct ModelOptions {
-  double intra_alpha = 2e-7;    // same node, per message
-  double intra_beta = 5e-11;    // same node, per byte
-  double inter_alpha = 1.5e-6;  // other node, per message
-  double inter_beta = 1e-10;    // other node, per byte
-  double gamma = 2.5e-11;       // per combined or copied byte
-  Ports ports = Ports::bidirectional;
-  double receive_overhead = 0;  // per received message
+  double intra_alpha = model_defaults::same_node.alpha;  // same node, per message
+  double intra_beta = model_defaults::same_node.beta;    // same node, per byte
+  double inter_alpha = model_defaults::other_node.alpha;  // other node, per message
+  double inter_beta = model_defaults::other_node.beta;    // other node, per byte
+  double gamma = model_defaults::gamma;                   // per combined or copied byte
+  Ports ports = model_defaults::ports;
+  double receive_overhead = model_defaults::receive_overhead;  // per received message
   bool operator==(const ModelOptions&) const = default;
 };
 
 struct HierarchyOptions {
-  std::string grouping = "auto";  // auto | numa | package | l3 | l2 | core | size:K (validated text)
-  int max_group = 4;              // >= 1
+  std::string grouping = Grouping().to_string();  // Grouping::parse's syntax (validated text)
+  int max_group = Grouping().max_group;           // >= 1
   bool multi_leader = false;
-  std::string node_topology;      // hwloc synthetic description; empty: detect this machine
+  std::string node_topology;  // hwloc synthetic description; empty: detect this machine
+  Grouping parsed_grouping() const { return Grouping::parse(grouping, max_group); }
   bool operator==(const HierarchyOptions&) const = default;
 };
 
+// The defaults are the team's (node/comm.hpp, team_defaults).
 struct CollectiveOptions {
-  std::string allreduce = "dual-root";  // registered algorithm names
-  std::string reduce = "binary-tree";
-  std::string bcast = "binary-tree";
-  std::optional<int> blocks;            // nullopt: auto (the count that minimises simulated time)
+  std::string allreduce{team_defaults::allreduce};  // registered algorithm names
+  std::string reduce{team_defaults::reduce};
+  std::string bcast{team_defaults::bcast};
+  std::optional<int> blocks;  // nullopt: auto (the count that minimises simulated time)
   // The registered algorithm chosen for `collective` (allreduce, reduce or
   // bcast; UsageError for a collective without a setting here).
   const AlgorithmInfo& algorithm(Collective collective) const;
@@ -94,10 +100,15 @@ struct CollectiveOptions {
 };
 
 struct RuntimeOptions {
-  double wait_timeout = 60;  // seconds, > 0
-  int spin = 2000;           // spin iterations before a wait blocks, >= 0
-  // wait_timeout rounded up to whole milliseconds (EmulatorConfig::wait_timeout).
-  std::chrono::milliseconds wait_timeout_ms() const;
+  // Seconds, > 0; nullopt (the default, "none"): a wait lasts as long as the
+  // peer takes. The CLI's emulations use EmulatorConfig's own deadline
+  // unless this is set.
+  std::optional<double> wait_timeout;
+  double wait_report = static_cast<double>(team_defaults::wait_report.count());  // seconds; 0: never
+  int spin = 2000;  // spin iterations before a wait blocks, >= 0
+  // wait_timeout rounded up to whole milliseconds (nullopt stays nullopt).
+  std::optional<std::chrono::milliseconds> wait_timeout_ms() const;
+  std::chrono::milliseconds wait_report_ms() const;
   bool operator==(const RuntimeOptions&) const = default;
 };
 
@@ -114,6 +125,12 @@ struct Options {
 // The two-level cost model (0: same node, 1: other node) the model section
 // describes, receive overhead included.
 CostModel make_cost_model(const ModelOptions& model);
+
+// The Team that `options` describe, on nodes holding ranks_per_node[i] ranks
+// each, every node's machine being hierarchy.node_topology (empty: this
+// machine, found by hwloc). Throws UsageError for an empty list, a node
+// without ranks, or an invalid topology.
+TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node);
 
 // One configurable key, for listings and help.
 struct ConfigKey {

@@ -1,0 +1,56 @@
+#pragma once
+// The emulated cluster's options, shared by `copse emulate` and `copse demo`:
+// their defaults from the configuration, their registration, the
+// EmulatedCluster they describe, and how a checked emulation is reported.
+
+#include <string>
+
+#include "cli/options.hpp"
+#include "node/experiment.hpp"
+
+namespace copse {
+
+struct ClusterArgs {
+  int nodes = 8;
+  int ranks_per_node = 4;
+  std::string bytes = "1MiB";
+  std::string dtype = "int32";
+  std::string op = "sum";
+  std::string intra_alpha, intra_beta, inter_alpha, inter_beta, gamma, ports, receive_overhead;
+  int repetitions = 3;
+  std::string timeout;
+  // The hierarchy (any of these turns it on): intranode groups feeding the
+  // inter-node algorithm among the off-node ranks.
+  std::string node_topology;        // hwloc synthetic text for every node; empty: this machine
+  std::string grouping;             // auto | numa | package | l3 | l2 | core | size:K
+  int max_group = 4;
+  bool multi_leader = false;
+  std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)
+};
+
+// Defaults from the configuration in force. The hierarchy keys apply only
+// where a file or variable sets them: by default an emulated cluster runs its
+// algorithm flat over all ranks. The wait deadline is the emulator's own
+// (EmulatorConfig) unless runtime.wait_timeout is set.
+ClusterArgs configured_cluster_args(const Config& config);
+
+// `full_model`: also the cost-model and hierarchy options (emulate has them,
+// demo does not).
+void add_cluster_options(CLI::App* command, ClusterArgs& args, bool full_model);
+
+// Everything about one emulated run that does not depend on the algorithm.
+struct EmulationSetup {
+  EmulatedCluster cluster;
+  ReduceOp op;
+  std::uint64_t bytes = 0;
+  std::uint64_t count = 0;
+};
+EmulationSetup make_setup(const ClusterArgs& args);  // UsageError for bad values
+
+// The `copse emulate --json` object of one checked emulation.
+Json emulation_json(const EmulationSetup& setup, const AlgorithmInfo& algorithm, const CheckedEmulation& run,
+                    std::optional<int> requested_blocks);
+// "same node 200 ns + 50 ps/B, other node ..., combine 25 ps/B, bidirectional ports"
+std::string model_summary(const CostModel& model);
+
+}  // namespace copse

@@ -1,0 +1,85 @@
+// copse emulate: one algorithm on real data on an emulated cluster, verified
+// against the sequential reference and cross-checked with the simulator.
+
+#include <iostream>
+
+#include "cli/cluster_options.hpp"
+#include "common/units.hpp"
+
+namespace copse {
+namespace {
+
+struct EmulateArgs {
+  ClusterArgs cluster;
+  std::string algorithm;
+  std::string collective = "allreduce";
+  int root = 0;
+  std::string blocks = "auto";
+  bool json = false;
+};
+
+int run_emulate(const EmulateArgs& args) {
+  const AlgorithmInfo& algorithm = find_algorithm(parse_collective(args.collective), args.algorithm);
+  const std::optional<int> requested = blocks_option(args.blocks, true);
+  const EmulationSetup setup = make_setup(args.cluster);
+  const CheckedEmulation run =
+      run_checked_emulation(setup.cluster, algorithm, setup.op, setup.count, args.root, requested);
+  const Json j = emulation_json(setup, algorithm, run, requested);
+
+  if (args.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    const EmulatedCluster& cluster = setup.cluster;
+    const auto& hierarchy = cluster.hierarchy();
+    std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": "
+              << (hierarchy ? std::to_string(cluster.nodes()) + " nodes"
+                            : std::to_string(cluster.nodes()) + " nodes x " +
+                                  std::to_string(cluster.spec().ranks_per_node.front()) + " ranks")
+              << " = " << cluster.ranks() << " ranks, " << format_bytes(setup.bytes) << " = " << setup.count << " x "
+              << to_string(setup.op.dtype) << ", op " << setup.op.name << ", " << run.blocks << " blocks"
+              << (requested ? "" : " (auto)") << "\n"
+              << "  cost model    " << model_summary(cluster.spec().model) << "\n";
+    if (hierarchy)
+      std::cout << "  hierarchy     " << hierarchy->grouping << (hierarchy->multi_leader ? ", multi-leader" : "")
+                << ", " << hierarchy->offnode.size() << " off-node ranks, "
+                << (cluster.pipelined_across_levels(algorithm) ? "one tree pipelined across levels"
+                                                               : "phased (groups reduce in parallel slices)")
+                << "\n";
+    const WallStats wall = wall_stats(run.emulation.wall_seconds);
+    std::cout << "  virtual time  " << format_time(to_seconds(run.emulation.virtual_time))
+              << " (simulator: " << format_time(to_seconds(run.simulated_time)) << ")\n"
+              << "  wall time     min " << format_time(wall.min) << ", median " << format_time(wall.median)
+              << " over " << run.emulation.wall_seconds.size() << " repetitions\n"
+              << "  result        " << (run.emulation.verified ? "verified" : "WRONG") << "\n";
+  }
+  if (!run.ok) throw RunFailure(run.failure);
+  return 0;
+}
+
+}  // namespace
+
+void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_parsed) {
+  auto args = std::make_shared<EmulateArgs>();
+  args->cluster = configured_cluster_args(config);
+  const auto& blocks = config.options().collectives.blocks;
+  args->blocks = blocks ? std::to_string(*blocks) : "auto";
+  auto* command = app.add_subcommand(
+      "emulate", "run one algorithm on real data on an emulated cluster (one thread per rank), verify the result");
+  command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
+      ->type_name("NAME")
+      ->required();
+  command
+      ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
+      ->type_name("C")
+      ->capture_default_str();
+  command->add_option("--root", args->root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
+  command->add_option("--blocks", args->blocks, "pipeline blocks, or auto for the count that minimises simulated time")
+      ->type_name("N|auto")
+      ->capture_default_str();
+  add_cluster_options(command, args->cluster, true);
+  add_config_file_option(command);
+  command->add_flag("--json", args->json, "print one JSON object");
+  command->callback([args, &run_parsed] { run_parsed = [args] { return run_emulate(*args); }; });
+}
+
+}  // namespace copse

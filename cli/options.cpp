@@ -1,0 +1,85 @@
+#include "cli/options.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/units.hpp"
+
+namespace copse {
+
+void add_config_file_option(CLI::App* command) {
+  command->add_option("--config", "config file (read before anything else; default: $COPSE_CONFIG, else ./copse.toml)")
+      ->type_name("FILE");
+}
+
+std::uint64_t size_option(std::string_view option, const std::string& text) {
+  return option_value(option, [&] { return parse_size(text); });
+}
+
+double time_option(std::string_view option, const std::string& text) {
+  return option_value(option, [&] { return parse_time(text); });
+}
+
+std::optional<int> blocks_option(const std::string& text, bool allow_auto) {
+  if (allow_auto && text == "auto") return std::nullopt;
+  const std::string expected = allow_auto ? "'auto' or a whole number >= 1" : "a whole number >= 1";
+  int value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end)
+    throw UsageError("--blocks: expected " + expected + ", got \"" + text + "\"");
+  if (value < 1) throw UsageError("--blocks: the block count must be at least 1, got " + text);
+  return value;
+}
+
+Ports ports_option(const std::string& text) {
+  if (text == "bi" || text == "bidirectional") return Ports::bidirectional;
+  if (text == "uni" || text == "unidirectional") return Ports::unidirectional;
+  throw UsageError("--ports: expected bi or uni, got \"" + text + "\"");
+}
+
+std::string_view ports_name(Ports ports) { return ports == Ports::bidirectional ? "bi" : "uni"; }
+
+void require_at_least(std::string_view option, long long value, long long minimum) {
+  if (value < minimum)
+    throw UsageError(std::string(option) + " must be at least " + std::to_string(minimum) + ", got " +
+                     std::to_string(value));
+}
+
+std::vector<int> parse_rank_counts(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--ranks-per-node-list: " + why + " in \"" + text +
+                      "\" (expected whole numbers >= 1 separated by commas, e.g. 5,8,1)");
+  };
+  std::vector<int> counts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int value = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || error != std::errc{} || end != item.data() + item.size())
+      throw bad("\"" + item + "\" is not a whole number");
+    if (value < 1) throw bad("a node must hold at least 1 rank");
+    counts.push_back(value);
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  return counts;
+}
+
+std::string pad(std::string text, std::size_t width, bool right) {
+  if (text.size() >= width) return text;
+  const std::string fill(width - text.size(), ' ');
+  return right ? fill + text : text + fill;
+}
+
+WallStats wall_stats(std::vector<double> seconds) {
+  if (seconds.empty()) return {};
+  std::sort(seconds.begin(), seconds.end());
+  const std::size_t n = seconds.size();
+  const double median = n % 2 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  return {seconds.front(), median};
+}
+
+}  // namespace copse

@@ -1,0 +1,155 @@
+// copse sim: the simulator on one algorithm's schedule, without data.
+
+#include <iostream>
+
+#include "cli/options.hpp"
+#include "common/units.hpp"
+#include "internode/autotune.hpp"
+#include "internode/executor.hpp"
+#include "internode/registry.hpp"
+
+namespace copse {
+namespace {
+
+struct SimArgs {
+  std::string algorithm;
+  std::string collective = "allreduce";
+  int ranks = 0;
+  std::string bytes;
+  int root = 0;
+  std::string blocks = "1";
+  std::string alpha;
+  std::string beta;
+  std::string intra_alpha;  // empty: same as alpha
+  std::string intra_beta;   // empty: same as beta
+  std::string gamma;
+  std::string ports;
+  int ranks_per_node = 0;
+  bool json = false;
+};
+
+// The configuration's model gives the defaults. Without --ranks-per-node
+// every link is inter-node, so intra costs apply only when the configuration
+// names them.
+SimArgs configured_defaults(const Config& config) {
+  const ModelOptions& m = config.options().model;
+  SimArgs s;
+  s.alpha = exact_time_text(m.inter_alpha);
+  s.beta = exact_time_text(m.inter_beta);
+  s.gamma = exact_time_text(m.gamma);
+  s.ports = std::string(ports_name(m.ports));
+  if (config.source_of("model.intra_alpha").kind != ConfigSource::Kind::default_value)
+    s.intra_alpha = exact_time_text(m.intra_alpha);
+  if (config.source_of("model.intra_beta").kind != ConfigSource::Kind::default_value)
+    s.intra_beta = exact_time_text(m.intra_beta);
+  return s;
+}
+
+int run_sim(const SimArgs& args) {
+  const AlgorithmInfo& algorithm = find_algorithm(parse_collective(args.collective), args.algorithm);
+  const std::uint64_t bytes = size_option("--bytes", args.bytes);
+  const std::optional<int> requested = blocks_option(args.blocks, true);
+  require_at_least("--ranks-per-node", args.ranks_per_node, 0);
+  const LinkCost inter{time_option("--alpha", args.alpha), time_option("--beta", args.beta)};
+  const LinkCost intra{args.intra_alpha.empty() ? inter.alpha : time_option("--intra-alpha", args.intra_alpha),
+                       args.intra_beta.empty() ? inter.beta : time_option("--intra-beta", args.intra_beta)};
+  const double gamma = time_option("--gamma", args.gamma);
+  const Ports ports = ports_option(args.ports);
+
+  ExecutionOptions options;
+  options.model = CostModel({intra, inter}, gamma, ports);
+  options.ranks_per_node = args.ranks_per_node;
+  options.element_bytes = 1;
+
+  Shape shape;
+  shape.ranks = args.ranks;
+  shape.count = bytes;
+  shape.root = args.root;
+  shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
+
+  const ExecutionResult result = execute(algorithm.plan(shape), shape.ranks, options);
+  const int blocks = blocks_used(algorithm, shape);
+
+  if (args.json) {
+    Json j{{"algorithm", algorithm.name},
+           {"collective", to_string(algorithm.collective)},
+           {"ranks", shape.ranks},
+           {"root", shape.root},
+           {"bytes", bytes},
+           {"blocks", blocks},
+           {"blocks_requested", requested ? Json(*requested) : Json("auto")},
+           {"time", to_seconds(result.time)},
+           {"time_ps", result.time},
+           {"steps", result.max_steps},
+           {"slowest_rank", result.slowest_rank},
+           {"messages", result.messages},
+           {"elements_moved", result.elements_moved},
+           {"ranks_per_node", args.ranks_per_node},
+           {"alpha", inter.alpha},
+           {"beta", inter.beta},
+           {"intra_alpha", intra.alpha},
+           {"intra_beta", intra.beta},
+           {"gamma", gamma},
+           {"ports", ports_name(ports)}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": " << shape.ranks << " ranks, "
+            << format_bytes(bytes) << " (" << bytes << " B), " << blocks << (blocks == 1 ? " block" : " blocks")
+            << (requested ? "" : " (auto)") << "\n"
+            << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
+            << ")\n"
+            << "  steps         " << result.max_steps << " (longest rank)\n"
+            << "  messages      " << result.messages << "\n"
+            << "  cost model    alpha " << format_time(inter.alpha) << ", beta " << format_time(inter.beta)
+            << "/B, gamma " << format_time(gamma) << "/B, " << ports_name(ports) << "directional ports";
+  if (args.ranks_per_node > 0)
+    std::cout << "; same node (" << args.ranks_per_node << " ranks each): alpha " << format_time(intra.alpha)
+              << ", beta " << format_time(intra.beta) << "/B";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed) {
+  auto args = std::make_shared<SimArgs>(configured_defaults(config));
+  auto* command =
+      app.add_subcommand("sim", "simulate one algorithm under the cost model (no data; one element = one byte)");
+  command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
+      ->type_name("NAME")
+      ->required();
+  command->add_option("--ranks", args->ranks, "participants")->type_name("P")->required();
+  command->add_option("--bytes", args->bytes, "bytes per rank")->type_name("SIZE")->required();
+  command
+      ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
+      ->type_name("C")
+      ->capture_default_str();
+  command->add_option("--root", args->root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
+  command->add_option("--blocks", args->blocks, "pipeline blocks, or auto for the count that minimises simulated time")
+      ->type_name("N|auto")
+      ->capture_default_str();
+  command->add_option("--alpha", args->alpha, "per-message latency")->type_name("TIME")->capture_default_str();
+  command->add_option("--beta", args->beta, "per-byte transfer time")->type_name("TIME")->capture_default_str();
+  command->add_option("--gamma", args->gamma, "time per combined (or copied) byte")
+      ->type_name("TIME")
+      ->capture_default_str();
+  command->add_option("--ports", args->ports, "bi: a rank sends and receives concurrently; uni: one at a time")
+      ->type_name("bi|uni")
+      ->capture_default_str();
+  command
+      ->add_option("--ranks-per-node", args->ranks_per_node,
+                   "consecutive ranks sharing a node, whose links cost --intra-alpha/--intra-beta "
+                   "(0: every rank on its own node)")
+      ->type_name("K")
+      ->capture_default_str();
+  command->add_option("--intra-alpha", args->intra_alpha, "per-message latency within a node (default: --alpha)")
+      ->type_name("TIME");
+  command->add_option("--intra-beta", args->intra_beta, "per-byte time within a node (default: --beta)")
+      ->type_name("TIME");
+  add_config_file_option(command);
+  command->add_flag("--json", args->json, "print one JSON object");
+  command->callback([args, &run_parsed] { run_parsed = [args] { return run_sim(*args); }; });
+}
+
+}  // namespace copse

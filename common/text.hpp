@@ -1,0 +1,40 @@
+#pragma once
+// Small pieces of text and arithmetic that every layer needs once.
+
+#include <concepts>
+#include <ranges>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace copse {
+
+// "a, b, c": the items written one after another with `separator` between.
+// An item is text (anything a std::string_view is made from), a number, or a
+// value with a to_string overload found by argument-dependent lookup (copse's
+// enums: join(all_collectives(), ", ")).
+template <std::ranges::input_range Items>
+std::string join(const Items& items, std::string_view separator) {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += separator;
+    first = false;
+    using Item = std::remove_cvref_t<decltype(item)>;
+    if constexpr (std::is_convertible_v<const Item&, std::string_view>)
+      out += std::string_view(item);
+    else if constexpr (std::is_arithmetic_v<Item>)
+      out += std::to_string(item);
+    else
+      out += to_string(item);
+  }
+  return out;
+}
+
+// n rounded up to a multiple of `to` (> 0): round_up(100, 64) == 128.
+template <std::unsigned_integral T>
+constexpr T round_up(T n, std::type_identity_t<T> to) {
+  return (n + to - 1) / to * to;
+}
+
+}  // namespace copse

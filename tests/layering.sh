@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The library's layers, bottom up; a file may include its own layer and the
+# ones below, never one above (README, "Layout"):
+#   common     base: errors, generator, schedule types, cost model, datatypes and operators, waits, units
+#   topology   trees, machines (hwloc), the hierarchy planner
+#   internode  algorithms (schedule builders), registry, verifier, simulator, autotuning
+#   intranode  the step executor's links: arena, link engine
+#   node       emulator, hierarchical schedules, communicators, experiments
+#   config     configuration (file, environment, explicit) and TeamOptions from it
+#   cli        the copse program
+# bench/ and tests/ sit above all of them. Prints every violation; exit 1 if any.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+layers=(common topology internode intranode node config cli)
+rank() {
+  local i
+  for i in "${!layers[@]}"; do [[ ${layers[$i]} == "$1" ]] && { echo "$i"; return; }; done
+  echo -1
+}
+bad=0 checked=0
+for folder in "${layers[@]}"; do
+  mine=$(rank "$folder")
+  while IFS=: read -r file line include; do
+    path=${include#*\"}
+    path=${path%%\"*}
+    target=${path%%/*}
+    theirs=$(rank "$target")
+    checked=$((checked + 1))
+    if ((theirs < 0)); then
+      echo "layering: $file:$line includes $path, from no known layer"
+      bad=$((bad + 1))
+    elif ((theirs > mine)); then
+      echo "layering: $file:$line ($folder) includes $path ($target, a higher layer)"
+      bad=$((bad + 1))
+    fi
+  done < <(grep -rn --include='*.hpp' --include='*.cpp' '^#include "' "$folder")
+done
+echo "layering: $checked includes checked, $bad upward"
+((bad == 0))

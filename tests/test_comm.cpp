@@ -19,10 +19,13 @@
 // calling rank's own work.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -524,4 +527,94 @@ TEST_CASE("comm refuses bad arguments with a UsageError, and the team stays usab
   // One rank needs no other thread: the team still works.
   team.comm(0).allreduce(v.data(), v.data(), 4, builtin_op("sum", DType::int32));
   CHECK(v == std::vector<int>(4, 1));
+}
+
+TEST_CASE("comm: two user operators of one name are two operators (the plan cache keys by identity)", "[comm]") {
+  TeamOptions ring = options_for({2});
+  ring.allreduce = "ring";  // commutative only
+  Team team(ring);
+  const ReduceOp add = user_op("mine", DType::int32, true, 4, [](const void* a, void* b, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) static_cast<int*>(b)[i] += static_cast<const int*>(a)[i];
+  });
+  // Same name, same shape, but not commutative: ring must refuse it, even
+  // though a shape of that name is cached already.
+  const ReduceOp ordered = user_op("mine", DType::int32, false, 4, [](const void* a, void* b, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) static_cast<int*>(b)[i] += static_cast<const int*>(a)[i];
+  });
+  // And a third of the same name that multiplies: its own function must run.
+  const ReduceOp times = user_op("mine", DType::int32, true, 4, [](const void* a, void* b, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) static_cast<int*>(b)[i] *= static_cast<const int*>(a)[i];
+  });
+  CHECK(add.identity != ordered.identity);
+  CHECK(builtin_op("sum", DType::int32).identity == builtin_op("sum", DType::int32).identity);
+  CHECK(builtin_op("sum", DType::int32).identity != builtin_op("sum", DType::int64).identity);
+
+  std::vector<std::vector<int>> sums(2), products(2);
+  std::vector<std::string> refused(2);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    const auto r = static_cast<std::size_t>(c.rank());
+    sums[r].assign(8, c.rank() + 2);
+    c.allreduce(sums[r].data(), sums[r].data(), 8, add);
+    std::vector<int> v(8, 1);
+    try {
+      c.allreduce(v.data(), v.data(), 8, ordered);
+    } catch (const UsageError& e) {
+      refused[r] = e.what();
+    }
+    products[r].assign(8, c.rank() + 2);
+    c.allreduce(products[r].data(), products[r].data(), 8, times);
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    CHECK_FALSE(errors[static_cast<std::size_t>(r)]);
+    CHECK_THAT(refused[static_cast<std::size_t>(r)], Catch::Contains("needs a commutative operator"));
+    CHECK(sums[static_cast<std::size_t>(r)] == std::vector<int>(8, 2 + 3));
+    CHECK(products[static_cast<std::size_t>(r)] == std::vector<int>(8, 2 * 3));
+  }
+}
+
+TEST_CASE("concurrency: comm: without a deadline a late rank is waited for, and reported", "[comm]") {
+  TeamOptions o = options_for({2, 1});
+  o.wait_timeout.reset();  // the Comm default: no deadline
+  o.wait_report = std::chrono::milliseconds(40);
+  std::mutex reports_mutex;
+  std::vector<std::string> reports;
+  o.on_wait_report = [&](const std::string& message) {
+    std::lock_guard<std::mutex> lock(reports_mutex);
+    reports.push_back(message);
+  };
+  Team team(o);
+  const ReduceOp op = builtin_op("sum", DType::int64);
+  std::vector<std::vector<std::int64_t>> results(3);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    // Rank 2 arrives long after several report intervals have passed.
+    if (c.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    auto& v = results[static_cast<std::size_t>(c.rank())];
+    v.assign(1000, c.rank() + 1);
+    c.allreduce(v.data(), v.data(), v.size(), op);
+  });
+  for (std::size_t r = 0; r < 3; ++r) {
+    CHECK_FALSE(errors[r]);
+    CHECK(results[r] == std::vector<std::int64_t>(1000, 1 + 2 + 3));
+  }
+  // Rank 1 may be reporting that it waits for rank 0; somebody must name rank 2.
+  std::lock_guard<std::mutex> lock(reports_mutex);
+  REQUIRE_FALSE(reports.empty());
+  for (const auto& report : reports)
+    CHECK_THAT(report, Catch::Contains("still blocked after") && Catch::Contains("(allreduce)"));
+  CHECK(std::any_of(reports.begin(), reports.end(), [](const std::string& report) {
+    return report.find("waiting for rank 2") != std::string::npos &&
+           report.find("rank 2 has not started") != std::string::npos;
+  }));
+}
+
+TEST_CASE("comm: TeamOptions waits without a deadline by default, and refuses a non-positive one", "[comm]") {
+  CHECK_FALSE(TeamOptions().wait_timeout.has_value());
+  CHECK(TeamOptions().wait_report == std::chrono::seconds(60));
+  TeamOptions o = options_for({2});
+  o.wait_timeout = std::chrono::milliseconds(0);
+  CHECK_THROWS_AS(Team(o), UsageError);
+  o.wait_timeout.reset();
+  o.wait_report = std::chrono::milliseconds(-1);
+  CHECK_THROWS_AS(Team(o), UsageError);
 }

@@ -218,7 +218,7 @@ void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
         comm.allreduce(copy.data(), copy.data(), w.n, op);
         log.expect(tag + "allreduce", copy.data(), w.allreduce.data(), bytes);
       } else {
-        std::memset(out.data(), 0xA5, bytes);
+        std::fill(out.begin(), out.end(), std::byte{0xA5});
         comm.allreduce(copy.data(), out.data(), w.n, op);
         log.expect(tag + "allreduce", out.data(), w.allreduce.data(), bytes);
         log.expect(tag + "allreduce left its send buffer alone", copy.data(), mine.data(), bytes);
@@ -226,7 +226,7 @@ void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
       // reduce to several roots; recv is untouched off the root
       for (int root : {0, p / 2, p - 1}) {
         copy = mine;
-        std::memset(out.data(), 0xA5, bytes);
+        std::fill(out.begin(), out.end(), std::byte{0xA5});
         Bytes poison(bytes, std::byte{0xA5});
         if (in_place && r == root) {
           comm.reduce(copy.data(), copy.data(), w.n, op, root);
@@ -268,7 +268,7 @@ void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
           comm.reduce_scatter(send.data(), send.data(), w.n, op);
           log.expect(tag + "reduce_scatter", send.data(), want, bytes);
         } else {
-          std::memset(out.data(), 0xA5, bytes);
+          std::fill(out.begin(), out.end(), std::byte{0xA5});
           comm.reduce_scatter(send.data(), out.data(), w.n, op);
           log.expect(tag + "reduce_scatter", out.data(), want, bytes);
         }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds a sanitizer preset and runs its tests; any sanitizer report fails the
+# run (the sanitizers are told to stop at the first report, and a stopped test
+# is a failed test).
+#
+#   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer
+#                              (Debug -O1), the default test suite (not 'slow')
+#   scripts/sanitize.sh tsan   ThreadSanitizer (Debug -O1), the tests named
+#                              "concurrency: ..." (threads and processes)
+#
+# Build trees: build/asan, build/tsan (CMakePresets.json). Run
+# scripts/install-deps.sh first on a fresh machine (scripts/test.sh does).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in
+  asan | tsan) preset=$1 ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "sanitize.sh: expected asan or tsan, got '${1:-}' (try --help)" >&2; exit 2 ;;
+esac
+
+# halt_on_error: the first report ends the process with a failure status.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+
+cmake --preset "$preset" >/dev/null
+if [[ $preset == asan ]]; then
+  cmake --build --preset asan --parallel "$(nproc)"
+  ctest --preset asan -LE slow
+else
+  cmake --build --preset tsan --parallel "$(nproc)" --target copse_tests
+  ctest --preset tsan
+fi

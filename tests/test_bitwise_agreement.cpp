@@ -30,8 +30,8 @@
 // rank count and hierarchy share their threads. Catch2's assertions are not
 // thread-safe: rank threads only record, the main thread checks.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -89,7 +89,8 @@ std::vector<Bytes> random_inputs(const ReduceOp& op, int p, std::uint64_t count,
       using T = decltype(t);
       auto* x = reinterpret_cast<T*>(inputs[static_cast<std::size_t>(r)].data());
       for (std::uint64_t i = 0; i < count; ++i) {
-        const double v = prod ? 1.0 + near_one(gen) : (sign(gen) ? -1.0 : 1.0) * std::ldexp(mantissa(gen), exponent(gen));
+        const double v =
+            prod ? 1.0 + near_one(gen) : (sign(gen) ? -1.0 : 1.0) * std::ldexp(mantissa(gen), exponent(gen));
         x[i] = static_cast<T>(v);
       }
     });
@@ -395,9 +396,12 @@ SchedulePlan broken_association_plan(const Shape& shape) {
   return [n = shape.count](int rank) { return broken_association_rank(n, rank); };
 }
 
-const AlgorithmInfo kBroken{Collective::allreduce, "broken-association",
-                            "rank 2 associates x0 (x1 x2), ranks 0 and 1 (x0 x1) x2", false, false,
-                            broken_association_plan};
+const AlgorithmInfo kBroken{.collective = Collective::allreduce,
+                            .name = "broken-association",
+                            .description = "rank 2 associates x0 (x1 x2), ranks 0 and 1 (x0 x1) x2",
+                            .needs_commutative = false,
+                            .pipelined = false,
+                            .plan = broken_association_plan};
 
 }  // namespace
 
@@ -467,9 +471,9 @@ TEST_CASE("bitwise agreement: the accuracy check rejects a result that misses a 
 // difference would show, so each shape gets one of them in turn and each
 // algorithm meets all of them.
 ReduceOp arithmetic(std::size_t i) {
-  static const ReduceOp kinds[] = {builtin_op("sum", DType::float32), builtin_op("sum", DType::float64),
+  static const ReduceOp kinds[] = {builtin_op("sum", DType::float32),  builtin_op("sum", DType::float64),
                                    builtin_op("prod", DType::float64), builtin_op("sum", DType::float32),
-                                   builtin_op("sum", DType::float64), builtin_op("prod", DType::float32)};
+                                   builtin_op("sum", DType::float64),  builtin_op("prod", DType::float32)};
   return kinds[i % std::size(kinds)];
 }
 
@@ -493,8 +497,7 @@ TEST_CASE("bitwise agreement: every allreduce algorithm gives every rank the sam
   CHECK(runs > 500);
 }
 
-TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives every rank the same bits",
-          "[bitwise]") {
+TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives every rank the same bits", "[bitwise]") {
   const std::vector<std::vector<int>> layouts = {{8}, {5, 8, 1}, {3, 3, 3, 3, 1}};
   std::uint64_t seed = 2000000;
   std::size_t runs = 0;
@@ -511,8 +514,8 @@ TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives eve
               const ReduceOp op = arithmetic(runs++);
               std::ostringstream label;
               label << algorithm->name << " over nodes " << layout_text(layout) << ", grouping " << grouping
-                    << (multi_leader ? ", multi-leader" : "") << ": " << count << " elements, " << blocks
-                    << " blocks, " << to_string(op.dtype) << " " << op.name;
+                    << (multi_leader ? ", multi-leader" : "") << ": " << count << " elements, " << blocks << " blocks, "
+                    << to_string(op.dtype) << " " << op.name;
               cases.push_back(Case{label.str(), plan_hierarchical(plan, *algorithm, shape), count, op, ++seed});
             }
           require_agreement(p, cases, plan->node_of);
@@ -543,12 +546,13 @@ TEST_CASE("concurrency: bitwise agreement: every allreduce algorithm through Com
       std::vector<Bytes> inputs, results;
     };
     std::vector<Call> calls;
-    for (const auto& [op_name, dtype] : {std::pair{"sum", DType::float32}, std::pair{"sum", DType::float64},
-                                         std::pair{"prod", DType::float64}})
+    for (const auto& [op_name, dtype] :
+         {std::pair{"sum", DType::float32}, std::pair{"sum", DType::float64}, std::pair{"prod", DType::float64}})
       for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}}) {
         Call call{builtin_op(op_name, dtype), count, calls.size() % 2 == 1, ++seed, {}, {}};
         call.inputs = random_inputs(call.op, p, count, call.seed);
-        call.results.assign(static_cast<std::size_t>(p), Bytes(static_cast<std::size_t>(count) * call.op.element_bytes));
+        call.results.assign(static_cast<std::size_t>(p),
+                            Bytes(static_cast<std::size_t>(count) * call.op.element_bytes));
         calls.push_back(std::move(call));
       }
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(p));
@@ -582,7 +586,8 @@ TEST_CASE("concurrency: bitwise agreement: every allreduce algorithm through Com
                            << (options.multi_leader ? ", multi-leader" : "") << ": " << call.count << " elements, "
                            << to_string(call.op.dtype) << " " << call.op.name << (call.in_place ? ", in place" : "")
                            << ", seed " << call.seed);
-      const std::string differ = disagreement(call.results, call.op), wrong = inaccuracy(call.results, call.inputs, call.op);
+      const std::string differ = disagreement(call.results, call.op),
+                        wrong = inaccuracy(call.results, call.inputs, call.op);
       INFO(differ << wrong);
       REQUIRE(differ.empty());
       REQUIRE(wrong.empty());

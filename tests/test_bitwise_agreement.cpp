@@ -498,7 +498,7 @@ TEST_CASE("bitwise agreement: every allreduce algorithm gives every rank the sam
 }
 
 TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives every rank the same bits", "[bitwise]") {
-  const std::vector<std::vector<int>> layouts = {{8}, {5, 8, 1}, {3, 3, 3, 3, 1}};
+  const std::vector<std::vector<int>> layouts = {{8}, {2, 3}, {5, 8, 1}, {3, 3, 3, 3, 1}};
   std::uint64_t seed = 2000000;
   std::size_t runs = 0;
   for (const std::vector<int>& layout : layouts)

@@ -10,11 +10,13 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "common/wait.hpp"
 #include "internode/executor.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
@@ -68,7 +70,7 @@ std::size_t physical_memory() {
 class Cluster {
  public:
   Cluster(const AlgorithmInfo& algorithm, SchedulePlan plan, const Shape& shape, const ReduceOp& op,
-          const EmulatorConfig& config)
+          const EmulatorConfig& config, std::optional<std::span<const std::byte>> expected)
       : algorithm_(algorithm),
         plan_(std::move(plan)),
         shape_(shape),
@@ -77,7 +79,8 @@ class Cluster {
         p_(shape.ranks),
         eb_(op.element_bytes),
         n_(vector_elements(algorithm.collective, shape)),
-        bytes_(static_cast<std::size_t>(n_ * op.element_bytes)) {}
+        bytes_(static_cast<std::size_t>(n_ * op.element_bytes)),
+        given_(expected) {}
 
   EmulationResult run();
 
@@ -116,7 +119,9 @@ class Cluster {
   std::unique_ptr<LinkEngine> engine_;
   std::byte* buffers_ = nullptr;
   std::vector<std::size_t> buffer_offset_;  // per rank: Y at buffers_ + offset, scratch right after
-  std::vector<std::byte> reference_;        // what a verified rank holds
+  std::optional<std::span<const std::byte>> given_;  // the caller's reference, if any
+  std::vector<std::byte> reference_;        // else the one computed here
+  std::span<const std::byte> expected_;     // what a verified rank holds: one of the two
 
   std::unique_ptr<RankOutcome[]> outcome_;
   std::vector<double> wall_;  // [repetition * p + rank]
@@ -141,6 +146,10 @@ void Cluster::materialise() {
 // rank order (allgather), or the reduction of every rank's whole vector (the
 // others; a reduce_scatter rank checks only its own block of it).
 void Cluster::compute_reference() {
+  if (given_) {
+    expected_ = *given_;
+    return;
+  }
   switch (algorithm_.collective) {
     case Collective::bcast:
       reference_.resize(bytes_);
@@ -154,6 +163,7 @@ void Cluster::compute_reference() {
     default:
       reference_ = reference_result(op_, p_, n_);
   }
+  expected_ = reference_;
 }
 
 void Cluster::fail(std::exception_ptr error) noexcept {
@@ -192,12 +202,12 @@ void Cluster::verify(LinkRank& c, const std::byte* y) {
   if (algorithm_.collective == Collective::reduce_scatter)
     first = static_cast<std::uint64_t>(c.rank) * shape_.count, last = first + shape_.count;
   const std::size_t from = static_cast<std::size_t>(first) * eb_, length = static_cast<std::size_t>(last - first) * eb_;
-  if (length == 0 || std::memcmp(y + from, reference_.data() + from, length) == 0) return;
+  if (length == 0 || std::memcmp(y + from, expected_.data() + from, length) == 0) return;
   RankOutcome& out = outcome_[static_cast<std::size_t>(c.rank)];
   if (out.bad_repetition >= 0) return;
   out.bad_repetition = c.round;
   for (std::uint64_t e = first; e < last; ++e) {
-    if (std::memcmp(y + e * eb_, reference_.data() + e * eb_, eb_) != 0) {
+    if (std::memcmp(y + e * eb_, expected_.data() + e * eb_, eb_) != 0) {
       out.bad_element = e;
       out.bad_value = format_element(op_, y + e * eb_);
       break;
@@ -239,17 +249,6 @@ void Cluster::rank_main(int rank) noexcept {
   }
 }
 
-struct ThreadArg {
-  Cluster* cluster;
-  int rank;
-};
-
-void* rank_thread(void* arg) {
-  auto* a = static_cast<ThreadArg*>(arg);
-  a->cluster->rank_main(a->rank);
-  return nullptr;
-}
-
 // Linux 6.16+ gives each multi-threaded process a private futex hash sized by
 // its CPU count (16 buckets on two cores): thousands of sleeping ranks would
 // share them, and every wake would walk hundreds of waiters. Ask for about
@@ -271,6 +270,9 @@ constexpr std::size_t kStackBytes = std::size_t{256} << 10;  // thousands of ran
 #endif
 
 EmulationResult Cluster::run() {
+  if (given_ && given_->size() != bytes_)
+    throw UsageError("the expected result has " + std::to_string(given_->size()) + " bytes, but each rank holds " +
+                     std::to_string(bytes_));
   materialise();
   const auto p = static_cast<std::size_t>(p_);
   buffer_offset_.resize(p);
@@ -305,36 +307,21 @@ EmulationResult Cluster::run() {
   wall_.assign(p * static_cast<std::size_t>(config_.repetitions), 0.0);
 
   if (p_ >= 64) widen_futex_hash(p_ + 1);
-  std::vector<ThreadArg> args(p);
-  std::vector<pthread_t> threads;
-  threads.reserve(p);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, kStackBytes);
-  for (int r = 0; r < p_; ++r) {
-    args[static_cast<std::size_t>(r)] = ThreadArg{this, r};
-    pthread_t t;
-    const int rc = pthread_create(&t, &attr, rank_thread, &args[static_cast<std::size_t>(r)]);
-    if (rc != 0) {
-      fail(std::make_exception_ptr(std::runtime_error("emulator: cannot start the thread of rank " + std::to_string(r) +
-                                                      " of " + std::to_string(p_) + ": " + std::strerror(rc))));
-      break;
-    }
-    threads.push_back(t);
-  }
-  pthread_attr_destroy(&attr);
+  // The ranks' threads: the caller's, or threads of their own for this run.
+  std::optional<RankThreads> own;
+  RankThreads& threads = config_.threads ? *config_.threads : own.emplace();
+  const std::function<void(int)> body = [this](int r) { rank_main(r); };
+  threads.start(p_, body);  // nothing runs if a thread cannot be started
 
   // The reference is computed here while the ranks set up; the first
   // repetition starts when both are done.
-  if (!engine_->aborted()) {
-    try {
-      compute_reference();
-      engine_->arrive(static_cast<std::uint32_t>(p_) + 1);
-    } catch (...) {
-      fail(std::current_exception());
-    }
+  try {
+    compute_reference();
+    engine_->arrive(static_cast<std::uint32_t>(p_) + 1);
+  } catch (...) {
+    fail(std::current_exception());
   }
-  for (pthread_t t : threads) pthread_join(t, nullptr);
+  threads.wait();
   if (error_) std::rethrow_exception(error_);
 
   EmulationResult result;
@@ -358,7 +345,7 @@ EmulationResult Cluster::run() {
     const RankOutcome& o = outcome_[static_cast<std::size_t>(bad_rank)];
     std::ostringstream m;
     m << "repetition " << bad_rep << ": rank " << bad_rank << " holds a wrong result at element " << o.bad_element
-      << ": " << o.bad_value << ", expected " << format_element(op_, reference_.data() + o.bad_element * eb_);
+      << ": " << o.bad_value << ", expected " << format_element(op_, expected_.data() + o.bad_element * eb_);
     result.failure = m.str();
   } else if (changed_rank >= 0) {
     result.failure = "rank " + std::to_string(changed_rank) + "'s virtual finish time differs between repetitions";
@@ -366,17 +353,9 @@ EmulationResult Cluster::run() {
   return result;
 }
 
-}  // namespace
-
-EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
-                        const EmulatorConfig& config) {
-  validate_shape(algorithm, shape);
-  if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
-  return emulate(algorithm, algorithm.plan(shape), shape, op, config);
-}
-
-EmulationResult emulate(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape,
-                        const ReduceOp& op, const EmulatorConfig& config) {
+EmulationResult run_emulation(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape,
+                              const ReduceOp& op, const EmulatorConfig& config,
+                              std::optional<std::span<const std::byte>> expected) {
   validate_shape(algorithm, shape);
   check_operator(algorithm, op.name, op.commutative);
   if (!op.combine || op.element_bytes == 0) throw UsageError("operator '" + op.name + "' has no combine function");
@@ -395,8 +374,109 @@ EmulationResult emulate(const AlgorithmInfo& algorithm, const SchedulePlan& plan
   if ((config.nodes > 1 || !config.node_of.empty()) && config.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   if (shape.ranks > (1 << 30)) throw UsageError("the emulator supports at most 2^30 ranks");
-  Cluster cluster(algorithm, plan, shape, op, config);
+  Cluster cluster(algorithm, plan, shape, op, config, expected);
   return cluster.run();
+}
+
+}  // namespace
+
+// Each worker sleeps on its own word until start() bumps it, runs the body
+// for its index, and counts itself off `pending`; the last one wakes wait().
+// The job (body, stopping) is written before the bump (a release) and read
+// after seeing it (an acquire).
+struct RankThreads::Impl {
+  struct alignas(64) Worker {
+    std::atomic<std::uint32_t> go{0};
+    int index = 0;
+    Impl* pool = nullptr;
+    pthread_t thread{};
+  };
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  const std::function<void(int)>* body = nullptr;
+  bool stopping = false;
+  alignas(64) std::atomic<std::uint32_t> pending{0};
+
+  static void* main(void* arg) {
+    auto* w = static_cast<Worker*>(arg);
+    Impl& pool = *w->pool;
+    std::uint32_t seen = 0;
+    for (;;) {
+      seen = wait_while_equal(w->go, seen, WaitPolicy{});
+      if (pool.stopping) return nullptr;
+      (*pool.body)(w->index);
+      if (pool.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) wake_all(pool.pending);
+    }
+  }
+};
+
+RankThreads::RankThreads() : impl_(std::make_unique<Impl>()) {}
+
+RankThreads::~RankThreads() {
+  wait();
+  impl_->stopping = true;
+  for (auto& w : impl_->workers) {
+    w->go.fetch_add(1, std::memory_order_release);
+    wake_all(w->go);
+  }
+  for (auto& w : impl_->workers) pthread_join(w->thread, nullptr);
+}
+
+int RankThreads::size() const { return static_cast<int>(impl_->workers.size()); }
+
+void RankThreads::start(int n, const std::function<void(int)>& body) {
+  Impl& pool = *impl_;
+  wait();  // one job at a time
+  if (n > size()) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, kStackBytes);
+    pool.workers.reserve(static_cast<std::size_t>(n));
+    for (int r = size(); r < n; ++r) {
+      auto w = std::make_unique<Impl::Worker>();
+      w->index = r;
+      w->pool = &pool;
+      const int rc = pthread_create(&w->thread, &attr, &Impl::main, w.get());
+      if (rc != 0) {
+        pthread_attr_destroy(&attr);
+        throw std::runtime_error("emulator: cannot start the thread of rank " + std::to_string(r) + " of " +
+                                 std::to_string(n) + ": " + std::strerror(rc));
+      }
+      pool.workers.push_back(std::move(w));
+    }
+    pthread_attr_destroy(&attr);
+  }
+  pool.body = &body;
+  pool.pending.store(static_cast<std::uint32_t>(std::max(n, 0)), std::memory_order_relaxed);
+  for (int r = 0; r < n; ++r) {
+    Impl::Worker& w = *pool.workers[static_cast<std::size_t>(r)];
+    w.go.fetch_add(1, std::memory_order_release);
+    wake_all(w.go);
+  }
+}
+
+void RankThreads::wait() {
+  std::uint32_t left = impl_->pending.load(std::memory_order_acquire);
+  while (left != 0) left = wait_while_equal(impl_->pending, left, WaitPolicy{});
+}
+
+EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
+                        const EmulatorConfig& config) {
+  validate_shape(algorithm, shape);
+  if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
+  return run_emulation(algorithm, algorithm.plan(shape), shape, op, config, std::nullopt);
+}
+
+EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
+                        const EmulatorConfig& config, std::span<const std::byte> expected) {
+  validate_shape(algorithm, shape);
+  if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
+  return run_emulation(algorithm, algorithm.plan(shape), shape, op, config, expected);
+}
+
+EmulationResult emulate(const AlgorithmInfo& algorithm, const SchedulePlan& plan, const Shape& shape,
+                        const ReduceOp& op, const EmulatorConfig& config) {
+  return run_emulation(algorithm, plan, shape, op, config, std::nullopt);
 }
 
 }  // namespace copse

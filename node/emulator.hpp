@@ -11,6 +11,10 @@
 // model the emulator's virtual finish times equal the simulator's exactly.
 
 #include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +24,35 @@
 
 namespace copse {
 
+// Threads to run emulated ranks on, kept from one emulation to the next.
+// Every rank runs on a thread of its own; by default emulate() starts them
+// and joins them at the end. A caller that runs many emulations in a row (the
+// acceptance matrix runs thousands) can keep one RankThreads and hand it over
+// in EmulatorConfig::threads: its threads are started once, as many as the
+// largest rank count so far, and sleep between emulations. One emulation at
+// a time per RankThreads; no state is shared between two of them.
+class RankThreads {
+ public:
+  RankThreads();
+  ~RankThreads();  // ends and joins every thread (none may be running a body)
+  RankThreads(const RankThreads&) = delete;
+  RankThreads& operator=(const RankThreads&) = delete;
+
+  // Runs body(0), ..., body(n-1) concurrently, each on its own thread, and
+  // returns at once. Starts the threads it lacks first; if the system refuses
+  // one, throws std::runtime_error naming it, and no body has run. `body`
+  // must not throw and must stay alive until wait() returns.
+  void start(int n, const std::function<void(int)>& body);
+  // Returns once every body of the last start() has returned.
+  void wait();
+  // Threads started so far.
+  int size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 struct EmulatorConfig {
   int nodes = 1;
   int ranks_per_node = 1;
@@ -27,6 +60,7 @@ struct EmulatorConfig {
   CostModel model;                           // level 0: same node, level 1: other node
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout{60000};  // a wait past this raises an error naming peer and step
+  RankThreads* threads = nullptr;            // if set: the ranks run on these (reused); else on threads of their own
 };
 
 struct EmulationResult {
@@ -44,6 +78,15 @@ struct EmulationResult {
 // algorithm cannot serve (non-commutative op, commutative-only algorithm).
 EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
                         const EmulatorConfig& config);
+// The same, verified against `expected` -- what every verified rank holds,
+// computed by the caller exactly as emulate() would (for an allreduce or
+// reduce: reference_result(op, ranks, count)) -- instead of a reference
+// computed here. For a caller that emulates one (ranks, count, operator)
+// several times, e.g. with different block counts: the sequential reference
+// of a large count costs about as much as the emulation. UsageError if its
+// size is not the rank vector's.
+EmulationResult emulate(const AlgorithmInfo& algorithm, const Shape& shape, const ReduceOp& op,
+                        const EmulatorConfig& config, std::span<const std::byte> expected);
 // The same for a schedule that is not the registry entry's own (a hierarchical
 // composition): `algorithm` supplies the collective, the name and whether the
 // operator must commute; `plan` supplies the steps.

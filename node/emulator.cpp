@@ -118,10 +118,10 @@ class Cluster {
   HeapArena arena_;
   std::unique_ptr<LinkEngine> engine_;
   std::byte* buffers_ = nullptr;
-  std::vector<std::size_t> buffer_offset_;  // per rank: Y at buffers_ + offset, scratch right after
+  std::vector<std::size_t> buffer_offset_;           // per rank: Y at buffers_ + offset, scratch right after
   std::optional<std::span<const std::byte>> given_;  // the caller's reference, if any
-  std::vector<std::byte> reference_;        // else the one computed here
-  std::span<const std::byte> expected_;     // what a verified rank holds: one of the two
+  std::vector<std::byte> reference_;                 // else the one computed here
+  std::span<const std::byte> expected_;              // what a verified rank holds: one of the two
 
   std::unique_ptr<RankOutcome[]> outcome_;
   std::vector<double> wall_;  // [repetition * p + rank]
@@ -160,8 +160,7 @@ void Cluster::compute_reference() {
       for (int b = 0; b < p_; ++b)
         fill_input(op_, b, shape_.count, reference_.data() + static_cast<std::size_t>(b) * shape_.count * eb_);
       break;
-    default:
-      reference_ = reference_result(op_, p_, n_);
+    default: reference_ = reference_result(op_, p_, n_);
   }
   expected_ = reference_;
 }
@@ -363,8 +362,8 @@ EmulationResult run_emulation(const AlgorithmInfo& algorithm, const SchedulePlan
     throw UsageError("the emulator needs at least one node and one rank per node");
   if (!config.node_of.empty()) {
     if (config.node_of.size() != static_cast<std::size_t>(shape.ranks))
-      throw UsageError("the node map covers " + std::to_string(config.node_of.size()) + " ranks, but the schedule is planned for " +
-                       std::to_string(shape.ranks));
+      throw UsageError("the node map covers " + std::to_string(config.node_of.size()) +
+                       " ranks, but the schedule is planned for " + std::to_string(shape.ranks));
   } else if (static_cast<long long>(config.nodes) * config.ranks_per_node != shape.ranks)
     throw UsageError("the emulated cluster has " + std::to_string(config.nodes) + " x " +
                      std::to_string(config.ranks_per_node) + " ranks, but the schedule is planned for " +

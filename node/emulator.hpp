@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "common/reduce_op.hpp"
 #include "common/cost_model.hpp"
+#include "common/reduce_op.hpp"
 #include "internode/registry.hpp"
 
 namespace copse {
@@ -56,20 +56,20 @@ class RankThreads {
 struct EmulatorConfig {
   int nodes = 1;
   int ranks_per_node = 1;
-  std::vector<int> node_of;                  // if not empty: each rank's node (uneven nodes); replaces nodes x ranks_per_node
-  CostModel model;                           // level 0: same node, level 1: other node
+  std::vector<int> node_of;  // if not empty: each rank's node (uneven nodes); replaces nodes x ranks_per_node
+  CostModel model;           // level 0: same node, level 1: other node
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout{60000};  // a wait past this raises an error naming peer and step
-  RankThreads* threads = nullptr;            // if set: the ranks run on these (reused); else on threads of their own
+  RankThreads* threads = nullptr;  // if set: the ranks run on these (reused); else on threads of their own
 };
 
 struct EmulationResult {
   bool verified = false;
-  std::string failure;                 // first wrong result: rank and element
-  std::vector<Picos> virtual_finish;   // per rank (identical in every repetition)
-  Picos virtual_time = 0;              // slowest rank
-  std::vector<double> wall_seconds;    // per repetition: the slowest rank's time
-  int blocks = 1;                      // block count the schedule used
+  std::string failure;                // first wrong result: rank and element
+  std::vector<Picos> virtual_finish;  // per rank (identical in every repetition)
+  Picos virtual_time = 0;             // slowest rank
+  std::vector<double> wall_seconds;   // per repetition: the slowest rank's time
+  int blocks = 1;                     // block count the schedule used
 };
 
 // Plans the schedule once, runs `repetitions` times (barrier-separated, as in

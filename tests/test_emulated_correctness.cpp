@@ -26,10 +26,9 @@
 // the smaller emulator tests, which use the same engine on the same
 // algorithms. The two tests at the end, which check the shared rank threads
 // and the given reference on their own, are.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -67,7 +66,9 @@ std::vector<int> every_rank_count() {
 // 13, 17, 31); powers of two and their neighbours (4, 8, 16, 32, 64 with 3, 5,
 // 7, 9, 15, 17, 31, 33); non-powers of two on nodes of 2 (10), 3 (6, 9, 15,
 // 33), 4 (12, 100) and 8 (24); and 64 and 100.
-std::vector<int> default_ranks() { return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 15, 16, 17, 24, 31, 32, 33, 64, 100}; }
+std::vector<int> default_ranks() {
+  return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 15, 16, 17, 24, 31, 32, 33, 64, 100};
+}
 
 std::vector<int> default_ranks_up_to_33() {
   std::vector<int> ps = default_ranks();
@@ -94,14 +95,15 @@ EmulatorConfig cluster_for(int p) {
 }
 
 enum class Counts {
-  up_to_1000,      // 0, 1, 2, p-1, p, p+1, 1000
-  up_to_large,     // those and 2^16+3
-  large,           // 2^16+3
-  huge,            // 2^20+3
+  up_to_1000,   // 0, 1, 2, p-1, p, p+1, 1000
+  up_to_large,  // those and 2^16+3
+  large,        // 2^16+3
+  huge,         // 2^20+3
 };
 
 std::vector<std::uint64_t> counts_for(Counts counts, int p) {
-  const std::vector<std::uint64_t> small = {0, 1, 2, std::uint64_t(p - 1), std::uint64_t(p), std::uint64_t(p + 1), 1000};
+  const auto n = static_cast<std::uint64_t>(p);
+  const std::vector<std::uint64_t> small = {0, 1, 2, n - 1, n, n + 1, 1000};
   switch (counts) {
     case Counts::up_to_1000: return small;
     case Counts::up_to_large: {
@@ -148,8 +150,8 @@ void check_matrix(std::string_view name, const std::vector<int>& ranks, Counts c
           Shape shape{p, count, blocks, 0};
           if (blocks == 0) shape.blocks = best_blocks(algorithm, Shape{p, count, 1, 0}, sim);
           INFO(algorithm.name << " p=" << p << " (" << config.nodes << " nodes x " << config.ranks_per_node
-                              << ") count=" << count << " blocks=" << (blocks ? std::to_string(blocks) : "auto")
-                              << "->" << shape.blocks << " " << op.name << "/" << to_string(op.dtype));
+                              << ") count=" << count << " blocks=" << (blocks ? std::to_string(blocks) : "auto") << "->"
+                              << shape.blocks << " " << op.name << "/" << to_string(op.dtype));
           const EmulationResult result = emulate(algorithm, shape, op, config, reference);
           INFO(result.failure);
           REQUIRE(result.verified);
@@ -171,19 +173,21 @@ const char* const kParts[] = {
 
 }  // namespace
 
-#define COPSE_MATRIX(NAME)                                                                                        \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p up to 33") {                               \
-    check_matrix(NAME, default_ranks_up_to_33(), Counts::up_to_1000);                                             \
-  }                                                                                                               \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 64 and 100") {                             \
-    check_matrix(NAME, {64, 100}, Counts::up_to_1000);                                                            \
-  }                                                                                                               \
-  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3") { check_matrix(NAME, default_ranks(), Counts::large); } \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 2^16+3, the other p up to 33", "[slow]") {         \
-    check_matrix(NAME, other_ranks_up_to_33(), Counts::up_to_large);                                              \
-  }                                                                                                               \
-  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^20+3, every p", "[slow]") {                             \
-    check_matrix(NAME, every_rank_count(), Counts::huge);                                                         \
+#define COPSE_MATRIX(NAME)                                                                                \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p up to 33") {                       \
+    check_matrix(NAME, default_ranks_up_to_33(), Counts::up_to_1000);                                     \
+  }                                                                                                       \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 64 and 100") {                     \
+    check_matrix(NAME, {64, 100}, Counts::up_to_1000);                                                    \
+  }                                                                                                       \
+  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3") {                                        \
+    check_matrix(NAME, default_ranks(), Counts::large);                                                   \
+  }                                                                                                       \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 2^16+3, the other p up to 33", "[slow]") { \
+    check_matrix(NAME, other_ranks_up_to_33(), Counts::up_to_large);                                      \
+  }                                                                                                       \
+  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^20+3, every p", "[slow]") {                     \
+    check_matrix(NAME, every_rank_count(), Counts::huge);                                                 \
   }
 
 COPSE_MATRIX("binomial")

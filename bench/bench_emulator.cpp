@@ -4,10 +4,10 @@
 // thread count and the bytes each rank moves, so where the time goes shows.
 // Usage: bench_emulator [repetitions=5]
 #include <algorithm>
-#include <numeric>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 
 #include "internode/executor.hpp"
 #include "node/emulator.hpp"

@@ -110,18 +110,25 @@ std::size_t parse_size(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   const std::string unit(end);
-  if (unit == "K" || unit == "KiB") v *= 1024;
-  else if (unit == "M" || unit == "MiB") v *= 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") v *= 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B") return 0;
+  if (unit == "K" || unit == "KiB")
+    v *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    v *= 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    v *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    return 0;
   return static_cast<std::size_t>(v);
 }
 
 std::string human(std::size_t bytes) {
   char buf[32];
-  if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024) std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
-  else std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  if (bytes >= (1u << 20))
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
   return buf;
 }
 
@@ -214,8 +221,10 @@ std::vector<Row> measure(int T, const MeasureOptions& o, std::string& failure) {
       Buffer send(largest), recv(largest);
       for (std::size_t i = 0; i < largest / sizeof(float); ++i) send.data[i] = input(rank, i);
       auto timed_barrier = [&] {
-        if (o.std_barrier) sync.arrive_and_wait();
-        else comm.barrier();
+        if (o.std_barrier)
+          sync.arrive_and_wait();
+        else
+          comm.barrier();
       };
       const auto r = static_cast<std::size_t>(rank);
 
@@ -309,13 +318,13 @@ int run_measure(const MeasureOptions& o) {
   for (const int T : o.threads) {
     std::string failure;
     const std::vector<Row> rows = measure(T, o, failure);
-    std::printf("copse allreduce, %d threads, float32 sum, barrier %s; times in us, slowest rank per repetition%s\n",
-                T, o.std_barrier ? "std::barrier" : "comm.barrier()",
+    std::printf("copse allreduce, %d threads, float32 sum, barrier %s; times in us, slowest rank per repetition%s\n", T,
+                o.std_barrier ? "std::barrier" : "comm.barrier()",
                 static_cast<unsigned>(T) > std::max(1u, std::thread::hardware_concurrency())
                     ? " (copy, a+=b: span of all threads)"
                     : "");
-    std::printf("%10s %6s %10s %10s %10s %10s %10s %10s %8s  %s\n", "size", "reps", "copse min", "median",
-                "copy min", "median", "a+=b min", "median", "copse/copy", "check");
+    std::printf("%10s %6s %10s %10s %10s %10s %10s %10s %8s  %s\n", "size", "reps", "copse min", "median", "copy min",
+                "median", "a+=b min", "median", "copse/copy", "check");
     for (std::size_t i = 0; i + 2 < rows.size(); i += 3) {
       const Row &c = rows[i], &cp = rows[i + 1], &ad = rows[i + 2];
       std::printf("%10s %6zu %s %s %s %s %s %s %s  %s\n", human(c.bytes).c_str(), c.slowest.size(),
@@ -413,8 +422,8 @@ int run_report(const std::string& path) {
     std::printf("\nT = %d  (float32 sum; times in us: min and median over repetitions of the slowest rank;\n", T);
     std::printf("        ratios as 'by min  by median'; %d run(s) of each side pooled)\n", runs);
     std::printf("%9s | %19s | %19s | %19s | %11s | %11s | %9s | %9s | %11s%s\n", "size", "copse  min   median",
-                "tuned  min   median", "han  min   median", "tuned/copse", "han/copse", "copy", "a+=b",
-                "copse/copy", goal ? " | goal (min, median)" : "");
+                "tuned  min   median", "han  min   median", "tuned/copse", "han/copse", "copy", "a+=b", "copse/copy",
+                goal ? " | goal (min, median)" : "");
     int met_min = 0, met_median = 0, judged = 0;
     for (const std::size_t bytes : sizes) {
       const Pooled *c = find(T, bytes, "copse"), *tu = find(T, bytes, "tuned"), *ha = find(T, bytes, "han"),
@@ -443,14 +452,16 @@ int run_report(const std::string& path) {
                   ratios(c, cp).c_str(), goal_text.c_str());
     }
     if (goal && judged)
-      std::printf("goal for T = 2 (copse >= Open MPI's better configuration at every size, >= 1.5x from 16 KiB):\n"
-                  "  met at %d of %d sizes by minimum, %d of %d by median\n",
-                  met_min, judged, met_median, judged);
+      std::printf(
+          "goal for T = 2 (copse >= Open MPI's better configuration at every size, >= 1.5x from 16 KiB):\n"
+          "  met at %d of %d sizes by minimum, %d of %d by median\n",
+          met_min, judged, met_median, judged);
   }
-  std::printf("\ncopy / a+=b: the streaming bound, min time for all T threads to each memcpy / add a float32\n"
-              "buffer of that size concurrently: per repetition the slowest thread's time, or with more threads\n"
-              "than cores the span from the first thread's start to the last one's end. copse/copy compares\n"
-              "copse's min and median with the copy bound's. '!' marks a failed check.\n");
+  std::printf(
+      "\ncopy / a+=b: the streaming bound, min time for all T threads to each memcpy / add a float32\n"
+      "buffer of that size concurrently: per repetition the slowest thread's time, or with more threads\n"
+      "than cores the span from the first thread's start to the last one's end. copse/copy compares\n"
+      "copse's min and median with the copy bound's. '!' marks a failed check.\n");
   return all_ok ? 0 : 1;
 }
 

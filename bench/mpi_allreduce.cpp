@@ -75,18 +75,25 @@ std::size_t parse_size(const char* text) {
   char* end = nullptr;
   double v = std::strtod(text, &end);
   std::string unit(end);
-  if (unit == "K" || unit == "KiB") v *= 1024;
-  else if (unit == "M" || unit == "MiB") v *= 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") v *= 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B") return 0;
+  if (unit == "K" || unit == "KiB")
+    v *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    v *= 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    v *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    return 0;
   return static_cast<std::size_t>(v);
 }
 
 std::string human(std::size_t bytes) {
   char buf[32];
-  if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024) std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
-  else std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  if (bytes >= (1u << 20))
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
   return buf;
 }
 

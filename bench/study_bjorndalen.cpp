@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   std::printf("Bjorndalen 8W: 4 nodes x 8 ranks, allreduce of one int32, reduce then broadcast\n");
   std::printf("model: intra alpha %.0f us, inter alpha %.0f us, receive overhead %.0f us, bidirectional ports\n\n",
               intra * 1e6, inter * 1e6, overhead * 1e6);
-  std::printf("%-32s %12s %12s %9s %10s %12s\n", "configuration", "virtual us", "emulated us", "verified",
-              "paper us", "vs default");
+  std::printf("%-32s %12s %12s %9s %10s %12s\n", "configuration", "virtual us", "emulated us", "verified", "paper us",
+              "vs default");
   double baseline = 0;
   bool ok = true;
   for (const Scheme& s : kSchemes) {
@@ -104,8 +104,10 @@ int main(int argc, char** argv) {
 
   // Where does the paper's ordering (groups of 4 ML < 7 children < groups of
   // 2) hold? Sweep the overhead and the intra/inter alpha ratio.
-  std::printf("\nordering by receive overhead (rows, us) and intra-node alpha as a fraction of inter-node (columns):\n");
-  std::printf("  4 = groups of 4 ML, 7 = one root with 7 children, 2 = groups of 2; fastest first, * = paper's order\n");
+  std::printf(
+      "\nordering by receive overhead (rows, us) and intra-node alpha as a fraction of inter-node (columns):\n");
+  std::printf(
+      "  4 = groups of 4 ML, 7 = one root with 7 children, 2 = groups of 2; fastest first, * = paper's order\n");
   const double fractions[] = {0.02, 0.1, 0.25, 0.5, 1.0};
   std::printf("%10s", "o \\ ratio");
   for (double f : fractions) std::printf(" %9.2f", f);

@@ -27,8 +27,8 @@ int run_algorithms(bool json) {
             << pad("COMMUTATIVE-ONLY", 18) << "DESCRIPTION\n";
   for (const auto& a : algorithms()) {
     std::cout << pad(std::string(to_string(a.collective)), 11) << pad(std::string(a.name), name_width + 2)
-              << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18)
-              << a.description << "\n";
+              << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18) << a.description
+              << "\n";
   }
   return 0;
 }

@@ -60,9 +60,7 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
     cmd->add_option("--inter-beta", c.inter_beta, "per-byte time between nodes")
         ->type_name("TIME")
         ->capture_default_str();
-    cmd->add_option("--gamma", c.gamma, "time per combined (or copied) byte")
-        ->type_name("TIME")
-        ->capture_default_str();
+    cmd->add_option("--gamma", c.gamma, "time per combined (or copied) byte")->type_name("TIME")->capture_default_str();
     cmd->add_option("--ports", c.ports, "bi: a rank sends and receives concurrently; uni: one message at a time")
         ->type_name("bi|uni")
         ->capture_default_str();

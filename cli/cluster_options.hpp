@@ -21,8 +21,8 @@ struct ClusterArgs {
   std::string timeout;
   // The hierarchy (any of these turns it on): intranode groups feeding the
   // inter-node algorithm among the off-node ranks.
-  std::string node_topology;        // hwloc synthetic text for every node; empty: this machine
-  std::string grouping;             // auto | numa | package | l3 | l2 | core | size:K
+  std::string node_topology;  // hwloc synthetic text for every node; empty: this machine
+  std::string grouping;       // auto | numa | package | l3 | l2 | core | size:K
   int max_group = 4;
   bool multi_leader = false;
   std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)

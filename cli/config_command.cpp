@@ -6,8 +6,6 @@
 // (unreadable or malformed file, unknown key or variable, invalid value) is a
 // UsageError: one line on stderr, exit 2, as everywhere in the CLI.
 
-#include "cli/options.hpp"
-
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -16,8 +14,9 @@
 #include <variant>
 #include <vector>
 
-#include "config/config.hpp"
+#include "cli/options.hpp"
 #include "common/error.hpp"
+#include "config/config.hpp"
 
 namespace copse {
 namespace {
@@ -31,8 +30,8 @@ int run_config_command(const CLI::App& cmd);
 }  // namespace
 
 void add_config_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
-  auto* cmd = app.add_subcommand(
-      "config", "print every configuration value and where it came from (default, file, env, cli)");
+  auto* cmd =
+      app.add_subcommand("config", "print every configuration value and where it came from (default, file, env, cli)");
   cmd->add_option("--config")
       ->description("config file (default: $COPSE_CONFIG, else ./copse.toml if it exists; \"\": none)")
       ->type_name("FILE");
@@ -53,8 +52,7 @@ int run_config_command(const CLI::App& cmd) {
   Config config = Config::load(load);
   for (const std::string& setting : cmd.get_option("--set")->results()) {
     const auto eq = setting.find('=');
-    if (eq == std::string::npos)
-      throw UsageError("--set: expected KEY=VALUE, got \"" + setting + "\"");
+    if (eq == std::string::npos) throw UsageError("--set: expected KEY=VALUE, got \"" + setting + "\"");
     config.set(setting.substr(0, eq), setting.substr(eq + 1));
   }
 

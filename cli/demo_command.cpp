@@ -36,8 +36,7 @@ int run_demo(const DemoArgs& args) {
     if (algorithm.collective != Collective::allreduce) continue;
     if (algorithm.needs_commutative && !setup.op.commutative) {
       results.push_back({{"algorithm", algorithm.name}, {"skipped", "needs a commutative operator"}});
-      if (!args.json)
-        std::cout << pad(std::string(algorithm.name), 20) << "  skipped: needs a commutative operator\n";
+      if (!args.json) std::cout << pad(std::string(algorithm.name), 20) << "  skipped: needs a commutative operator\n";
       continue;
     }
     const CheckedEmulation run = run_checked_emulation(cluster, algorithm, setup.op, setup.count, 0, std::nullopt);
@@ -52,14 +51,10 @@ int run_demo(const DemoArgs& args) {
     results.push_back(emulation_json(setup, algorithm, run, std::nullopt));
   }
   if (args.json) {
-    std::cout << Json{{"nodes", cluster.nodes()},
-                      {"ranks_per_node", args.cluster.ranks_per_node},
-                      {"ranks", cluster.ranks()},
-                      {"bytes", setup.bytes},
-                      {"count", setup.count},
-                      {"dtype", to_string(setup.op.dtype)},
-                      {"op", setup.op.name},
-                      {"repetitions", cluster.spec().repetitions},
+    std::cout << Json{{"nodes", cluster.nodes()}, {"ranks_per_node", args.cluster.ranks_per_node},
+                      {"ranks", cluster.ranks()}, {"bytes", setup.bytes},
+                      {"count", setup.count},     {"dtype", to_string(setup.op.dtype)},
+                      {"op", setup.op.name},      {"repetitions", cluster.spec().repetitions},
                       {"results", results}}
                      .dump(2)
               << "\n";
@@ -74,8 +69,9 @@ void add_demo_command(CLI::App& app, const Config& config, RunParsed& run_parsed
   auto args = std::make_shared<DemoArgs>();
   args->cluster = configured_cluster_args(config);
   auto* command = app.add_subcommand(
-      "demo", "every allreduce algorithm on an emulated cluster with auto blocks: a table of blocks, virtual and wall "
-              "times, and verification");
+      "demo",
+      "every allreduce algorithm on an emulated cluster with auto blocks: a table of blocks, virtual and wall "
+      "times, and verification");
   add_cluster_options(command, args->cluster, false);
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object with a result per algorithm");

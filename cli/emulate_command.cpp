@@ -48,8 +48,8 @@ int run_emulate(const EmulateArgs& args) {
     const WallStats wall = wall_stats(run.emulation.wall_seconds);
     std::cout << "  virtual time  " << format_time(to_seconds(run.emulation.virtual_time))
               << " (simulator: " << format_time(to_seconds(run.simulated_time)) << ")\n"
-              << "  wall time     min " << format_time(wall.min) << ", median " << format_time(wall.median)
-              << " over " << run.emulation.wall_seconds.size() << " repetitions\n"
+              << "  wall time     min " << format_time(wall.min) << ", median " << format_time(wall.median) << " over "
+              << run.emulation.wall_seconds.size() << " repetitions\n"
               << "  result        " << (run.emulation.verified ? "verified" : "WRONG") << "\n";
   }
   if (!run.ok) throw RunFailure(run.failure);

@@ -36,8 +36,10 @@ Config load_config(int argc, char** argv) {
   LoadArgs load;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) load.config_file = argv[i + 1];
-    else if (arg.starts_with("--config=")) load.config_file = std::string(arg.substr(9));
+    if (arg == "--config" && i + 1 < argc)
+      load.config_file = argv[i + 1];
+    else if (arg.starts_with("--config="))
+      load.config_file = std::string(arg.substr(9));
   }
   return Config::load(load);
 }
@@ -52,8 +54,8 @@ int run(int argc, char** argv) {
              " 2 bad input.\nRun 'copse SUBCOMMAND --help' for a subcommand's options.");
 
   RunParsed run_parsed;
-  for (auto add : {add_algorithms_command, add_sim_command, add_emulate_command, add_verify_command,
-                   add_demo_command, add_topo_command, add_config_command})
+  for (auto add : {add_algorithms_command, add_sim_command, add_emulate_command, add_verify_command, add_demo_command,
+                   add_topo_command, add_config_command})
     add(app, config, run_parsed);
 
   // CLI11 reports a mistyped subcommand as a missing one; name it instead.

@@ -53,7 +53,7 @@ double time_option(std::string_view option, const std::string& text);
 // --blocks: "auto" (nullopt, when allowed) or a whole number >= 1.
 std::optional<int> blocks_option(const std::string& text, bool allow_auto);
 Ports ports_option(const std::string& text);  // bi|uni (also bidirectional|unidirectional)
-std::string_view ports_name(Ports ports);      // "bi" or "uni"
+std::string_view ports_name(Ports ports);     // "bi" or "uni"
 void require_at_least(std::string_view option, long long value, long long minimum);
 // "5,8,1" -> {5, 8, 1}: ranks on each node (--ranks-per-node-list).
 std::vector<int> parse_rank_counts(const std::string& text);

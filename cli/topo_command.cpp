@@ -111,7 +111,6 @@ void write_dot(const std::string& path, const std::string& dot) {
   if (!file) throw UsageError("--dot: cannot write \"" + path + "\": " + std::strerror(errno));
 }
 
-
 int run_topo(const TopoArgs& args, const CLI::App& command) {
   if (args.max_group < 1) throw UsageError("--max-group must be at least 1, got " + std::to_string(args.max_group));
   const Grouping grouping = option_value("--grouping", [&] { return Grouping::parse(args.grouping, args.max_group); });

@@ -38,14 +38,10 @@ int run_verify(const VerifyArgs& args) {
 
   const VerifyResult result = verify(algorithm, shape);
   if (args.json) {
-    std::cout << Json{{"algorithm", algorithm.name},
-                      {"collective", to_string(algorithm.collective)},
-                      {"ranks", shape.ranks},
-                      {"root", shape.root},
-                      {"blocks", shape.blocks},
-                      {"count", shape.count},
-                      {"proven", result.proven},
-                      {"message", result.message}}
+    std::cout << Json{{"algorithm", algorithm.name}, {"collective", to_string(algorithm.collective)},
+                      {"ranks", shape.ranks},        {"root", shape.root},
+                      {"blocks", shape.blocks},      {"count", shape.count},
+                      {"proven", result.proven},     {"message", result.message}}
                      .dump(2)
               << "\n";
   } else if (result.proven) {

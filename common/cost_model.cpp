@@ -27,13 +27,10 @@ CostModel::CostModel(std::vector<LinkCost> levels, double gamma, Ports ports, do
       throw UsageError("cost model: alpha and beta must be finite and non-negative");
     scaled_.push_back({static_cast<Picos>(std::llround(l.alpha * 1e12)), l.beta * 1e12});
   }
-  if (!(gamma >= 0) || !std::isfinite(gamma))
-    throw UsageError("cost model: gamma must be finite and non-negative");
+  if (!(gamma >= 0) || !std::isfinite(gamma)) throw UsageError("cost model: gamma must be finite and non-negative");
 }
 
-CostModel CostModel::uniform(LinkCost link, double gamma, Ports ports) {
-  return CostModel({link, link}, gamma, ports);
-}
+CostModel CostModel::uniform(LinkCost link, double gamma, Ports ports) { return CostModel({link, link}, gamma, ports); }
 
 Picos CostModel::transfer(int level, std::uint64_t bytes) const {
   const auto& s = scaled_.at(static_cast<std::size_t>(level));
@@ -44,8 +41,6 @@ Picos CostModel::step_work(const Step& step, std::uint64_t element_bytes) const 
   return combine(local_work_elements(step) * element_bytes) + (step.recv ? receive_overhead_ps_ : 0);
 }
 
-Picos CostModel::combine(std::uint64_t bytes) const {
-  return round_picos(gamma_ps_ * static_cast<double>(bytes));
-}
+Picos CostModel::combine(std::uint64_t bytes) const { return round_picos(gamma_ps_ * static_cast<double>(bytes)); }
 
 }  // namespace copse

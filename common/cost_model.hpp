@@ -90,11 +90,20 @@ class RankClock {
  public:
   explicit RankClock(Ports ports = Ports::bidirectional) : ports_(ports) {}
 
-  void begin_step() { step_start_ = now_; step_end_ = now_; }
+  void begin_step() {
+    step_start_ = now_;
+    step_end_ = now_;
+  }
   Picos send_ready() const { return std::max(step_start_, send_port()); }
   Picos recv_ready() const { return std::max(step_start_, recv_port_); }
-  void send_done(Picos end) { send_port() = end; step_end_ = std::max(step_end_, end); }
-  void recv_done(Picos end) { recv_port_ = end; step_end_ = std::max(step_end_, end); }
+  void send_done(Picos end) {
+    send_port() = end;
+    step_end_ = std::max(step_end_, end);
+  }
+  void recv_done(Picos end) {
+    recv_port_ = end;
+    step_end_ = std::max(step_end_, end);
+  }
   void end_step(Picos local_work) { now_ = step_end_ + local_work; }
   Picos now() const { return now_; }
   void reset() { *this = RankClock(ports_); }

@@ -267,24 +267,15 @@ void fill_scalars(std::uint32_t seed, std::uint64_t n, T* __restrict out) {
 template <class T>
 void fill_scalars(Input kind, std::uint32_t seed, std::uint64_t n, T* out) {
   switch (kind) {
-    case Input::small_ints:
-      return fill_scalars<Input::small_ints>(seed, n, out);
-    case Input::plus_minus_one:
-      return fill_scalars<Input::plus_minus_one>(seed, n, out);
-    case Input::any:
-      return fill_scalars<Input::any>(seed, n, out);
-    case Input::mostly_ones:
-      return fill_scalars<Input::mostly_ones>(seed, n, out);
-    case Input::mostly_zeros:
-      return fill_scalars<Input::mostly_zeros>(seed, n, out);
-    case Input::random_bits:
-      return fill_scalars<Input::random_bits>(seed, n, out);
-    case Input::mostly_true:
-      return fill_scalars<Input::mostly_true>(seed, n, out);
-    case Input::mostly_false:
-      return fill_scalars<Input::mostly_false>(seed, n, out);
-    case Input::affine:
-      return fill_scalars<Input::affine>(seed, n, out);
+    case Input::small_ints: return fill_scalars<Input::small_ints>(seed, n, out);
+    case Input::plus_minus_one: return fill_scalars<Input::plus_minus_one>(seed, n, out);
+    case Input::any: return fill_scalars<Input::any>(seed, n, out);
+    case Input::mostly_ones: return fill_scalars<Input::mostly_ones>(seed, n, out);
+    case Input::mostly_zeros: return fill_scalars<Input::mostly_zeros>(seed, n, out);
+    case Input::random_bits: return fill_scalars<Input::random_bits>(seed, n, out);
+    case Input::mostly_true: return fill_scalars<Input::mostly_true>(seed, n, out);
+    case Input::mostly_false: return fill_scalars<Input::mostly_false>(seed, n, out);
+    case Input::affine: return fill_scalars<Input::affine>(seed, n, out);
   }
 }
 

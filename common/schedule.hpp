@@ -85,8 +85,7 @@ struct BlockPartition {
   int blocks = 1;
 
   BlockPartition() = default;
-  BlockPartition(std::uint64_t count_, int requested_blocks, std::uint64_t base_ = 0)
-      : base(base_), count(count_) {
+  BlockPartition(std::uint64_t count_, int requested_blocks, std::uint64_t base_ = 0) : base(base_), count(count_) {
     std::uint64_t b = requested_blocks < 1 ? 1 : static_cast<std::uint64_t>(requested_blocks);
     if (count_ > 0 && b > count_) b = count_;
     blocks = static_cast<int>(b);

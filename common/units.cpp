@@ -102,8 +102,7 @@ std::uint64_t parse_size(std::string_view text) {
       {"TiB", 1ULL << 40},
   }};
   const std::uint64_t* multiplier = find_unit(units, d.unit);
-  if (!multiplier)
-    fail(what, text, "unknown unit " + quoted(d.unit) + " (expected " + std::string(kSizeUnits) + ")");
+  if (!multiplier) fail(what, text, "unknown unit " + quoted(d.unit) + " (expected " + std::string(kSizeUnits) + ")");
 
   // Exact arithmetic: value = mantissa * 10^exponent * multiplier, with the
   // mantissa the significant digits and the fraction folded into the exponent.
@@ -120,9 +119,7 @@ std::uint64_t parse_size(std::string_view text) {
   if (digits.size() > 26) fail(what, text, "too many significant digits");
 
   constexpr u128 max64 = std::numeric_limits<std::uint64_t>::max();
-  const auto too_large = [&]() {
-    fail(what, text, "too large (the limit is 2^64-1 bytes)");
-  };
+  const auto too_large = [&]() { fail(what, text, "too large (the limit is 2^64-1 bytes)"); };
   u128 value = 0;
   for (char c : digits) value = value * 10 + static_cast<unsigned>(c - '0');
   value *= *multiplier;  // < 10^26 * 2^40 < 2^127
@@ -191,8 +188,8 @@ std::string format_time(double seconds) {
     return out;
   }
 
-  static constexpr std::array<std::pair<const char*, double>, 5> units{{
-      {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}};
+  static constexpr std::array<std::pair<const char*, double>, 5> units{
+      {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}}};
   std::size_t u = 0;
   while (u + 1 < units.size() && seconds < units[u].second) ++u;
   char buffer[64];

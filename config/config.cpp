@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <limits>
 #include <sstream>
 #include <system_error>
-#include <toml++/toml.h>
 
 #include "common/error.hpp"
 #include "common/text.hpp"
@@ -391,9 +391,12 @@ Raw toml_value(const toml::node& node, std::string where) {
   } else {
     r.kind = Raw::Kind::date_time;
     std::ostringstream o;
-    if (const auto* date = node.as_date()) o << date->get();
-    else if (const auto* time = node.as_time()) o << time->get();
-    else if (const auto* date_time = node.as_date_time()) o << date_time->get();
+    if (const auto* date = node.as_date())
+      o << date->get();
+    else if (const auto* time = node.as_time())
+      o << time->get();
+    else if (const auto* date_time = node.as_date_time())
+      o << date_time->get();
     r.shown = o.str();
   }
   return r;
@@ -620,14 +623,14 @@ std::optional<std::chrono::milliseconds> RuntimeOptions::wait_timeout_ms() const
 std::chrono::milliseconds RuntimeOptions::wait_report_ms() const { return whole_milliseconds(wait_report); }
 
 CostModel make_cost_model(const ModelOptions& m) {
-  return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma,
-                   m.ports, m.receive_overhead);
+  return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma, m.ports,
+                   m.receive_overhead);
 }
 
 TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node) {
   if (ranks_per_node.empty()) throw UsageError("a team needs at least one node");
-  const Machine machine = options.hierarchy.node_topology.empty() ? Machine::detect()
-                                                                  : Machine::synthetic(options.hierarchy.node_topology);
+  const Machine machine =
+      options.hierarchy.node_topology.empty() ? Machine::detect() : Machine::synthetic(options.hierarchy.node_topology);
   TeamOptions team;
   for (int ranks : ranks_per_node) {
     if (ranks < 1) throw UsageError("a node must hold at least one rank, got " + std::to_string(ranks));

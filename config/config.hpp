@@ -68,8 +68,8 @@ namespace copse {
 // The cost model's parameters, in seconds (per byte for the betas and gamma).
 // The defaults are CostModel()'s (common/cost_model.hpp, model_defaults).
 struct ModelOptions {
-  double intra_alpha = model_defaults::same_node.alpha;  // same node, per message
-  double intra_beta = model_defaults::same_node.beta;    // same node, per byte
+  double intra_alpha = model_defaults::same_node.alpha;   // same node, per message
+  double intra_beta = model_defaults::same_node.beta;     // same node, per byte
   double inter_alpha = model_defaults::other_node.alpha;  // other node, per message
   double inter_beta = model_defaults::other_node.beta;    // other node, per byte
   double gamma = model_defaults::gamma;                   // per combined or copied byte

@@ -49,8 +49,10 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
   auto at = [&](double x) { return cost(std::lround(std::exp(x))); };
   double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
   for (int i = 0; i < 14 && hi - lo > 0.02; ++i) {
-    if (at(x1) <= at(x2)) hi = x2, x2 = x1, x1 = hi - phi * (hi - lo);
-    else lo = x1, x1 = x2, x2 = lo + phi * (hi - lo);
+    if (at(x1) <= at(x2))
+      hi = x2, x2 = x1, x1 = hi - phi * (hi - lo);
+    else
+      lo = x1, x1 = x2, x2 = lo + phi * (hi - lo);
   }
   cost(std::lround(start));
   // Ties go to fewer blocks: same time, less overhead on a real machine.
@@ -64,9 +66,12 @@ int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, co
                    Shape shape, std::optional<int> requested, const ExecutionOptions& options) {
   shape.blocks = 1;
   validate_shape(algorithm, shape);
-  if (requested) shape.blocks = *requested;
-  else if (plan_for) shape.blocks = best_blocks(plan_for, algorithm.pipelined, shape, options);
-  else shape.blocks = best_blocks(algorithm, shape, options);
+  if (requested)
+    shape.blocks = *requested;
+  else if (plan_for)
+    shape.blocks = best_blocks(plan_for, algorithm.pipelined, shape, options);
+  else
+    shape.blocks = best_blocks(algorithm, shape, options);
   validate_shape(algorithm, shape);
   return shape.blocks;
 }

@@ -170,8 +170,8 @@ class Executor {
     const auto p = static_cast<int>(ranks_.size());
     if (t.peer >= p || t.peer == r) {
       std::ostringstream m;
-      m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb
-        << " rank " << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
+      m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank "
+        << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
       throw ScheduleError(m.str());
     }
   }

@@ -20,9 +20,9 @@
 namespace copse {
 
 struct ExecutionOptions {
-  CostModel model;             // the documented defaults (cost_model.hpp)
-  int ranks_per_node = 0;      // 0: every rank on its own node (all links level 1)
-  std::vector<int> node_of;    // if not empty: each rank's node (uneven nodes); overrides ranks_per_node
+  CostModel model;           // the documented defaults (cost_model.hpp)
+  int ranks_per_node = 0;    // 0: every rank on its own node (all links level 1)
+  std::vector<int> node_of;  // if not empty: each rank's node (uneven nodes); overrides ranks_per_node
   std::uint64_t element_bytes = 1;
 };
 
@@ -33,15 +33,15 @@ class DataHooks {
   // A matched transfer: src's `send` (posted in its step src_step) meets dst's
   // receive. Called before either step ends; the sender's region is as it
   // was at the start of its step.
-  virtual void on_transfer(int src, std::uint64_t src_step, const Transfer& send, int dst,
-                           std::uint64_t dst_step, const Step& dst_step_ops) = 0;
+  virtual void on_transfer(int src, std::uint64_t src_step, const Transfer& send, int dst, std::uint64_t dst_step,
+                           const Step& dst_step_ops) = 0;
   // A rank's step ends: apply its receive (and copy).
   virtual void on_step_end(int rank, std::uint64_t step, const Step& ops) = 0;
 };
 
 struct ExecutionResult {
-  std::vector<Picos> finish;    // per rank
-  Picos time = 0;               // slowest rank
+  std::vector<Picos> finish;  // per rank
+  Picos time = 0;             // slowest rank
   int slowest_rank = 0;
   std::uint64_t max_steps = 0;  // longest rank's step count
   std::uint64_t messages = 0;

@@ -131,8 +131,10 @@ RankSchedule forward(int rank, int from, int to, BlockPartition part) {
   if (from == to || (rank != from && rank != to)) co_return;
   for (long j = 0; j < part.blocks; ++j) {
     Step s;
-    if (rank == from) s.send = part.transfer(j, to);
-    else s.recv = part.transfer(j, from);
+    if (rank == from)
+      s.send = part.transfer(j, to);
+    else
+      s.recv = part.transfer(j, from);
     if (!s.empty()) co_yield s;
   }
 }

@@ -43,35 +43,72 @@ using C = Collective;
 namespace a = builders;
 
 // {collective, name, description, needs commutativity, pipelined, builder}
+// clang-format off: one algorithm a line, so the table reads as a table.
 constexpr std::array kAlgorithms = {
-    AlgorithmInfo{C::allreduce, "binomial", "binomial-tree reduce to rank 0, then binomial broadcast", false, true, a::binomial_allreduce},
-    AlgorithmInfo{C::allreduce, "chain", "doubly pipelined chain: partial blocks go up while results come back", false, true, a::chain_allreduce},
-    AlgorithmInfo{C::allreduce, "binary-tree", "pipelined reduce then pipelined broadcast over one post-order binary tree (Traff's User-Allreduce1)", false, true, a::binary_tree_allreduce},
-    AlgorithmInfo{C::allreduce, "dual-root", "doubly pipelined dual-root binary trees, three bidirectional steps per block (Traff 2021, Alg. 1)", false, true, a::dual_root_allreduce},
-    AlgorithmInfo{C::allreduce, "two-tree", "two binary trees each reducing and broadcasting half, edge-coloured to alternate (Sanders, Speck, Traff)", false, true, a::two_tree_allreduce, 2},
-    AlgorithmInfo{C::allreduce, "ring", "ring reduce-scatter then ring allgather, p-1 steps each", true, false, a::ring_allreduce},
-    AlgorithmInfo{C::allreduce, "rabenseifner", "recursive-halving reduce-scatter then recursive-doubling allgather, any p", false, false, a::rabenseifner_allreduce},
-    AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false, false, a::recursive_doubling_allreduce},
-    AlgorithmInfo{C::allreduce, "flat", "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)", false, true, a::flat_allreduce},
-    AlgorithmInfo{C::reduce, "flat", "every rank straight to rank 0, received in rank order (result forwarded to another root)", false, true, a::flat_reduce},
+    AlgorithmInfo{C::allreduce, "binomial", "binomial-tree reduce to rank 0, then binomial broadcast", false, true,
+                  a::binomial_allreduce},
+    AlgorithmInfo{C::allreduce, "chain", "doubly pipelined chain: partial blocks go up while results come back", false,
+                  true, a::chain_allreduce},
+    AlgorithmInfo{C::allreduce, "binary-tree",
+                  "pipelined reduce then pipelined broadcast over one post-order binary tree (Traff's User-Allreduce1)",
+                  false, true, a::binary_tree_allreduce},
+    AlgorithmInfo{C::allreduce, "dual-root",
+                  "doubly pipelined dual-root binary trees, three bidirectional steps per block (Traff 2021, Alg. 1)",
+                  false, true, a::dual_root_allreduce},
+    AlgorithmInfo{
+        C::allreduce, "two-tree",
+        "two binary trees each reducing and broadcasting half, edge-coloured to alternate (Sanders, Speck, Traff)",
+        false, true, a::two_tree_allreduce, 2},
+    AlgorithmInfo{C::allreduce, "ring", "ring reduce-scatter then ring allgather, p-1 steps each", true, false,
+                  a::ring_allreduce},
+    AlgorithmInfo{C::allreduce, "rabenseifner",
+                  "recursive-halving reduce-scatter then recursive-doubling allgather, any p", false, false,
+                  a::rabenseifner_allreduce},
+    AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false,
+                  false, a::recursive_doubling_allreduce},
+    AlgorithmInfo{C::allreduce, "flat",
+                  "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)",
+                  false, true, a::flat_allreduce},
+    AlgorithmInfo{C::reduce, "flat",
+                  "every rank straight to rank 0, received in rank order (result forwarded to another root)", false,
+                  true, a::flat_reduce},
     AlgorithmInfo{C::bcast, "flat", "the root straight to every rank", false, true, a::flat_bcast},
-    AlgorithmInfo{C::reduce, "rabenseifner", "recursive-halving reduce-scatter, then the segments gathered to rank 0: every rank reduces its share", false, false, a::rabenseifner_reduce},
-    AlgorithmInfo{C::reduce, "binomial", "binomial tree to rank 0 (result forwarded to another root)", false, true, a::binomial_reduce},
-    AlgorithmInfo{C::reduce, "binary-tree", "pipelined post-order binary tree to rank p-1 (result forwarded to another root)", false, true, a::binary_tree_reduce},
-    AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false, true, a::chain_reduce},
+    AlgorithmInfo{
+        C::reduce, "rabenseifner",
+        "recursive-halving reduce-scatter, then the segments gathered to rank 0: every rank reduces its share", false,
+        false, a::rabenseifner_reduce},
+    AlgorithmInfo{C::reduce, "binomial", "binomial tree to rank 0 (result forwarded to another root)", false, true,
+                  a::binomial_reduce},
+    AlgorithmInfo{C::reduce, "binary-tree",
+                  "pipelined post-order binary tree to rank p-1 (result forwarded to another root)", false, true,
+                  a::binary_tree_reduce},
+    AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false,
+                  true, a::chain_reduce},
     AlgorithmInfo{C::bcast, "binomial", "binomial tree from the root", false, true, a::binomial_bcast},
     AlgorithmInfo{C::bcast, "binary-tree", "pipelined binary tree from the root", false, true, a::binary_tree_bcast},
     AlgorithmInfo{C::bcast, "chain", "pipelined chain from the root", false, true, a::chain_bcast},
-    AlgorithmInfo{C::barrier, "recursive-doubling", "one-element recursive-doubling allreduce", false, false, a::recursive_doubling_barrier},
-    AlgorithmInfo{C::barrier, "binomial", "one-element binomial reduce and broadcast", false, false, a::binomial_barrier},
+    AlgorithmInfo{C::barrier, "recursive-doubling", "one-element recursive-doubling allreduce", false, false,
+                  a::recursive_doubling_barrier},
+    AlgorithmInfo{C::barrier, "binomial", "one-element binomial reduce and broadcast", false, false,
+                  a::binomial_barrier},
     AlgorithmInfo{C::barrier, "dual-root", "one-element dual-root allreduce", false, false, a::dual_root_barrier},
-    AlgorithmInfo{C::allgather, "binomial", "gather up a binomial tree, then pipelined binomial broadcast of the whole vector", false, true, a::binomial_allgather},
-    AlgorithmInfo{C::allgather, "binary-tree", "gather up a post-order binary tree, then pipelined broadcast of the whole vector", false, true, a::binary_tree_allgather},
+    AlgorithmInfo{C::allgather, "binomial",
+                  "gather up a binomial tree, then pipelined binomial broadcast of the whole vector", false, true,
+                  a::binomial_allgather},
+    AlgorithmInfo{C::allgather, "binary-tree",
+                  "gather up a post-order binary tree, then pipelined broadcast of the whole vector", false, true,
+                  a::binary_tree_allgather},
     AlgorithmInfo{C::allgather, "ring", "p-1 steps around the ring, one block each", false, false, a::ring_allgather},
-    AlgorithmInfo{C::reduce_scatter, "binomial", "pipelined binomial reduce of the whole vector, then scatter down the tree", false, true, a::binomial_reduce_scatter},
-    AlgorithmInfo{C::reduce_scatter, "binary-tree", "pipelined post-order binary reduce of the whole vector, then scatter down the tree", false, true, a::binary_tree_reduce_scatter},
-    AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true, false, a::ring_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "binomial",
+                  "pipelined binomial reduce of the whole vector, then scatter down the tree", false, true,
+                  a::binomial_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "binary-tree",
+                  "pipelined post-order binary reduce of the whole vector, then scatter down the tree", false, true,
+                  a::binary_tree_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true,
+                  false, a::ring_reduce_scatter},
 };
+// clang-format on
 
 }  // namespace
 
@@ -102,8 +139,8 @@ void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (shape.blocks < 1) throw UsageError("the block count must be at least 1, got " + std::to_string(shape.blocks));
   if ((algorithm.collective == C::reduce || algorithm.collective == C::bcast) &&
       (shape.root < 0 || shape.root >= shape.ranks))
-    throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " +
-                     std::to_string(shape.ranks) + ")");
+    throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " + std::to_string(shape.ranks) +
+                     ")");
 }
 
 void check_operator(const AlgorithmInfo& algorithm, std::string_view op_name, bool commutative) {

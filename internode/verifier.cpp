@@ -20,9 +20,13 @@ struct Sym {
 class SymbolicData final : public DataHooks {
  public:
   SymbolicData(const AlgorithmInfo& algorithm, const Shape& shape)
-      : shape_(shape), collective_(algorithm.collective), n_(vector_elements(algorithm.collective, shape)),
-        cyclic_(algorithm.needs_commutative), part_(n_, shape.blocks),
-        held_(static_cast<std::size_t>(shape.ranks)), pending_(static_cast<std::size_t>(shape.ranks)) {
+      : shape_(shape),
+        collective_(algorithm.collective),
+        n_(vector_elements(algorithm.collective, shape)),
+        cyclic_(algorithm.needs_commutative),
+        part_(n_, shape.blocks),
+        held_(static_cast<std::size_t>(shape.ranks)),
+        pending_(static_cast<std::size_t>(shape.ranks)) {
     for (int r = 0; r < shape.ranks; ++r) {
       auto& mine = held_[static_cast<std::size_t>(r)];
       const bool has_input = collective_ != Collective::bcast || r == shape.root;
@@ -103,8 +107,8 @@ class SymbolicData final : public DataHooks {
       if (cyclic_ && (b.lo + b.len) % p == a.lo) return {b.lo, a.len + b.len};
     }
     std::ostringstream m;
-    m << "rank " << rank << " step " << step << " combines " << describe(a) << " with " << describe(b)
-      << " at element " << element << where(element)
+    m << "rank " << rank << " step " << step << " combines " << describe(a) << " with " << describe(b) << " at element "
+      << element << where(element)
       << (a.len == 0 || b.len == 0 ? ": uninitialised data" : ": not adjacent in rank order or overlapping");
     throw ScheduleError(m.str());
   }
@@ -132,7 +136,10 @@ class SymbolicData final : public DataHooks {
     long lo = 0, hi = part_.blocks - 1;
     while (lo < hi) {
       const long mid = (lo + hi + 1) / 2;
-      if (part_.offset(mid) <= e) lo = mid; else hi = mid - 1;
+      if (part_.offset(mid) <= e)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     return " (block " + std::to_string(lo) + " of " + std::to_string(part_.blocks) + ")";
   }
@@ -159,9 +166,11 @@ VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, co
   constexpr std::uint64_t kMaxSymbols = std::uint64_t{1} << 28;
   const auto ranks = static_cast<std::uint64_t>(shape.ranks);
   if (shape.count > kMaxSymbols || vector_elements(algorithm.collective, shape) > kMaxSymbols / ranks)
-    throw UsageError("the verifier tracks every element of every rank symbolically: ranks x vector length must be "
-                     "at most " + std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " ranks, " +
-                     std::to_string(shape.count) + " elements each)");
+    throw UsageError(
+        "the verifier tracks every element of every rank symbolically: ranks x vector length must be "
+        "at most " +
+        std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " ranks, " +
+        std::to_string(shape.count) + " elements each)");
   try {
     SymbolicData data(algorithm, shape);
     ExecutionOptions options;

@@ -15,7 +15,7 @@ namespace copse {
 namespace {
 
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;  // small allocations share chunks of this size
-constexpr std::size_t kHugeHint = std::size_t{8} << 20;     // ask for huge pages from this size on
+constexpr std::size_t kHugeHint = std::size_t{8} << 20;    // ask for huge pages from this size on
 constexpr std::size_t kMaxAlign = 4096;
 
 void check_align(std::size_t align) {
@@ -98,7 +98,7 @@ ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(n
     region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, size_);
   } catch (const bip::interprocess_exception& e) {
     throw SystemError("cannot create the shared-memory segment '" + name + "' of " + std::to_string(size_) +
-                             " bytes: " + e.what());
+                      " bytes: " + e.what());
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   Header* h = new (region_->get_address()) Header{};
@@ -117,7 +117,8 @@ ShmArena::ShmArena(Open, const std::string& name) : name_(name) {
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   size_ = region_->get_size();
-  if (size_ < kHeaderBytes || header()->magic.load(std::memory_order_acquire) != Header::kMagic || header()->size != size_)
+  if (size_ < kHeaderBytes || header()->magic.load(std::memory_order_acquire) != Header::kMagic ||
+      header()->size != size_)
     throw SystemError("the shared-memory segment '" + name + "' is not a copse arena");
 }
 

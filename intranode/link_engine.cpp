@@ -81,9 +81,9 @@ struct alignas(64) LinkEngine::Inbox {
 // Where a rank is, for error messages only; and its barrier word.
 struct alignas(64) LinkEngine::Progress {
   std::atomic<std::int64_t> round{-1};  // the round whose steps the rank has started
-  std::atomic<std::uint64_t> step{0};  // index of the step being run
-  std::atomic<bool> done{false};       // finished the steps of `round`
-  std::atomic<std::uint32_t> go{0};    // the barrier releases the rank by changing it
+  std::atomic<std::uint64_t> step{0};   // index of the step being run
+  std::atomic<bool> done{false};        // finished the steps of `round`
+  std::atomic<std::uint32_t> go{0};     // the barrier releases the rank by changing it
 };
 
 struct alignas(64) LinkEngine::Shared {
@@ -152,8 +152,8 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   std::byte* base = arena_.address(shared);
   shared_ = std::launder(reinterpret_cast<Shared*>(base));
   if (shared_->ranks != config_.ranks)
-    throw UsageError("the link state holds " + std::to_string(shared_->ranks) + " ranks, but the engine is configured for " +
-                     std::to_string(config_.ranks));
+    throw UsageError("the link state holds " + std::to_string(shared_->ranks) +
+                     " ranks, but the engine is configured for " + std::to_string(config_.ranks));
   const auto p = static_cast<std::size_t>(config_.ranks);
   base += sizeof(Shared);
   outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
@@ -297,9 +297,7 @@ std::string LinkEngine::describe_wait(const LinkRank& c, std::string_view how) c
     case LinkRank::Wait::barrier:
       m << ": " << how << " at the barrier before " << config_.round_name << " " << c.round;
       break;
-    case LinkRank::Wait::none:
-      m << ": " << how;
-      break;
+    case LinkRank::Wait::none: m << ": " << how; break;
   }
   return m.str();
 }
@@ -355,7 +353,8 @@ bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
     ring(ib);
     throw ScheduleError(size_mismatch(c.rank, send.count, send.peer, ib.count, ib.offset));
   }
-  end = transfer_end(ob.sender_ready, ib.recv_ready, config_.model.transfer(level(c.rank, send.peer), send.count * c.eb));
+  end =
+      transfer_end(ob.sender_ready, ib.recv_ready, config_.model.transfer(level(c.rank, send.peer), send.count * c.eb));
   try {
     apply(c, arena_.address(ib.target), data, send.count, ib.side);
   } catch (...) {
@@ -552,9 +551,7 @@ void LinkEngine::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std
 // A central counter, but every rank sleeps on its own word: thousands of
 // threads on one futex word share one kernel hash bucket, which every other
 // futex call hashing there must then walk.
-std::uint32_t LinkEngine::next_generation(std::uint32_t word) {
-  return (word & kAbortBit) | ((word + 1) & ~kAbortBit);
-}
+std::uint32_t LinkEngine::next_generation(std::uint32_t word) { return (word & kAbortBit) | ((word + 1) & ~kAbortBit); }
 
 void LinkEngine::arrive(std::uint32_t participants) {
   if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;

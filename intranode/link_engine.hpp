@@ -38,21 +38,21 @@
 #include <string_view>
 #include <vector>
 
-#include "common/reduce_op.hpp"
-#include "common/wait.hpp"
 #include "common/cost_model.hpp"
 #include "common/error.hpp"
+#include "common/reduce_op.hpp"
 #include "common/schedule.hpp"
+#include "common/wait.hpp"
 #include "intranode/arena.hpp"
 
 namespace copse {
 
 struct LinkConfig {
   int ranks = 1;
-  CostModel model;                 // level 0: same node, level 1: other node
-  int ranks_per_node = 1;          // link levels: consecutive ranks per node ...
-  std::vector<int> node_of;        // ... or, if not empty, each rank's node
-  bool name_nodes = false;         // timeout messages say "rank r (node n)"
+  CostModel model;           // level 0: same node, level 1: other node
+  int ranks_per_node = 1;    // link levels: consecutive ranks per node ...
+  std::vector<int> node_of;  // ... or, if not empty, each rank's node
+  bool name_nodes = false;   // timeout messages say "rank r (node n)"
   // A wait longer than this fails with TimeoutError naming peer and step;
   // none: a rank waits as long as its peer takes (an application's ranks may
   // legitimately arrive far apart), and says whom it waits for every
@@ -72,7 +72,7 @@ struct LinkConfig {
 struct LinkRank {
   int rank = 0;
   RankClock clock;
-  std::int64_t round = 0;          // which run of the rank's steps (repetition, call)
+  std::int64_t round = 0;     // which run of the rank's steps (repetition, call)
   std::string_view activity;  // optional, e.g. "allreduce": "step 3 of call 2 (allreduce)"
   // Set by the engine.
   std::uint64_t step = 0;

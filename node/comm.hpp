@@ -51,8 +51,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/reduce_op.hpp"
 #include "common/cost_model.hpp"
+#include "common/reduce_op.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
@@ -70,19 +70,19 @@ inline constexpr std::chrono::seconds wait_report{60};
 }  // namespace team_defaults
 
 struct TeamOptions {
-  std::vector<NodeSpec> nodes;             // empty: one node, this machine (hwloc), `ranks` ranks
-  int ranks = 2;                           // used when `nodes` is empty
-  Grouping grouping;                       // default: auto, groups of at most 4
+  std::vector<NodeSpec> nodes;  // empty: one node, this machine (hwloc), `ranks` ranks
+  int ranks = 2;                // used when `nodes` is empty
+  Grouping grouping;            // default: auto, groups of at most 4
   bool multi_leader = false;
   // Inter-node algorithms among the off-node ranks.
   std::string allreduce{team_defaults::allreduce};
   std::string reduce{team_defaults::reduce};
   std::string bcast{team_defaults::bcast};
-  std::string barrier{team_defaults::barrier};  // a one-element allreduce of zero-byte elements
+  std::string barrier{team_defaults::barrier};      // a one-element allreduce of zero-byte elements
   std::string allgather{team_defaults::allgather};  // these two need a tree algorithm (binomial, binary-tree)
   std::string reduce_scatter{team_defaults::reduce_scatter};
-  int blocks = 0;                          // 0: autotuned per shape with the cost model
-  CostModel model;                         // virtual time (and block autotuning)
+  int blocks = 0;   // 0: autotuned per shape with the cost model
+  CostModel model;  // virtual time (and block autotuning)
   // Waiting for a peer. By default a rank waits as long as the peer takes --
   // an application's ranks may arrive at a collective minutes apart -- and
   // every wait_report says on on_wait_report whom it is waiting for (the

@@ -21,8 +21,8 @@ EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
   ranks_ = static_cast<int>(ranks);
 
   const int first = spec_.ranks_per_node.front();
-  const bool even = std::all_of(spec_.ranks_per_node.begin(), spec_.ranks_per_node.end(),
-                                [first](int k) { return k == first; });
+  const bool even =
+      std::all_of(spec_.ranks_per_node.begin(), spec_.ranks_per_node.end(), [first](int k) { return k == first; });
   config_.nodes = nodes();
   config_.ranks_per_node = even ? first : 1;
   if (spec_.hierarchical) {
@@ -63,8 +63,8 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   const ExecutionOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
   out.shape = Shape{cluster.ranks(), count, 1, root};
-  out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm,
-                                    out.shape, requested_blocks, sim);
+  out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, out.shape,
+                                    requested_blocks, sim);
   out.blocks = blocks_used(algorithm, out.shape);
 
   const SchedulePlan schedule = cluster.plan(algorithm, out.shape);
@@ -73,8 +73,8 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   out.matches_simulator = out.simulated_time == out.emulation.virtual_time;
   out.ok = out.emulation.verified && out.matches_simulator;
   if (!out.emulation.verified) {
-    out.failure = "wrong result: " + (out.emulation.failure.empty() ? std::string("(no detail given)")
-                                                                    : out.emulation.failure);
+    out.failure =
+        "wrong result: " + (out.emulation.failure.empty() ? std::string("(no detail given)") : out.emulation.failure);
   } else if (!out.matches_simulator) {
     out.failure = "virtual time " + std::to_string(out.emulation.virtual_time) + " ps differs from the simulator's " +
                   std::to_string(out.simulated_time) + " ps";

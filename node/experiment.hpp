@@ -64,13 +64,13 @@ class EmulatedCluster {
 };
 
 struct CheckedEmulation {
-  Shape shape;                  // as run: blocks is the count the schedule was planned with
-  int blocks = 1;               // blocks_used of that shape
+  Shape shape;     // as run: blocks is the count the schedule was planned with
+  int blocks = 1;  // blocks_used of that shape
   EmulationResult emulation;
-  Picos simulated_time = 0;     // the simulator's time for the same schedule
+  Picos simulated_time = 0;  // the simulator's time for the same schedule
   bool matches_simulator = false;
-  bool ok = false;              // verified and matching the simulator
-  std::string failure;          // one line when !ok
+  bool ok = false;      // verified and matching the simulator
+  std::string failure;  // one line when !ok
 };
 
 // Runs `algorithm` for `count` elements of `op` per rank on `cluster`, with

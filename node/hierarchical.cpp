@@ -52,7 +52,8 @@ IntranodeTree intranode_tree(const HierarchyPlan& plan) {
           t.parent[static_cast<std::size_t>(m)] = group.leader();
           t.children[static_cast<std::size_t>(group.leader())].push_back(m);  // levels ascend: nearest first
         }
-  for (std::size_t i = 0; i < plan.offnode.size(); ++i) t.offnode_index[static_cast<std::size_t>(plan.offnode[i])] = static_cast<int>(i);
+  for (std::size_t i = 0; i < plan.offnode.size(); ++i)
+    t.offnode_index[static_cast<std::size_t>(plan.offnode[i])] = static_cast<int>(i);
   for (std::size_t r = 0; r < p; ++r)
     if ((t.parent[r] < 0) != (t.offnode_index[r] >= 0))
       throw UsageError("hierarchy plan: rank " + std::to_string(r) +
@@ -99,9 +100,10 @@ struct GroupPhase {
 };
 
 struct Phased {
-  std::vector<std::vector<std::pair<int, std::shared_ptr<const GroupPhase>>>> groups_of;  // rank -> (its index, group), levels ascending
+  std::vector<std::vector<std::pair<int, std::shared_ptr<const GroupPhase>>>>
+      groups_of;  // rank -> (its index, group), levels ascending
   std::shared_ptr<const std::vector<int>> offnode;
-  SchedulePlan inter;        // over the off-node ranks, numbered 0..q-1; empty when q == 1
+  SchedulePlan inter;  // over the off-node ranks, numbered 0..q-1; empty when q == 1
 };
 
 RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, int rank) {

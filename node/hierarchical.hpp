@@ -49,7 +49,7 @@ class HierarchicalTree {
   using TreeOf = trees::Node (*)(int p, int rank);
   HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots);
   trees::Node node(int rank) const;
-  int dual(int rank) const;  // the other root of a dual-root pair, else -1
+  int dual(int rank) const;           // the other root of a dual-root pair, else -1
   int root() const { return root_; }  // the root (the lower root of a dual-root pair)
 
  private:

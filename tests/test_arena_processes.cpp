@@ -179,8 +179,9 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
       if (got == 0) continue;
       reaped[static_cast<std::size_t>(r)] = true;
       --left;
-      out.status[static_cast<std::size_t>(r)] =
-          got < 0 ? -1000 : WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      out.status[static_cast<std::size_t>(r)] = got < 0             ? -1000
+                                                : WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                    : -WTERMSIG(status);
     }
     if (left > 0 && std::chrono::steady_clock::now() > until) {
       std::string hung;

@@ -18,12 +18,12 @@
 // allocates nothing" promises. Being per thread, it measures exactly the
 // calling rank's own work.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -168,7 +168,8 @@ struct Log {
     if (bytes == 0 || std::memcmp(got, want, bytes) == 0) return;
     std::size_t i = 0;
     while (got[i] == want[i]) ++i;
-    if (wrong.size() < 5) wrong.push_back(what + ": first wrong byte " + std::to_string(i) + " of " + std::to_string(bytes));
+    if (wrong.size() < 5)
+      wrong.push_back(what + ": first wrong byte " + std::to_string(i) + " of " + std::to_string(bytes));
   }
 };
 
@@ -196,7 +197,8 @@ std::vector<Workload> workloads(int p, const std::vector<ReduceOp>& ops, const s
   std::vector<Workload> w;
   for (const ReduceOp& op : ops)
     for (std::uint64_t n : counts)
-      w.push_back(Workload{op, n, reference_result(op, p, n), reference_result(op, p, n * static_cast<std::uint64_t>(p))});
+      w.push_back(
+          Workload{op, n, reference_result(op, p, n), reference_result(op, p, n * static_cast<std::uint64_t>(p))});
   return w;
 }
 
@@ -347,8 +349,8 @@ TEST_CASE("concurrency: comm: a team on this machine (hwloc), default options", 
   o.ranks = 3;
   Team team(std::move(o));
   REQUIRE(team.size() == 3);
-  run_every_collective(team, workloads(3, {builtin_op("sum", DType::int32), builtin_op("affine", DType::int16)},
-                                       {0, 5, 4096}));
+  run_every_collective(
+      team, workloads(3, {builtin_op("sum", DType::int32), builtin_op("affine", DType::int16)}, {0, 5, 4096}));
 }
 
 TEST_CASE("concurrency: comm: virtual time equals the simulator's for the same hierarchical schedule", "[comm]") {
@@ -405,12 +407,11 @@ TEST_CASE("concurrency: comm: a repeated call of the same shape allocates nothin
   // thread combines that many elements, and which thread combines a given
   // transfer (sender or receiver, whoever arrives second) varies from call
   // to call. Commutative user operators do not need it.
-  const ReduceOp mat = user_op("sum16", DType::uint32, true, 16,
-                               [](const void* a, void* b, std::size_t k) {
-                                 const auto* x = static_cast<const std::uint32_t*>(a);
-                                 auto* y = static_cast<std::uint32_t*>(b);
-                                 for (std::size_t i = 0; i < 4 * k; ++i) y[i] += x[i];
-                               });
+  const ReduceOp mat = user_op("sum16", DType::uint32, true, 16, [](const void* a, void* b, std::size_t k) {
+    const auto* x = static_cast<const std::uint32_t*>(a);
+    auto* y = static_cast<std::uint32_t*>(b);
+    for (std::size_t i = 0; i < 4 * k; ++i) y[i] += x[i];
+  });
   const std::size_t n = 3001;
   std::vector<std::uint64_t> first(static_cast<std::size_t>(p)), second(static_cast<std::size_t>(p));
   const auto errors = on_every_rank(team, [&](Comm& c) {

@@ -2,12 +2,11 @@
 // source of every value, and one clear error per invalid value, unknown key
 // or unknown COPSE_* variable.
 
-#include <catch2/catch.hpp>
-
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -15,16 +14,16 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include "config/config.hpp"
+#include "common/cost_model.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
-#include "common/cost_model.hpp"
+#include "config/config.hpp"
 #include "internode/registry.hpp"
 
 extern char** environ;
@@ -349,16 +348,22 @@ TEST_CASE("config: an injected environment replaces the process's", "[config]") 
 }
 
 TEST_CASE("config: environment booleans, ports spellings, grouping forms", "[config]") {
-  for (const auto& [text, value] : std::vector<std::pair<std::string, bool>>{
-           {"true", true}, {"1", true}, {"yes", true}, {"on", true},
-           {"false", false}, {"0", false}, {"no", false}, {"off", false}}) {
+  for (const auto& [text, value] : std::vector<std::pair<std::string, bool>>{{"true", true},
+                                                                             {"1", true},
+                                                                             {"yes", true},
+                                                                             {"on", true},
+                                                                             {"false", false},
+                                                                             {"0", false},
+                                                                             {"no", false},
+                                                                             {"off", false}}) {
     INFO(text);
-    CHECK(load_with(std::nullopt, {{"COPSE_HIERARCHY_MULTI_LEADER", text}}).options().hierarchy.multi_leader ==
-          value);
+    CHECK(load_with(std::nullopt, {{"COPSE_HIERARCHY_MULTI_LEADER", text}}).options().hierarchy.multi_leader == value);
   }
-  for (const auto& [text, ports] : std::vector<std::pair<std::string, copse::Ports>>{
-           {"bi", copse::Ports::bidirectional}, {"bidirectional", copse::Ports::bidirectional},
-           {"uni", copse::Ports::unidirectional}, {"unidirectional", copse::Ports::unidirectional}}) {
+  for (const auto& [text, ports] :
+       std::vector<std::pair<std::string, copse::Ports>>{{"bi", copse::Ports::bidirectional},
+                                                         {"bidirectional", copse::Ports::bidirectional},
+                                                         {"uni", copse::Ports::unidirectional},
+                                                         {"unidirectional", copse::Ports::unidirectional}}) {
     INFO(text);
     CHECK(load_with(std::nullopt, {{"COPSE_MODEL_PORTS", text}}).options().model.ports == ports);
   }
@@ -422,8 +427,7 @@ TEST_CASE("config: every invalid environment value names key, value and variable
   };
   for (const auto& c : cases) {
     const std::string env = env_name(c.key);
-    const std::string message =
-        usage_error([&] { load_with(std::nullopt, {{env, c.value}}); });
+    const std::string message = usage_error([&] { load_with(std::nullopt, {{env, c.value}}); });
     INFO(message);
     CHECK(contains(message, c.key + " = \"" + c.value + "\" (from env " + env + "): "));
     CHECK(contains(message, c.why));
@@ -499,7 +503,9 @@ TEST_CASE("config: unknown keys and sections in the file are named", "[config]")
   SECTION("an unknown section names its keys") {
     const std::string path = dir.write("s.toml", "[modle]\ngamma = \"1ps\"\n[runtime]\nspinn = 3\n");
     const std::string message = usage_error([&] { load_with(path); });
-    CHECK(contains(message, "unknown keys modle.gamma (did you mean model.gamma?), runtime.spinn (did you mean runtime.spin?) in config"));
+    CHECK(contains(
+        message,
+        "unknown keys modle.gamma (did you mean model.gamma?), runtime.spinn (did you mean runtime.spin?) in config"));
   }
   SECTION("a top-level key") {
     const std::string path = dir.write("t.toml", "gamma = 1\n");
@@ -522,8 +528,9 @@ TEST_CASE("config: unknown keys and sections in the file are named", "[config]")
 TEST_CASE("config: unknown COPSE variables are named, but COPSE_CONFIG is not one", "[config]") {
   const std::string one = usage_error([] { load_with(std::nullopt, {{"COPSE_MODEL_GAMA", "1ps"}}); });
   CHECK(contains(one, "unknown environment variable COPSE_MODEL_GAMA (did you mean COPSE_MODEL_GAMMA?)"));
-  const std::string two =
-      usage_error([] { load_with(std::nullopt, {{"COPSE_X", "1"}, {"COPSE_RUNTIME_SPINS", "1"}}); });
+  const std::string two = usage_error([] {
+    load_with(std::nullopt, {{"COPSE_X", "1"}, {"COPSE_RUNTIME_SPINS", "1"}});
+  });
   CHECK(contains(two, "unknown environment variables COPSE_RUNTIME_SPINS (did you mean COPSE_RUNTIME_SPIN?), COPSE_X"));
   CHECK(contains(two, "known: COPSE_CONFIG, COPSE_MODEL_INTRA_ALPHA"));
 

@@ -26,12 +26,10 @@ struct Layout {
 };
 
 const Layout kLayouts[] = {
-    {{8, 8, 8, 8}, "package:2 l3:2 core:2 pu:1"},    // Bjørndalen's 8W shape
-    {{5, 8, 1}, "package:2 l3:2 core:2 pu:1"},       // uneven nodes
-    {{16, 16}, "package:2 l3:2 core:4 pu:1"},
-    {{3, 3, 3}, "numa:2 core:2 pu:1"},
-    {{1}, "core:2 pu:1"},
-    {{7}, "package:1 l3:1 l2:4 core:1 pu:1"},        // oversubscribed
+    {{8, 8, 8, 8}, "package:2 l3:2 core:2 pu:1"},  // Bjørndalen's 8W shape
+    {{5, 8, 1}, "package:2 l3:2 core:2 pu:1"},     // uneven nodes
+    {{16, 16}, "package:2 l3:2 core:4 pu:1"},     {{3, 3, 3}, "numa:2 core:2 pu:1"}, {{1}, "core:2 pu:1"},
+    {{7}, "package:1 l3:1 l2:4 core:1 pu:1"},  // oversubscribed
 };
 const char* const kGroupings[] = {"auto", "l3", "package", "core", "numa", "size:2", "size:4", "size:3"};
 
@@ -54,10 +52,10 @@ TEST_CASE("hierarchical schedules are proven for every inter-node algorithm, gro
             for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{100}}) {
               const Shape shape{plan->ranks, count, blocks, plan->ranks / 2};
               const auto result = verify(inter, plan_hierarchical(plan, inter, shape), shape);
-              INFO(to_string(inter.collective) << ":" << inter.name << " nodes " << layout.ranks_per_node.size()
-                                               << " " << layout.machine << " grouping " << grouping
-                                               << (multi_leader ? " multi-leader" : "") << " blocks " << blocks
-                                               << " count " << count << ": " << result.message);
+              INFO(to_string(inter.collective)
+                   << ":" << inter.name << " nodes " << layout.ranks_per_node.size() << " " << layout.machine
+                   << " grouping " << grouping << (multi_leader ? " multi-leader" : "") << " blocks " << blocks
+                   << " count " << count << ": " << result.message);
               REQUIRE(result.proven);
               ++proven;
             }
@@ -110,9 +108,9 @@ TEST_CASE("concurrency: hierarchical allreduce, reduce and bcast on real data, u
           const Shape shape{plan->ranks, count, 4, 3};
           const SchedulePlan schedule = plan_hierarchical(plan, inter, shape);
           const EmulationResult r = emulate(inter, schedule, shape, op, config);
-          INFO(to_string(inter.collective) << ":" << inter.name << " " << grouping
-                                           << (multi_leader ? " multi-leader" : "") << " count " << count << ": "
-                                           << r.failure);
+          INFO(to_string(inter.collective)
+               << ":" << inter.name << " " << grouping << (multi_leader ? " multi-leader" : "") << " count " << count
+               << ": " << r.failure);
           REQUIRE(r.verified);
           CHECK(r.virtual_time == execute(schedule, plan->ranks, sim).time);
         }

@@ -1,7 +1,6 @@
 // The simulator against the papers' closed forms, the beta coefficients of
 // Träff 2021 §1.2, port models, and the block autotuner.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "internode/autotune.hpp"
@@ -59,8 +58,8 @@ TEST_CASE("with alpha -> 0 and many blocks the beta coefficient tends to 4, 3 an
     for (auto [name, limit] : {std::pair{"binary-tree", 4.0}, {"dual-root", 3.0}, {"two-tree", 2.0}}) {
       const double coarse = coefficient(name, 256), fine = coefficient(name, 4096);
       INFO(name << ": " << coarse << " at 256 blocks, " << fine << " at 4096");
-      CHECK(fine > limit);             // the limit is approached from above ...
-      CHECK(fine - limit < 0.01);      // ... closely with many blocks ...
+      CHECK(fine > limit);                   // the limit is approached from above ...
+      CHECK(fine - limit < 0.01);            // ... closely with many blocks ...
       CHECK(coarse - limit > fine - limit);  // ... and more closely as blocks grow
     }
   }
@@ -127,7 +126,9 @@ TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises")
     INFO(to_string(a.collective) << ":" << a.name);
     CHECK(execute(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
     const auto empty = execute(a.plan(Shape{9, 0, 4, 3}), 9, o).time;
-    if (a.collective == Collective::barrier) CHECK(empty >= 4 * to_picos(kAlpha));  // at least log2(9) rounds
-    else CHECK(empty == 0);
+    if (a.collective == Collective::barrier)
+      CHECK(empty >= 4 * to_picos(kAlpha));  // at least log2(9) rounds
+    else
+      CHECK(empty == 0);
   }
 }

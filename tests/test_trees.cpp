@@ -11,10 +11,9 @@
 // so a failure names p, the rank and the property, while a passing run costs
 // a handful of Catch2 assertions per p instead of millions.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -118,7 +117,8 @@ std::string check_tree(int first_rank, const std::vector<Node>& nodes, TreeFacts
   // Descendant sets bottom-up (deepest ranks first): [lo, hi] must be their
   // exact hull, and the hull must hold no more ranks than the subtree does.
   std::vector<std::vector<int>> by_depth(static_cast<std::size_t>(facts.height) + 1);
-  for (int rank = first_rank; rank <= last_rank; ++rank) by_depth[static_cast<std::size_t>(at(rank).depth)].push_back(rank);
+  for (int rank = first_rank; rank <= last_rank; ++rank)
+    by_depth[static_cast<std::size_t>(at(rank).depth)].push_back(rank);
   std::vector<int> desc_lo(static_cast<std::size_t>(count)), desc_hi(static_cast<std::size_t>(count));
   facts.subtree_size.assign(static_cast<std::size_t>(count), 0);
   for (int depth = facts.height; depth >= 0; --depth) {
@@ -156,8 +156,8 @@ std::string check_tree(int first_rank, const std::vector<Node>& nodes, TreeFacts
       } else if (at(child).lo == held_hi + 1) {
         held_hi = at(child).hi;
       } else {
-        problem << "rank " << rank << " holding [" << held_lo << ", " << held_hi << "] cannot combine child "
-                << child << " with [" << at(child).lo << ", " << at(child).hi << "]";
+        problem << "rank " << rank << " holding [" << held_lo << ", " << held_hi << "] cannot combine child " << child
+                << " with [" << at(child).lo << ", " << at(child).hi << "]";
         return problem.str();
       }
     }
@@ -269,7 +269,8 @@ TEST_CASE("dual_root pairs two post-order trees whose roots know each other", "[
     for (int rank = 0; rank < p; ++rank) all.push_back(dual_root(p, rank));
 
     std::vector<Node> lower, upper;
-    for (int rank = 0; rank < p; ++rank) (rank < lower_size ? lower : upper).push_back(all[static_cast<std::size_t>(rank)].node);
+    for (int rank = 0; rank < p; ++rank)
+      (rank < lower_size ? lower : upper).push_back(all[static_cast<std::size_t>(rank)].node);
     TreeFacts facts;
     REQUIRE(check_tree(0, lower, facts) == "");
     REQUIRE(check_post_order_shape(0, lower, facts) == "");
@@ -281,15 +282,14 @@ TEST_CASE("dual_root pairs two post-order trees whose roots know each other", "[
     REQUIRE(static_cast<int>(lower.size()) - static_cast<int>(upper.size()) == p % 2);
 
     for (int rank = 0; rank < p; ++rank) {
-      const int expected_dual = p == 1                ? -1
-                                : rank == lower_size - 1 ? p - 1
-                                : rank == p - 1          ? lower_size - 1
-                                                         : -1;
-      if (all[static_cast<std::size_t>(rank)].dual != expected_dual) FAIL("rank " << rank << " dual " << all[static_cast<std::size_t>(rank)].dual);
+      const int expected_dual = p == 1 ? -1 : rank == lower_size - 1 ? p - 1 : rank == p - 1 ? lower_size - 1 : -1;
+      if (all[static_cast<std::size_t>(rank)].dual != expected_dual)
+        FAIL("rank " << rank << " dual " << all[static_cast<std::size_t>(rank)].dual);
       // Each half is exactly the post-order tree over its own range.
-      const Node alone = rank < lower_size ? post_order_binary(0, lower_size - 1, rank)
-                                           : post_order_binary(lower_size, p - 1, rank);
-      if (!same_node(all[static_cast<std::size_t>(rank)].node, alone)) FAIL("rank " << rank << " differs from its half's tree");
+      const Node alone =
+          rank < lower_size ? post_order_binary(0, lower_size - 1, rank) : post_order_binary(lower_size, p - 1, rank);
+      if (!same_node(all[static_cast<std::size_t>(rank)].node, alone))
+        FAIL("rank " << rank << " differs from its half's tree");
     }
   }
   CHECK_THROWS_AS(dual_root(4, 4), copse::UsageError);
@@ -312,8 +312,8 @@ TEST_CASE("binomial tree: children r+2^j below r's lowest set bit, depth popcoun
       for (int child : node.children) {
         const int step = child - rank;
         // A power of two, increasing, and the bits of rank up to it are clear.
-        const bool ok = step > previous_step && std::has_single_bit(static_cast<unsigned>(step)) &&
-                        (rank & (2 * step - 1)) == 0;
+        const bool ok =
+            step > previous_step && std::has_single_bit(static_cast<unsigned>(step)) && (rank & (2 * step - 1)) == 0;
         if (!ok) FAIL("rank " << rank << " child " << child);
         previous_step = step;
       }
@@ -349,7 +349,8 @@ TEST_CASE("k-ary pre-order tree: even contiguous ranges, minimal depth", "[trees
       int previous_size = below;
       for (int child : node.children) {
         const int size = facts.subtree_size[static_cast<std::size_t>(child)];
-        if (size > previous_size || size < below / k || size > (below + k - 1) / k) FAIL("rank " << rank << " uneven child " << child);
+        if (size > previous_size || size < below / k || size > (below + k - 1) / k)
+          FAIL("rank " << rank << " uneven child " << child);
         previous_size = size;
       }
     }
@@ -429,14 +430,14 @@ std::string check_two_tree(int p) {
       const Node& node = nodes[tree][static_cast<std::size_t>(rank)];
       int lower = -1, upper = -1;
       for (int child : node.children) (child < rank ? lower : upper) = child;
-      const bool in_order =
-          node.children.size() <= 2 && (node.children.size() < 2 || node.children[0] < node.children[1]) &&
-          (lower == -1 ? node.lo == rank
-                       : nodes[tree][static_cast<std::size_t>(lower)].lo == node.lo &&
-                             nodes[tree][static_cast<std::size_t>(lower)].hi == rank - 1) &&
-          (upper == -1 ? node.hi == rank
-                       : nodes[tree][static_cast<std::size_t>(upper)].lo == rank + 1 &&
-                             nodes[tree][static_cast<std::size_t>(upper)].hi == node.hi);
+      const bool in_order = node.children.size() <= 2 &&
+                            (node.children.size() < 2 || node.children[0] < node.children[1]) &&
+                            (lower == -1 ? node.lo == rank
+                                         : nodes[tree][static_cast<std::size_t>(lower)].lo == node.lo &&
+                                               nodes[tree][static_cast<std::size_t>(lower)].hi == rank - 1) &&
+                            (upper == -1 ? node.hi == rank
+                                         : nodes[tree][static_cast<std::size_t>(upper)].lo == rank + 1 &&
+                                               nodes[tree][static_cast<std::size_t>(upper)].hi == node.hi);
       if (!in_order) {
         problem << "tree " << tree << ": rank " << rank << " is not an in-order binary node";
         return problem.str();

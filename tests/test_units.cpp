@@ -1,7 +1,6 @@
 // Sizes and times as the command line reads them, and as humans read them back.
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <limits>

@@ -1,8 +1,8 @@
 // The verifier proves every builder, and fails where it should.
 #include <catch2/catch.hpp>
 
-#include "internode/executor.hpp"
 #include "common/error.hpp"
+#include "internode/executor.hpp"
 #include "internode/verifier.hpp"
 
 using namespace copse;
@@ -18,7 +18,8 @@ TEST_CASE("verifier proves every allreduce builder for p in 1..64 and blocks {1,
     if (a.collective != Collective::allreduce) continue;
     for (int p = 1; p <= 64; ++p)
       for (int blocks : {1, 2, 3, 7, 16})
-        for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t(3 * p + 5)}) {
+        for (std::uint64_t count :
+             {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t(3 * p + 5)}) {
           const auto r = verify(a, Shape{p, count, blocks, 0});
           INFO(name_of(a) << " p=" << p << " blocks=" << blocks << " count=" << count << ": " << r.message);
           REQUIRE(r.proven);
@@ -54,22 +55,22 @@ TEST_CASE("verifier finds order violations, size mismatches and deadlocks") {
   // Two ranks exchanging; `mode` breaks it in one way.
   static int mode = 0;
   const AlgorithmInfo broken{Collective::allreduce, "broken", "", false, false, [](const Shape& s) -> SchedulePlan {
-    return [s](int rank) -> RankSchedule {
-      const int peer = 1 - rank;
-      Step st;
-      st.send = {peer, 0, s.count};
-      st.recv = {peer, 0, s.count};
-      st.combine = (mode == 0) == (peer < rank) ? Combine::right : Combine::left;
-      if (mode == 1 && rank == 0) st.recv.count -= 1;
-      if (mode == 2) {
-        Step first;
-        first.recv = {peer, 0, s.count};
-        co_yield first;
-      }
-      if (mode == 3) st.send.peer = 7;
-      co_yield st;
-    };
-  }};
+                               return [s](int rank) -> RankSchedule {
+                                 const int peer = 1 - rank;
+                                 Step st;
+                                 st.send = {peer, 0, s.count};
+                                 st.recv = {peer, 0, s.count};
+                                 st.combine = (mode == 0) == (peer < rank) ? Combine::right : Combine::left;
+                                 if (mode == 1 && rank == 0) st.recv.count -= 1;
+                                 if (mode == 2) {
+                                   Step first;
+                                   first.recv = {peer, 0, s.count};
+                                   co_yield first;
+                                 }
+                                 if (mode == 3) st.send.peer = 7;
+                                 co_yield st;
+                               };
+                             }};
   mode = 0;
   auto r = verify(broken, Shape{2, 4, 1, 0});
   CHECK_THAT(r.message, Catch::Contains("step 0 combines x_1 with x_0"));
@@ -114,12 +115,12 @@ TEST_CASE("allgather and reduce_scatter checks catch a missing block") {
   // An allgather that forgets the last step of the ring leaves a block out.
   const auto& ring = find_algorithm(Collective::allgather, "ring");
   const AlgorithmInfo short_ring{Collective::allgather, "short", "", false, false, [](const Shape& s) -> SchedulePlan {
-    auto full = find_algorithm(Collective::allgather, "ring").plan(s);
-    return [full, s](int rank) -> RankSchedule {
-      auto g = full(rank);
-      for (int step = 0; step + 2 < s.ranks && g.next(); ++step) co_yield g.value();
-    };
-  }};
+                                   auto full = find_algorithm(Collective::allgather, "ring").plan(s);
+                                   return [full, s](int rank) -> RankSchedule {
+                                     auto g = full(rank);
+                                     for (int step = 0; step + 2 < s.ranks && g.next(); ++step) co_yield g.value();
+                                   };
+                                 }};
   REQUIRE(verify(ring, Shape{5, 2, 1, 0}).proven);
   const auto r = verify(short_ring, Shape{5, 2, 1, 0});
   REQUIRE_FALSE(r.proven);

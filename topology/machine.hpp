@@ -37,7 +37,7 @@ class Machine {
   // Number of objects at `level` that contain PUs; 0 if the level is absent.
   int objects(std::string_view level) const;
   std::string source() const { return source_; }  // "this machine (hwloc)" or the synthetic text
-  std::string describe() const;                    // indented tree, one object per line
+  std::string describe() const;                   // indented tree, one object per line
 
  private:
   std::string source_;

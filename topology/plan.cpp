@@ -53,12 +53,9 @@ Grouping Grouping::parse(std::string_view text, int max_group) {
 
 std::string Grouping::to_string() const {
   switch (kind) {
-    case Kind::automatic:
-      return "auto";
-    case Kind::level:
-      return level;
-    case Kind::size:
-      return "size:" + std::to_string(size);
+    case Kind::automatic: return "auto";
+    case Kind::level: return level;
+    case Kind::size: return "size:" + std::to_string(size);
   }
   return "auto";
 }
@@ -191,9 +188,7 @@ std::vector<PlannedLevel> plan_node(const NodeContext& node, const Grouping& gro
                          " objects (it has " + join(node.machine->levels(), ", ") + ")");
       level = grouping.level;
       break;
-    case Grouping::Kind::size:
-      size = grouping.size;
-      break;
+    case Grouping::Kind::size: size = grouping.size; break;
     case Grouping::Kind::automatic:
       level = automatic_level(node, current, grouping.max_group);
       if (level.empty()) size = grouping.max_group;
@@ -363,8 +358,10 @@ std::string HierarchyPlan::describe() const {
       for (const Group& group : levels[node][l]) {
         // Level 0 members are a rank range; above, list the leaders merged.
         out << separator;
-        if (l == 0) out << '[' << rank_range(group.members.front(), group.members.back()) << ']';
-        else out << '{' << rank_list(group.members) << '}';
+        if (l == 0)
+          out << '[' << rank_range(group.members.front(), group.members.back()) << ']';
+        else
+          out << '{' << rank_list(group.members) << '}';
         out << " leader " << group.leader();
         separator = ", ";
       }

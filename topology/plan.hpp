@@ -73,14 +73,14 @@ struct Group {
 struct HierarchyPlan {
   int ranks = 0;
   bool multi_leader = false;
-  std::string grouping;                            // Grouping::to_string() of the policy used
-  std::vector<int> node_of;                        // global rank -> node
-  std::vector<int> first_rank;                     // node -> its first global rank
+  std::string grouping;                                 // Grouping::to_string() of the policy used
+  std::vector<int> node_of;                             // global rank -> node
+  std::vector<int> first_rank;                          // node -> its first global rank
   std::vector<std::vector<std::vector<Group>>> levels;  // [node][level][group]
-  std::vector<std::string> level_names;            // [node] names of its levels, e.g. "l3,package,node"
-  std::vector<int> offnode;                        // ranks that talk off-node, ascending
-  std::vector<std::string> machine;                // [node] Machine::source() of its topology
-  std::vector<int> pu_of;                          // global rank -> the PU it is bound to on its node
+  std::vector<std::string> level_names;                 // [node] names of its levels, e.g. "l3,package,node"
+  std::vector<int> offnode;                             // ranks that talk off-node, ascending
+  std::vector<std::string> machine;                     // [node] Machine::source() of its topology
+  std::vector<int> pu_of;                               // global rank -> the PU it is bound to on its node
 
   std::string describe() const;  // which rank is in which group, who leads, who talks off-node
   std::string dot() const;       // Graphviz

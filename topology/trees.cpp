@@ -25,8 +25,8 @@ void require_ranks(int p, const char* who) {
 
 void require_rank_in(int lo, int hi, int rank, const char* who) {
   if (rank < lo || rank > hi) {
-    throw UsageError(std::string(who) + ": rank " + std::to_string(rank) + " outside [" +
-                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw UsageError(std::string(who) + ": rank " + std::to_string(rank) + " outside [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
   }
 }
 
@@ -51,8 +51,7 @@ void require_rank_in(int lo, int hi, int rank, const char* who) {
 // floor(log2 n), which equals the contract's ceil(log2(n+1)) - 1.
 Node post_order_binary(int lo, int hi, int rank) {
   if (lo > hi) {
-    throw UsageError("post_order_binary: empty range [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "]");
+    throw UsageError("post_order_binary: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   require_rank_in(lo, hi, rank, "post_order_binary");
 
@@ -150,9 +149,7 @@ Node kary(int p, int k, int rank) {
   // a + 1 + i*base + min(i, extra) and holds base + (i < extra) ranks.
   struct Split {
     std::int64_t base, extra, count;
-    std::int64_t start(std::int64_t first, std::int64_t i) const {
-      return first + i * base + std::min(i, extra);
-    }
+    std::int64_t start(std::int64_t first, std::int64_t i) const { return first + i * base + std::min(i, extra); }
   };
   auto split = [k](std::int64_t a, std::int64_t b) {
     const std::int64_t m = b - a;
@@ -165,8 +162,7 @@ Node kary(int p, int k, int rank) {
     const Split s = split(a, b);
     const std::int64_t offset = rank - (a + 1);
     const std::int64_t big_span = s.extra * (s.base + 1);  // ranks in the larger ranges
-    const std::int64_t i =
-        offset < big_span ? offset / (s.base + 1) : s.extra + (offset - big_span) / s.base;
+    const std::int64_t i = offset < big_span ? offset / (s.base + 1) : s.extra + (offset - big_span) / s.base;
     node.parent = static_cast<int>(a);
     ++node.depth;
     const std::int64_t first = s.start(a + 1, i);
@@ -246,14 +242,12 @@ Node flat(int p, int rank) {
 //
 // Interior ranks: {1, 3, 5} in tree 0, {0, 2, 4} in tree 1. Clipping at
 // work: rank 5 in tree 0 is value 6 (key 1), whose infinite subtree [5, 7]
-// clips to [5, 6], i.e. ranks [4, 5], so its only child is rank 4. The walk starts at edge 0->1 (tree 0, colour 0). Out of
-// 0's up port: 0->2 (tree 1, colour 1); out of 2's down port: 4->2 (tree 1,
-// colour 0); out of 4's up port: 4->5 (tree 0, colour 1); 5 has no other
-// child, the path ends. Back out of 1's down port: 2->1 (tree 0, colour 1);
-// 2 is tree 1's root, the path ends. The next walk starts at 1->3 (colour 0),
-// and so on. Check: each rank's two parent edges differ (0: 0/1, 4: 1/0, ...)
-// and each rank's two child edges differ (3 receives from 1 on colour 0 and
-// from 5 on colour 1; 4 from 3 on colour 1 and from 5 on colour 0).
+// clips to [5, 6], i.e. ranks [4, 5], so its only child is rank 4. The walk starts at edge 0->1 (tree 0, colour 0). Out
+// of 0's up port: 0->2 (tree 1, colour 1); out of 2's down port: 4->2 (tree 1, colour 0); out of 4's up port: 4->5
+// (tree 0, colour 1); 5 has no other child, the path ends. Back out of 1's down port: 2->1 (tree 0, colour 1); 2 is
+// tree 1's root, the path ends. The next walk starts at 1->3 (colour 0), and so on. Check: each rank's two parent edges
+// differ (0: 0/1, 4: 1/0, ...) and each rank's two child edges differ (3 receives from 1 on colour 0 and from 5 on
+// colour 1; 4 from 3 on colour 1 and from 5 on colour 0).
 
 namespace {
 
@@ -270,17 +264,13 @@ struct Window {
   std::int64_t subtree_hi(std::int64_t v) const { return std::min(hi_value, v + key_span(v) - 1); }
   std::int64_t lower_child(std::int64_t v) const {
     const std::int64_t reach = v - subtree_lo(v);
-    return reach > 0 ? v - static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(reach)))
-                     : kNone;
+    return reach > 0 ? v - static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(reach))) : kNone;
   }
   std::int64_t upper_child(std::int64_t v) const {
     const std::int64_t reach = subtree_hi(v) - v;
-    return reach > 0 ? v + static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(reach)))
-                     : kNone;
+    return reach > 0 ? v + static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(reach))) : kNone;
   }
-  std::int64_t root() const {
-    return static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(hi_value)));
-  }
+  std::int64_t root() const { return static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(hi_value))); }
 };
 
 Window window_of(int p, int tree) { return Window{1 + tree, std::int64_t{p} + tree}; }
@@ -348,8 +338,7 @@ TwoTree::TwoTree(int p) : p_(p) {
       tree = other;
     } else {
       const auto parent = static_cast<std::size_t>(parent_[tree][c]);
-      const std::int32_t sibling =
-          child_[tree][0][parent] == child ? child_[tree][1][parent] : child_[tree][0][parent];
+      const std::int32_t sibling = child_[tree][0][parent] == child ? child_[tree][1][parent] : child_[tree][0][parent];
       if (sibling == kNone) return false;
       child = sibling;
     }

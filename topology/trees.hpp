@@ -80,9 +80,9 @@ class TwoTree {
   explicit TwoTree(int p);
   int ranks() const { return p_; }
   int root(int tree) const;
-  int height(int tree) const;              // largest depth in that tree
-  Node node(int tree, int rank) const;     // children: the lower child first
-  int colour(int tree, int rank) const;    // colour of rank -> parent edge; -1 at the root
+  int height(int tree) const;            // largest depth in that tree
+  Node node(int tree, int rank) const;   // children: the lower child first
+  int colour(int tree, int rank) const;  // colour of rank -> parent edge; -1 at the root
 
  private:
   int p_;

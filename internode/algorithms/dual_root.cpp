@@ -9,8 +9,7 @@ namespace copse::builders {
 SchedulePlan dual_root_allreduce(const Shape& shape) {
   return [shape](int rank) {
     const auto pair = trees::dual_root(shape.ranks, rank);
-    return patterns::doubly_pipelined_allreduce(rank, pair.node, pair.dual,
-                                                BlockPartition(shape.count, shape.blocks));
+    return patterns::doubly_pipelined_allreduce(rank, pair.node, pair.dual, BlockPartition(shape.count, shape.blocks));
   };
 }
 

@@ -17,17 +17,14 @@ namespace copse::builders {
 
 struct PowerOfTwoFold {
   int p2, extra;
-  explicit PowerOfTwoFold(int p)
-      : p2(static_cast<int>(std::bit_floor(static_cast<unsigned>(p)))), extra(p - p2) {}
+  explicit PowerOfTwoFold(int p) : p2(static_cast<int>(std::bit_floor(static_cast<unsigned>(p)))), extra(p - p2) {}
   // -1 for a rank that sits out the butterfly.
   int new_rank(int r) const { return r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra; }
   int old_rank(int n) const { return n < extra ? 2 * n + 1 : n + extra; }
 };
 
 // Whole-vector transfer, or none when the vector is empty.
-inline Transfer whole(int peer, std::uint64_t count) {
-  return count ? Transfer{peer, 0, count} : Transfer{};
-}
+inline Transfer whole(int peer, std::uint64_t count) { return count ? Transfer{peer, 0, count} : Transfer{}; }
 // Transfer of [lo, hi), or none when empty.
 inline Transfer region(int peer, std::uint64_t lo, std::uint64_t hi) {
   return hi > lo ? Transfer{peer, lo, hi - lo} : Transfer{};
@@ -37,16 +34,20 @@ inline Transfer region(int peer, std::uint64_t lo, std::uint64_t hi) {
 inline Step fold_in(const PowerOfTwoFold& f, int rank, std::uint64_t count) {
   Step s;
   if (rank < 2 * f.extra) {
-    if (rank % 2 == 0) s.send = whole(rank + 1, count);
-    else s.recv = whole(rank - 1, count), s.combine = Combine::left;
+    if (rank % 2 == 0)
+      s.send = whole(rank + 1, count);
+    else
+      s.recv = whole(rank - 1, count), s.combine = Combine::left;
   }
   return s;
 }
 inline Step fold_out(const PowerOfTwoFold& f, int rank, std::uint64_t count) {
   Step s;
   if (rank < 2 * f.extra) {
-    if (rank % 2 == 1) s.send = whole(rank - 1, count);
-    else s.recv = whole(rank + 1, count);
+    if (rank % 2 == 1)
+      s.send = whole(rank - 1, count);
+    else
+      s.recv = whole(rank + 1, count);
   }
   return s;
 }

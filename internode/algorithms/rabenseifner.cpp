@@ -24,7 +24,9 @@ RankSchedule rabenseifner_rank(Shape shape, int rank, bool to_zero) {
   const PowerOfTwoFold fold(shape.ranks);
   if (auto s = fold_in(fold, rank, shape.count); !s.empty()) co_yield s;
   if (const int n = fold.new_rank(rank); n >= 0) {
-    struct Region { std::uint64_t lo, hi; };
+    struct Region {
+      std::uint64_t lo, hi;
+    };
     std::array<Region, 32> before{};  // the region held before each halving
     Region mine{0, shape.count};
     int levels = 0;

@@ -68,14 +68,7 @@ void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_par
   command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
       ->type_name("NAME")
       ->required();
-  command
-      ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
-      ->type_name("C")
-      ->capture_default_str();
-  command->add_option("--root", args->root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
-  command->add_option("--blocks", args->blocks, "pipeline blocks, or auto for the count that minimises simulated time")
-      ->type_name("N|auto")
-      ->capture_default_str();
+  add_collective_options(command, args->collective, args->root, args->blocks);
   add_cluster_options(command, args->cluster, true);
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");

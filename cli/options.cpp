@@ -12,6 +12,16 @@ void add_config_file_option(CLI::App* command) {
       ->type_name("FILE");
 }
 
+void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks) {
+  command->add_option("--collective", collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
+      ->type_name("C")
+      ->capture_default_str();
+  command->add_option("--root", root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
+  command->add_option("--blocks", blocks, "pipeline blocks, or auto for the count that minimises simulated time")
+      ->type_name("N|auto")
+      ->capture_default_str();
+}
+
 std::uint64_t size_option(std::string_view option, const std::string& text) {
   return option_value(option, [&] { return parse_size(text); });
 }

@@ -38,6 +38,9 @@ inline constexpr const char* kTimeHelp = "TIME: seconds, or with a unit s, ms, u
 // documents it and lets CLI11 accept it.
 void add_config_file_option(CLI::App* command);
 
+// --collective C, --root R and --blocks N|auto, as sim and emulate take them.
+void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks);
+
 // Re-throws a parse error with the option's name in front.
 template <class F>
 auto option_value(std::string_view option, F&& parse) {

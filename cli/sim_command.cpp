@@ -121,14 +121,7 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
       ->required();
   command->add_option("--ranks", args->ranks, "participants")->type_name("P")->required();
   command->add_option("--bytes", args->bytes, "bytes per rank")->type_name("SIZE")->required();
-  command
-      ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
-      ->type_name("C")
-      ->capture_default_str();
-  command->add_option("--root", args->root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
-  command->add_option("--blocks", args->blocks, "pipeline blocks, or auto for the count that minimises simulated time")
-      ->type_name("N|auto")
-      ->capture_default_str();
+  add_collective_options(command, args->collective, args->root, args->blocks);
   command->add_option("--alpha", args->alpha, "per-message latency")->type_name("TIME")->capture_default_str();
   command->add_option("--beta", args->beta, "per-byte transfer time")->type_name("TIME")->capture_default_str();
   command->add_option("--gamma", args->gamma, "time per combined (or copied) byte")

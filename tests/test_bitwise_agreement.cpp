@@ -54,6 +54,7 @@
 #include "node/comm.hpp"
 #include "node/emulator.hpp"
 #include "node/hierarchical.hpp"
+#include "tests/support.hpp"
 
 using namespace copse;
 
@@ -100,15 +101,7 @@ std::vector<Bytes> random_inputs(const ReduceOp& op, int p, std::uint64_t count,
 
 // ---- running a schedule on real data -------------------------------------
 
-std::string message_of(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
+using copse::testing::message_of;
 
 // One allreduce to run: a plan for p ranks, each rank's input vector
 // (`count` elements of op); `data` ends as each rank's result.

@@ -38,6 +38,7 @@
 #include "internode/registry.hpp"
 #include "node/comm.hpp"
 #include "node/hierarchical.hpp"
+#include "tests/support.hpp"
 
 namespace {
 thread_local std::uint64_t t_allocations = 0;
@@ -143,16 +144,7 @@ std::vector<std::exception_ptr> on_every_rank(Team& team, F fn, int absent = -1)
   return errors;
 }
 
-std::string message_of(const std::exception_ptr& e) {
-  if (!e) return "";
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
+using copse::testing::message_of;
 
 void check_no_errors(const std::vector<std::exception_ptr>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) {

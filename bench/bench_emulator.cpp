@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <numeric>
 
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 
 namespace {
@@ -41,18 +41,17 @@ int main(int argc, char** argv) {
               repetitions);
   for (const Case& c : cases) {
     EmulatorConfig config;
-    config.nodes = c.nodes;
-    config.ranks_per_node = c.ranks_per_node;
+    config.layout = RankMap::uniform(c.nodes * c.ranks_per_node, c.ranks_per_node);
     config.repetitions = repetitions;
     const ReduceOp op = builtin_op("sum", DType::int32);
     const Shape shape{c.nodes * c.ranks_per_node, c.bytes / op.element_bytes, c.blocks, 0};
 
     auto t0 = std::chrono::steady_clock::now();
-    ExecutionOptions sim;
+    SimulationOptions sim;
     sim.model = config.model;
-    sim.ranks_per_node = c.ranks_per_node;
+    sim.layout = config.layout;
     sim.element_bytes = op.element_bytes;
-    const auto simulated = execute(algorithm.plan(shape), shape.ranks, sim);
+    const auto simulated = simulate(algorithm.plan(shape), shape.ranks, sim);
     const double simulate_s = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();

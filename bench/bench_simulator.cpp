@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 
 int main(int argc, char** argv) {
   using namespace copse;
@@ -18,11 +18,11 @@ int main(int argc, char** argv) {
   const std::string name = argc > 3 ? argv[3] : "dual-root";
   const std::uint64_t bytes = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 64u << 20;
   const auto& algorithm = find_algorithm(Collective::allreduce, name);
-  ExecutionOptions options;  // default one-level model
+  SimulationOptions options;  // default one-level model
   options.model = CostModel::uniform(model_defaults::other_node, model_defaults::gamma, Ports::bidirectional);
 
   const auto t0 = std::chrono::steady_clock::now();
-  const auto result = execute(algorithm.plan(Shape{p, bytes, blocks, 0}), p, options);
+  const auto result = simulate(algorithm.plan(Shape{p, bytes, blocks, 0}), p, options);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

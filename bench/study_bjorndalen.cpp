@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 #include "node/hierarchical.hpp"
 
@@ -61,16 +61,16 @@ Timing run(const Scheme& s, const CostModel& m, bool emulate_too) {
   const auto plan = plan_for(s);
   const AlgorithmInfo& inter = find_algorithm(Collective::allreduce, s.grouping ? "flat" : "binomial");
   const SchedulePlan schedule = s.grouping ? plan_hierarchical(plan, inter, shape) : inter.plan(shape);
-  ExecutionOptions o;
+  SimulationOptions o;
   o.model = m;
-  o.node_of = plan->node_of;
+  o.layout = RankMap::from_nodes(plan->node_of);
   o.element_bytes = 4;
   Timing t;
-  t.simulated = execute(schedule, 32, o).time;
+  t.simulated = simulate(schedule, 32, o).time;
   if (emulate_too) {
     EmulatorConfig c;
     c.model = m;
-    c.node_of = plan->node_of;
+    c.layout = RankMap::from_nodes(plan->node_of);
     c.repetitions = 3;
     const auto r = emulate(inter, schedule, shape, builtin_op("sum", DType::int32), c);
     t.emulated = r.virtual_time;

@@ -5,8 +5,8 @@
 #include "cli/options.hpp"
 #include "common/units.hpp"
 #include "internode/autotune.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 
 namespace copse {
 namespace {
@@ -56,9 +56,10 @@ int run_sim(const SimArgs& args) {
   const double gamma = time_option("--gamma", args.gamma);
   const Ports ports = ports_option(args.ports);
 
-  ExecutionOptions options;
+  SimulationOptions options;
   options.model = CostModel({intra, inter}, gamma, ports);
-  options.ranks_per_node = args.ranks_per_node;
+  // Without --ranks-per-node every rank is on a node of its own.
+  if (args.ranks_per_node > 0 && args.ranks >= 1) options.layout = RankMap::uniform(args.ranks, args.ranks_per_node);
   options.element_bytes = 1;
 
   Shape shape;
@@ -67,7 +68,7 @@ int run_sim(const SimArgs& args) {
   shape.root = args.root;
   shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
 
-  const ExecutionResult result = execute(algorithm.plan(shape), shape.ranks, options);
+  const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
 
   if (args.json) {

@@ -142,17 +142,4 @@ inline std::uint64_t local_work_elements(const Step& step) {
   return combined + step.copy.count;
 }
 
-// Which link level separates two ranks: ranks are laid out node by node, with
-// `ranks_per_node` consecutive ranks on a node (0 or less: every rank its own node).
-inline int link_level(int a, int b, int ranks_per_node) {
-  if (ranks_per_node <= 0) return 1;
-  return (a / ranks_per_node == b / ranks_per_node) ? 0 : 1;
-}
-// The same for nodes of any sizes: `node_of[rank]` names a rank's node; an
-// empty map falls back to `ranks_per_node`.
-inline int link_level(int a, int b, int ranks_per_node, const std::vector<int>& node_of) {
-  if (node_of.empty()) return link_level(a, b, ranks_per_node);
-  return node_of[static_cast<std::size_t>(a)] == node_of[static_cast<std::size_t>(b)] ? 0 : 1;
-}
-
 }  // namespace copse

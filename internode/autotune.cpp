@@ -6,12 +6,12 @@
 
 namespace copse {
 
-int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options) {
+int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const SimulationOptions& options) {
   return best_blocks([&algorithm](const Shape& s) { return algorithm.plan(s); }, algorithm.pipelined, shape, options);
 }
 
 int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
-                const ExecutionOptions& options) {
+                const SimulationOptions& options) {
   if (!pipelined || shape.count <= 1) return 1;
   const long max_blocks = static_cast<long>(std::min<std::uint64_t>(shape.count, 1u << 20));
   std::map<long, Picos> seen;
@@ -21,7 +21,7 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
     if (auto it = seen.find(b); it != seen.end()) return it->second;
     Shape s = shape;
     s.blocks = static_cast<int>(b);
-    const auto r = execute(plan_for(s), s.ranks, options);
+    const auto r = simulate(plan_for(s), s.ranks, options);
     steps[b] = r.max_steps;
     return seen[b] = r.time;
   };
@@ -63,7 +63,7 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
 }
 
 int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
-                   Shape shape, std::optional<int> requested, const ExecutionOptions& options) {
+                   Shape shape, std::optional<int> requested, const SimulationOptions& options) {
   shape.blocks = 1;
   validate_shape(algorithm, shape);
   if (requested)

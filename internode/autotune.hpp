@@ -8,23 +8,23 @@
 #include <functional>
 #include <optional>
 
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 
 namespace copse {
 
-int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const ExecutionOptions& options);
+int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const SimulationOptions& options);
 
 // The same for any schedule family (e.g. a hierarchical composition):
 // `plan_for(shape)` plans it for a block count; `pipelined` false means blocks
 // do not apply and the answer is 1.
 int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
-                const ExecutionOptions& options);
+                const SimulationOptions& options);
 
 // The block count to plan `algorithm` with: `requested` if given, else the
 // best_blocks of `plan_for` (empty: the algorithm's own plan). Validates the
 // shape with one block and with the answer (UsageError).
 int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
-                   Shape shape, std::optional<int> requested, const ExecutionOptions& options);
+                   Shape shape, std::optional<int> requested, const SimulationOptions& options);
 
 }  // namespace copse

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 
 namespace copse {
 
@@ -173,8 +173,8 @@ VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, co
         std::to_string(shape.count) + " elements each)");
   try {
     SymbolicData data(algorithm, shape);
-    ExecutionOptions options;
-    execute(plan, shape.ranks, options, &data);
+    SimulationOptions options;
+    simulate(plan, shape.ranks, options, &data);
     auto failure = data.check_final();
     return {failure.empty(), failure};
   } catch (const ScheduleError& e) {

@@ -46,12 +46,8 @@ constexpr std::uint32_t kAbortBit = 0x80000000U;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
-inline bool overlaps(const Transfer& a, const Transfer& b) {
-  return a.count > 0 && b.count > 0 && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
-}
-
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free &&
-                  std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+                  std::atomic<std::int64_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
               "link words live in shared memory: their atomics must be lock-free");
 
 }  // namespace
@@ -93,40 +89,6 @@ struct alignas(64) LinkEngine::Shared {
   // Followed by Outbox[ranks], Inbox[ranks], Progress[ranks].
 };
 
-// ---- compiling a rank's steps -------------------------------------------------
-
-std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out) {
-  auto in_range = [n](std::uint64_t offset, std::uint64_t count) { return offset <= n && count <= n - offset; };
-  std::uint64_t scratch = 0;
-  RankSchedule schedule = plan(r);
-  std::uint64_t index = 0;
-  while (schedule.next()) {
-    const Step& s = schedule.value();
-    auto bad = [&](const std::string& what) {
-      std::ostringstream m;
-      m << "rank " << r << " step " << index << " " << what;
-      throw ScheduleError(m.str());
-    };
-    for (const Transfer* t : {&s.send, &s.recv}) {
-      if (!*t) continue;
-      const char* verb = t == &s.send ? "sends to" : "receives from";
-      if (t->peer >= p || t->peer == r)
-        bad(std::string(verb) + " rank " + std::to_string(t->peer) + ", which is " +
-            (t->peer == r ? "itself" : "not a rank") + " (p = " + std::to_string(p) + ")");
-      if (!in_range(t->offset, t->count))
-        bad(std::string(t == &s.send ? "sends" : "receives into") + " elements [" + std::to_string(t->offset) + ", " +
-            std::to_string(t->offset + t->count) + ") of a " + std::to_string(n) + "-element vector");
-    }
-    if (s.copy.count > 0 && (!in_range(s.copy.from, s.copy.count) || !in_range(s.copy.to, s.copy.count)))
-      bad("copies " + std::to_string(s.copy.count) + " elements from " + std::to_string(s.copy.from) + " to " +
-          std::to_string(s.copy.to) + " in a " + std::to_string(n) + "-element vector");
-    if (s.send && s.recv && overlaps(s.send, s.recv)) scratch = std::max(scratch, s.recv.count);
-    out.push_back(s);
-    ++index;
-  }
-  return scratch;
-}
-
 // ---- set-up ---------------------------------------------------------------------
 
 Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
@@ -147,14 +109,13 @@ Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
 LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
     : arena_(arena),
       config_(std::move(config)),
-      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
-      bidirectional_(config_.model.ports() == Ports::bidirectional) {
+      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process) {
   std::byte* base = arena_.address(shared);
   shared_ = std::launder(reinterpret_cast<Shared*>(base));
-  if (shared_->ranks != config_.ranks)
+  if (shared_->ranks != config_.layout.ranks())
     throw UsageError("the link state holds " + std::to_string(shared_->ranks) +
-                     " ranks, but the engine is configured for " + std::to_string(config_.ranks));
-  const auto p = static_cast<std::size_t>(config_.ranks);
+                     " ranks, but the engine is configured for " + std::to_string(config_.layout.ranks()));
+  const auto p = static_cast<std::size_t>(config_.layout.ranks());
   base += sizeof(Shared);
   outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
   base += p * sizeof(Outbox);
@@ -171,7 +132,7 @@ bool LinkEngine::aborted() const { return shared_->abort.load(std::memory_order_
 
 void LinkEngine::abort() noexcept {
   if (shared_->abort.exchange(1, std::memory_order_acq_rel)) return;
-  const auto p = static_cast<std::size_t>(config_.ranks);
+  const auto p = static_cast<std::size_t>(config_.layout.ranks());
   for (std::size_t r = 0; r < p; ++r) {
     outbox_[r].state.fetch_or(kAbortBit, std::memory_order_acq_rel);
     wake_all(outbox_[r].state, scope_);
@@ -232,74 +193,34 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
     if (s != kDelivering) break;
     wait(ib.bell, bell);
   }
+  c.send_done = c.recv_done = true;
   c.waiting = LinkRank::Wait::none;
 }
 
-// ---- messages -------------------------------------------------------------------
+// ---- where ranks are -------------------------------------------------------------
 
-std::uint32_t LinkEngine::block(LinkRank& c, const std::atomic<std::uint32_t>& word, std::uint32_t old,
-                                Deadline deadline) {
-  // The lambdas capture two pointers each, which std::function stores inline:
-  // a wait allocates nothing.
-  c.wait_started = std::chrono::steady_clock::now();
-  WaitPolicy policy;
-  policy.deadline = deadline;
-  policy.timeout_message = [this, &c] {
-    const auto ms = (c.waiting == LinkRank::Wait::barrier ? barrier_patience() : *config_.wait_timeout).count();
-    return describe_wait(c, "timed out after " + std::to_string(ms) + " ms");
-  };
-  if (config_.on_wait_report && config_.report_every.count() > 0) {
-    policy.report_every = config_.report_every;
-    policy.report = [this, &c] {
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.wait_started);
-      config_.on_wait_report(describe_wait(c, "still blocked after " + std::to_string(waited.count()) + " s"));
-    };
-  }
-  return wait_while_equal(word, old, policy, scope_);
+void LinkEngine::publish_start(const LinkRank& c) {
+  Progress& progress = progress_[static_cast<std::size_t>(c.rank)];
+  progress.done.store(false, std::memory_order_relaxed);
+  progress.step.store(0, std::memory_order_relaxed);
+  progress.round.store(c.round, std::memory_order_relaxed);
 }
 
-std::chrono::milliseconds LinkEngine::barrier_patience() const {
-  return 2 * config_.wait_timeout.value_or(std::chrono::milliseconds(0)) + std::chrono::milliseconds(100);
+void LinkEngine::publish_step(const LinkRank& c) {
+  progress_[static_cast<std::size_t>(c.rank)].step.store(c.step, std::memory_order_relaxed);
 }
 
-std::string LinkEngine::describe_wait(const LinkRank& c, std::string_view how) const {
-  std::ostringstream m;
-  m << "rank " << c.rank;
-  if (config_.name_nodes)
-    m << " (node "
-      << (config_.node_of.empty() ? c.rank / std::max(1, config_.ranks_per_node)
-                                  : config_.node_of[static_cast<std::size_t>(c.rank)])
-      << ")";
-  auto peer_state = [&] {
-    const Progress& pr = progress_[static_cast<std::size_t>(c.peer)];
-    const std::string who = "; rank " + std::to_string(c.peer);
-    const std::int64_t round = pr.round.load(std::memory_order_relaxed);
-    if (round < c.round) return who + " has not started its schedule";
-    if (round > c.round || pr.done.load(std::memory_order_relaxed)) return who + " has finished its schedule";
-    return who + " is in its step " + std::to_string(pr.step.load(std::memory_order_relaxed));
-  };
-  auto where = [&] {
-    m << ", step " << c.step << " of " << config_.round_name << " " << c.round;
-    if (!c.activity.empty()) m << " (" << c.activity << ")";
-  };
-  switch (c.waiting) {
-    case LinkRank::Wait::recv:
-      where();
-      m << ": " << how << " waiting for rank " << c.peer << " to send the " << c.wait_count
-        << " elements it receives (at element " << c.wait_offset << ")" << peer_state();
-      break;
-    case LinkRank::Wait::ack:
-      where();
-      m << ": " << how << " waiting for rank " << c.peer << " to receive the " << c.wait_count
-        << " elements it sends (from element " << c.wait_offset << ")" << peer_state();
-      break;
-    case LinkRank::Wait::barrier:
-      m << ": " << how << " at the barrier before " << config_.round_name << " " << c.round;
-      break;
-    case LinkRank::Wait::none: m << ": " << how; break;
-  }
-  return m.str();
+void LinkEngine::publish_done(const LinkRank& c) {
+  progress_[static_cast<std::size_t>(c.rank)].done.store(true, std::memory_order_relaxed);
+}
+
+std::string LinkEngine::peer_state(const LinkRank& c, int peer) const {
+  const Progress& pr = progress_[static_cast<std::size_t>(peer)];
+  const std::string who = "; rank " + std::to_string(peer);
+  const std::int64_t round = pr.round.load(std::memory_order_relaxed);
+  if (round < c.round) return who + " has not started its schedule";
+  if (round > c.round || pr.done.load(std::memory_order_relaxed)) return who + " has finished its schedule";
+  return who + " is in its step " + std::to_string(pr.step.load(std::memory_order_relaxed));
 }
 
 std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received,
@@ -314,12 +235,8 @@ std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std:
 
 // ---- the protocol -----------------------------------------------------------------
 
-void LinkEngine::apply(const LinkRank& c, std::byte* dst, const std::byte* src, std::uint64_t count, Combine side) {
-  if (count == 0 || c.eb == 0) return;
-  if (side == Combine::replace)
-    std::memcpy(dst, src, static_cast<std::size_t>(count * c.eb));
-  else
-    c.op->combine(dst, src, static_cast<std::size_t>(count), side);
+Picos LinkEngine::cost(int a, int b, std::uint64_t elements, std::size_t eb) const {
+  return config_.virtual_clock ? config_.model.transfer(config_.layout.level(a, b), elements * eb) : 0;
 }
 
 void LinkEngine::ring(Inbox& inbox) {
@@ -327,21 +244,29 @@ void LinkEngine::ring(Inbox& inbox) {
   wake_all(inbox.bell, scope_);
 }
 
-bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
+void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
+  c.sending = send;
+  c.send_done = false;
+  c.send_end = 0;
   Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
-  Inbox& ib = inbox_[static_cast<std::size_t>(send.peer)];
-  const std::byte* data = c.y + send.offset * c.eb;
   ob.data = arena_.offset_of(data);
   ob.count = send.count;
-  ob.sender_ready = c.clock.send_ready();
-  const std::uint32_t mine = posted(send.peer);
+  ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;
   std::uint32_t expected = kIdle;
-  if (!ob.state.compare_exchange_strong(expected, mine, std::memory_order_seq_cst)) throw LinkAborted{};
+  if (!ob.state.compare_exchange_strong(expected, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
+  if (deliver_if_waited_for(c, send, data)) c.send_done = true;
+}
+
+// The receiver may be waiting for us already: then we deliver into its
+// buffer, and the send is done at once.
+bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data) {
+  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
+  Inbox& ib = inbox_[static_cast<std::size_t>(send.peer)];
   if (ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
     ring(ib);  // not there yet: it will find our post
     return false;
   }
-  expected = mine;
+  std::uint32_t expected = posted(send.peer);
   if (!ob.state.compare_exchange_strong(expected, kIdle, std::memory_order_seq_cst))
     return false;  // it found our post at the same moment and is pulling
   // The receiver is waiting for us: deliver into its buffer. It only leaves
@@ -353,10 +278,9 @@ bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
     ring(ib);
     throw ScheduleError(size_mismatch(c.rank, send.count, send.peer, ib.count, ib.offset));
   }
-  end =
-      transfer_end(ob.sender_ready, ib.recv_ready, config_.model.transfer(level(c.rank, send.peer), send.count * c.eb));
+  const Picos end = transfer_end(ob.sender_ready, ib.recv_ready, cost(c.rank, send.peer, send.count, c.eb));
   try {
-    apply(c, arena_.address(ib.target), data, send.count, ib.side);
+    apply_received(c, arena_.address(ib.target), data, send.count, ib.side);
   } catch (...) {
     fail(std::current_exception());  // first, so that the receiver does not take the idle inbox for a delivery
     ib.state.store(kIdle, std::memory_order_release);
@@ -366,28 +290,25 @@ bool LinkEngine::post(LinkRank& c, const Transfer& send, Picos& end) {
   ib.end = end;
   ib.state.store(kDone, std::memory_order_release);
   ring(ib);
+  c.send_end = end;
   return true;
 }
 
-Picos LinkEngine::await_ack(LinkRank& c, const Transfer& send) {
+bool LinkEngine::test_send(LinkRank& c) {
+  if (c.send_done) return true;
   Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
-  std::uint32_t s = ob.state.load(std::memory_order_acquire);
-  if (s != kIdle) {
-    c.waiting = LinkRank::Wait::ack;
-    c.peer = send.peer;
-    c.wait_count = send.count;
-    c.wait_offset = send.offset;
-    const Deadline deadline = deadline_from_now();
-    while (s != kIdle) {
-      if (s & kAbortBit) throw LinkAborted{};
-      s = block(c, ob.state, s, deadline);
-    }
-    c.waiting = LinkRank::Wait::none;
+  const std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s == kIdle) {  // the receiver pulled and acked
+    c.send_end = ob.end;
+    c.send_done = true;
+    return true;
   }
-  return ob.end;
+  if (s & kAbortBit) throw LinkAborted{};
+  return false;
 }
 
-Picos LinkEngine::pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte* target, Combine side) {
+void LinkEngine::pull(LinkRank& c, Outbox& ob) {
+  const Transfer& recv = c.receiving;
   // We hold the claim on the sender's outbox: every exit releases it.
   auto release = [&] {
     const std::uint32_t old = ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);
@@ -400,10 +321,10 @@ Picos LinkEngine::pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte*
     release();
     throw error;
   }
-  const Picos end = transfer_end(ob.sender_ready, c.clock.recv_ready(),
-                                 config_.model.transfer(level(recv.peer, c.rank), recv.count * c.eb));
+  const Picos end = transfer_end(ob.sender_ready, config_.virtual_clock ? c.clock.recv_ready() : 0,
+                                 cost(recv.peer, c.rank, recv.count, c.eb));
   try {
-    apply(c, target, arena_.address(ob.data), recv.count, side);
+    apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
   } catch (...) {
     fail(std::current_exception());  // first, so that the sender does not take the release for an ack
     release();
@@ -411,11 +332,16 @@ Picos LinkEngine::pull(LinkRank& c, const Transfer& recv, Outbox& ob, std::byte*
   }
   ob.end = end;
   if (release() & kAbortBit) throw LinkAborted{};
-  return end;
+  c.recv_end = end;
+  c.recv_done = true;
 }
 
-Picos LinkEngine::receive(LinkRank& c, const Step& step, std::byte* target, Combine side) {
-  const Transfer& recv = step.recv;
+void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
+  c.receiving = recv;
+  c.recv_target = target;
+  c.recv_side = side;
+  c.recv_done = false;
+  c.recv_end = 0;
   Outbox& ob = outbox_[static_cast<std::size_t>(recv.peer)];
   Inbox& ib = inbox_[static_cast<std::size_t>(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
@@ -423,140 +349,87 @@ Picos LinkEngine::receive(LinkRank& c, const Step& step, std::byte* target, Comb
   // The sender is there already: pull.
   std::uint32_t expected = for_me;
   if (ob.state.load(std::memory_order_acquire) == for_me &&
-      ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel))
-    return pull(c, recv, ob, target, side);
-
-  // Post the receive, so that the sender can deliver, then wait.
+      ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) {
+    pull(c, ob);
+    return;
+  }
+  // Post the receive, so that the sender can deliver; test_recv looks again.
   ib.target = arena_.offset_of(target);
   ib.count = recv.count;
   ib.offset = recv.offset;
-  ib.recv_ready = c.clock.recv_ready();
+  ib.recv_ready = config_.virtual_clock ? c.clock.recv_ready() : 0;
   ib.side = side;
   ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
-  bool timed = false;
-  Deadline deadline{};
-  for (;;) {
-    // Read the bell first: a post or delivery after this read rings it.
-    const std::uint32_t bell = ib.bell.load(std::memory_order_acquire);
-    if (ib.state.load(std::memory_order_acquire) == kDone) {
-      ib.state.store(kIdle, std::memory_order_relaxed);
-      c.waiting = LinkRank::Wait::none;
-      return ib.end;
-    }
-    if (aborted()) throw LinkAborted{};
-    const std::uint32_t s = ob.state.load(std::memory_order_seq_cst);
-    if (s == for_me) {
-      expected = for_me;
-      if (ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
-        if (ib.state.load(std::memory_order_acquire) == kDone) {
-          // The sender delivered our message after we last looked and has
-          // already posted its next one to us, which is what we claimed:
-          // put it back for our next receive. (Its delivery's done mark
-          // precedes that post, so seeing the post means seeing the mark.)
-          expected = kClaimed;
-          if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) {
-            ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);  // release our claim
-            wake_all(ob.state, scope_);
-            throw LinkAborted{};
-          }
-          ib.state.store(kIdle, std::memory_order_relaxed);
-          c.waiting = LinkRank::Wait::none;
-          return ib.end;
-        }
-        // Ours now: the sender cannot deliver (it lost the outbox), so the
-        // inbox goes back to idle before we pull.
-        ib.state.store(kIdle, std::memory_order_relaxed);
-        c.waiting = LinkRank::Wait::none;
-        return pull(c, recv, ob, target, side);
-      }
-      continue;  // the sender claimed it: it is delivering
-    }
-    if (!timed) {
-      timed = true;
-      deadline = deadline_from_now();
-      c.waiting = LinkRank::Wait::recv;
-      c.peer = recv.peer;
-      c.wait_count = recv.count;
-      c.wait_offset = recv.offset;
-    }
-    block(c, ib.bell, bell, deadline);
-  }
 }
 
-void LinkEngine::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op) {
-  c.y = y;
-  c.scratch = scratch;
-  c.op = &op;
-  c.eb = op.element_bytes;
-  c.waiting = LinkRank::Wait::none;
-  Progress& progress = progress_[static_cast<std::size_t>(c.rank)];
-  progress.done.store(false, std::memory_order_relaxed);
-  progress.step.store(0, std::memory_order_relaxed);
-  progress.round.store(c.round, std::memory_order_relaxed);
-  const std::size_t eb = c.eb;
-  try {
-    if (aborted()) throw LinkAborted{};
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const Step& st = steps[i];
-      c.step = i;
-      progress.step.store(c.step, std::memory_order_relaxed);
-      c.clock.begin_step();
-      Picos end = 0;
-      if (st.send && st.recv) {
-        // Staging: our own send of this step still needs the region as it
-        // was when the step began, so land in scratch and apply after the
-        // send completes.
-        const bool stage = overlaps(st.send, st.recv);
-        std::byte* target = stage ? scratch : y + st.recv.offset * eb;
-        const Combine side = stage ? Combine::replace : st.combine;
-        if (bidirectional_) {
-          // Both at once: post the send, serve the receive, then see the send done.
-          const bool delivered = post(c, st.send, end);
-          const Picos recv_end = receive(c, st, target, side);
-          c.clock.send_done(delivered ? end : await_ack(c, st.send));
-          c.clock.recv_done(recv_end);
-          if (stage) apply(c, y + st.recv.offset * eb, scratch, st.recv.count, st.combine);
-        } else if (send_goes_first(c.rank, st)) {
-          // The send is acknowledged before the receive starts: no staging.
-          c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
-          c.clock.recv_done(receive(c, st, y + st.recv.offset * eb, st.combine));
-        } else {
-          c.clock.recv_done(receive(c, st, target, side));
-          c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
-          if (stage) apply(c, y + st.recv.offset * eb, scratch, st.recv.count, st.combine);
-        }
-      } else if (st.send) {
-        c.clock.send_done(post(c, st.send, end) ? end : await_ack(c, st.send));
-      } else if (st.recv) {
-        c.clock.recv_done(receive(c, st, y + st.recv.offset * eb, st.combine));
-      }
-      if (st.copy.count > 0 && eb > 0)
-        std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
-      c.clock.end_step(config_.model.step_work(st, eb));
-    }
-  } catch (const LinkAborted&) {
-    abort();
-    withdraw(c);
-    throw;
-  } catch (...) {
-    fail(std::current_exception());
-    withdraw(c);
-    throw;
+bool LinkEngine::test_recv(LinkRank& c) {
+  if (c.recv_done) return true;
+  const Transfer& recv = c.receiving;
+  Outbox& ob = outbox_[static_cast<std::size_t>(recv.peer)];
+  Inbox& ib = inbox_[static_cast<std::size_t>(c.rank)];
+  const std::uint32_t for_me = posted(c.rank);
+  // Read the bell first: a post or delivery after this read rings it, so a
+  // block() on this value cannot miss it.
+  c.recv_bell = ib.bell.load(std::memory_order_acquire);
+  if (ib.state.load(std::memory_order_acquire) == kDone) {
+    ib.state.store(kIdle, std::memory_order_relaxed);
+    c.recv_end = ib.end;
+    c.recv_done = true;
+    return true;
   }
-  progress.done.store(true, std::memory_order_relaxed);
+  if (aborted()) throw LinkAborted{};
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_seq_cst) != for_me ||
+      !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst))
+    return false;  // not posted yet, or the sender claimed it and is delivering
+  if (ib.state.load(std::memory_order_acquire) == kDone) {
+    // The sender delivered our message after we last looked and has already
+    // posted its next one to us, which is what we claimed: put it back for
+    // our next receive. (Its delivery's done mark precedes that post, so
+    // seeing the post means seeing the mark.)
+    expected = kClaimed;
+    if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) {
+      ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);  // release our claim
+      wake_all(ob.state, scope_);
+      throw LinkAborted{};
+    }
+    ib.state.store(kIdle, std::memory_order_relaxed);
+    c.recv_end = ib.end;
+    c.recv_done = true;
+    return true;
+  }
+  // Ours now: the sender cannot deliver (it lost the outbox), so the inbox
+  // goes back to idle before we pull.
+  ib.state.store(kIdle, std::memory_order_relaxed);
+  pull(c, ob);
+  return true;
+}
+
+void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) {
+  if (what == LinkRank::Wait::recv) {
+    (void)wait_while_equal(inbox_[static_cast<std::size_t>(c.rank)].bell, c.recv_bell, policy, scope_);
+    return;
+  }
+  const auto& state = outbox_[static_cast<std::size_t>(c.rank)].state;
+  const std::uint32_t s = state.load(std::memory_order_acquire);
+  if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(state, s, policy, scope_);
 }
 
 // ---- barrier --------------------------------------------------------------------
 
+std::uint32_t LinkEngine::next_generation(std::uint32_t word) { return (word & kAbortBit) | ((word + 1) & ~kAbortBit); }
+
+std::chrono::milliseconds LinkEngine::barrier_patience() const {
+  return 2 * config_.wait_timeout.value_or(std::chrono::milliseconds(0)) + std::chrono::milliseconds(100);
+}
+
 // A central counter, but every rank sleeps on its own word: thousands of
 // threads on one futex word share one kernel hash bucket, which every other
 // futex call hashing there must then walk.
-std::uint32_t LinkEngine::next_generation(std::uint32_t word) { return (word & kAbortBit) | ((word + 1) & ~kAbortBit); }
-
 void LinkEngine::arrive(std::uint32_t participants) {
   if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;
   shared_->barrier_count.store(0, std::memory_order_relaxed);
-  for (int r = 0; r < config_.ranks; ++r) {
+  for (int r = 0; r < config_.layout.ranks(); ++r) {
     auto& go = progress_[static_cast<std::size_t>(r)].go;
     // Not a plain fetch_add: after 2^31 barriers the count would reach the
     // abort bit. An abort may set that bit meanwhile; the CAS keeps it.
@@ -575,9 +448,13 @@ void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
   std::uint32_t g = go.load(std::memory_order_acquire);
   if (g == old) {
     c.waiting = LinkRank::Wait::barrier;
-    const Deadline deadline =
-        config_.wait_timeout ? std::chrono::steady_clock::now() + barrier_patience() : Deadline::max();
-    while (g == old) g = block(c, go, old, deadline);
+    WaitPolicy policy;
+    if (config_.wait_timeout) policy.deadline = std::chrono::steady_clock::now() + barrier_patience();
+    policy.timeout_message = [this, &c] {
+      return config_.layout.describe(c.rank) + ": timed out after " + std::to_string(barrier_patience().count()) +
+             " ms at the barrier before " + config_.round_name + " " + std::to_string(c.round);
+    };
+    while (g == old) g = wait_while_equal(go, old, policy, scope_);
     c.waiting = LinkRank::Wait::none;
   }
   if (g & kAbortBit) throw LinkAborted{};

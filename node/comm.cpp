@@ -9,10 +9,11 @@
 
 #include "common/error.hpp"
 #include "internode/autotune.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
+#include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
 
 namespace copse {
@@ -83,9 +84,9 @@ struct TeamState {
     if (options.blocks > 0) {
       shape.blocks = options.blocks;
     } else if (inter.pipelined && c != Collective::barrier) {
-      ExecutionOptions sim;
+      SimulationOptions sim;
       sim.model = options.model;
-      sim.node_of = plan->node_of;
+      sim.layout = RankMap::from_nodes(plan->node_of);
       sim.element_bytes = std::max<std::size_t>(element_bytes, 1);
       shape.blocks = best_blocks(inter, shape, sim);
     }
@@ -201,7 +202,7 @@ struct Comm::Impl {
     link.activity = to_string(e.collective);
     link.clock.reset();
     try {
-      engine.run(link, e.steps, y, e.scratch, op);
+      StepExecutor(engine).run(link, e.steps, y, e.scratch, op);
     } catch (...) {
       // Aborted by another rank, or failed here (recorded before the abort):
       // either way every rank reports the team's first failure.
@@ -294,10 +295,8 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   for (Collective c : all_collectives()) (void)find_algorithm(c, t.algorithm_name(c));
 
   LinkConfig link;
-  link.ranks = t.ranks;
+  link.layout = RankMap::from_nodes(t.plan->node_of);
   link.model = t.options.model;
-  link.node_of = t.plan->node_of;
-  link.name_nodes = t.plan->first_rank.size() > 1;
   link.wait_timeout = t.options.wait_timeout;
   link.report_every = t.options.wait_report;
   link.on_wait_report = t.options.on_wait_report;

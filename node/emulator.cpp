@@ -17,9 +17,10 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/wait.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
+#include "intranode/step_executor.hpp"
 
 namespace copse {
 
@@ -225,13 +226,14 @@ void Cluster::rank_main(int rank) noexcept {
     std::byte* scratch = scratch_elements_[r] > 0 ? y + round_up(bytes_, 64) : nullptr;
     const std::span<const Step> steps(steps_.data() + first_[r], first_[r + 1] - first_[r]);
     RankOutcome& out = outcome_[r];
+    StepExecutor executor(*engine_);
     for (int rep = 0; rep < config_.repetitions; ++rep) {
       c.round = rep;
       prepare(c, y);
       c.clock.reset();
       barrier(c);
       const auto t0 = std::chrono::steady_clock::now();
-      engine_->run(c, steps, y, scratch, op_);
+      executor.run(c, steps, y, scratch, op_);
       const auto t1 = std::chrono::steady_clock::now();
       wall_[static_cast<std::size_t>(rep) * static_cast<std::size_t>(p_) + r] =
           std::chrono::duration<double>(t1 - t0).count();
@@ -294,11 +296,9 @@ EmulationResult Cluster::run() {
                      " MiB)");
   buffers_ = arena_.address(arena_.allocate(std::max<std::size_t>(arena_bytes, 4096), 4096));
   LinkConfig link;
-  link.ranks = p_;
+  link.layout = config_.layout;
   link.model = config_.model;
-  link.ranks_per_node = config_.ranks_per_node;
-  link.node_of = config_.node_of;
-  link.name_nodes = config_.nodes > 1 || !config_.node_of.empty();
+  link.virtual_clock = true;
   link.wait_timeout = config_.wait_timeout;
   link.round_name = "repetition";
   engine_ = std::make_unique<LinkEngine>(arena_, LinkEngine::create_shared(arena_, p_), std::move(link));
@@ -358,19 +358,12 @@ EmulationResult run_emulation(const AlgorithmInfo& algorithm, const SchedulePlan
   validate_shape(algorithm, shape);
   check_operator(algorithm, op.name, op.commutative);
   if (!op.combine || op.element_bytes == 0) throw UsageError("operator '" + op.name + "' has no combine function");
-  if (config.nodes < 1 || config.ranks_per_node < 1)
-    throw UsageError("the emulator needs at least one node and one rank per node");
-  if (!config.node_of.empty()) {
-    if (config.node_of.size() != static_cast<std::size_t>(shape.ranks))
-      throw UsageError("the node map covers " + std::to_string(config.node_of.size()) +
-                       " ranks, but the schedule is planned for " + std::to_string(shape.ranks));
-  } else if (static_cast<long long>(config.nodes) * config.ranks_per_node != shape.ranks)
-    throw UsageError("the emulated cluster has " + std::to_string(config.nodes) + " x " +
-                     std::to_string(config.ranks_per_node) + " ranks, but the schedule is planned for " +
-                     std::to_string(shape.ranks));
+  if (config.layout.ranks() != shape.ranks)
+    throw UsageError("the emulated cluster has " + std::to_string(config.layout.ranks()) +
+                     " ranks, but the schedule is planned for " + std::to_string(shape.ranks));
   if (config.repetitions < 1) throw UsageError("repetitions must be at least 1");
   if (config.wait_timeout.count() <= 0) throw UsageError("the wait timeout must be positive");
-  if ((config.nodes > 1 || !config.node_of.empty()) && config.model.levels() < 2)
+  if (config.layout.nodes() > 1 && config.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   if (shape.ranks > (1 << 30)) throw UsageError("the emulator supports at most 2^30 ranks");
   Cluster cluster(algorithm, plan, shape, op, config, expected);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/cost_model.hpp"
+#include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
 #include "internode/registry.hpp"
 
@@ -54,10 +55,10 @@ class RankThreads {
 };
 
 struct EmulatorConfig {
-  int nodes = 1;
-  int ranks_per_node = 1;
-  std::vector<int> node_of;  // if not empty: each rank's node (uneven nodes); replaces nodes x ranks_per_node
-  CostModel model;           // level 0: same node, level 1: other node
+  // The emulated nodes: which ranks share one (link level 0). Its rank count
+  // must be the schedule's; the default is one node of one rank.
+  RankMap layout;
+  CostModel model;  // level 0: same node, level 1: other node
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout{60000};  // a wait past this raises an error naming peer and step
   RankThreads* threads = nullptr;  // if set: the ranks run on these (reused); else on threads of their own

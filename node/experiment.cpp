@@ -20,30 +20,22 @@ EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
     throw UsageError("too many ranks for one emulated cluster (" + std::to_string(ranks) + ")");
   ranks_ = static_cast<int>(ranks);
 
-  const int first = spec_.ranks_per_node.front();
-  const bool even =
-      std::all_of(spec_.ranks_per_node.begin(), spec_.ranks_per_node.end(), [first](int k) { return k == first; });
-  config_.nodes = nodes();
-  config_.ranks_per_node = even ? first : 1;
+  config_.layout = RankMap::from_node_sizes(spec_.ranks_per_node);
   if (spec_.hierarchical) {
     const Machine machine = spec_.machine ? *spec_.machine : Machine::detect();
     std::vector<NodeSpec> nodes;
     for (int k : spec_.ranks_per_node) nodes.push_back(NodeSpec{machine, k, {}});
     hierarchy_ = std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, spec_.grouping, spec_.multi_leader));
-    config_.node_of = hierarchy_->node_of;
-  } else if (!even) {
-    throw UsageError("uneven nodes need the hierarchy (flat emulation lays nodes out evenly)");
   }
   config_.model = spec_.model;
   config_.repetitions = spec_.repetitions;
   config_.wait_timeout = spec_.wait_timeout;
 }
 
-ExecutionOptions EmulatedCluster::simulation(std::size_t element_bytes) const {
-  ExecutionOptions options;
+SimulationOptions EmulatedCluster::simulation(std::size_t element_bytes) const {
+  SimulationOptions options;
   options.model = spec_.model;
-  options.ranks_per_node = config_.ranks_per_node;
-  options.node_of = config_.node_of;
+  options.layout = config_.layout;
   options.element_bytes = element_bytes;
   return options;
 }
@@ -60,7 +52,7 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
                                        const ReduceOp& op, std::uint64_t count, int root,
                                        std::optional<int> requested_blocks) {
   check_operator(algorithm, op.name, op.commutative);
-  const ExecutionOptions sim = cluster.simulation(op.element_bytes);
+  const SimulationOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
   out.shape = Shape{cluster.ranks(), count, 1, root};
   out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, out.shape,
@@ -69,7 +61,7 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
 
   const SchedulePlan schedule = cluster.plan(algorithm, out.shape);
   out.emulation = emulate(algorithm, schedule, out.shape, op, cluster.emulator_config());
-  out.simulated_time = execute(schedule, out.shape.ranks, sim).time;
+  out.simulated_time = simulate(schedule, out.shape.ranks, sim).time;
   out.matches_simulator = out.simulated_time == out.emulation.virtual_time;
   out.ok = out.emulation.verified && out.matches_simulator;
   if (!out.emulation.verified) {

@@ -16,8 +16,8 @@
 
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 #include "topology/plan.hpp"
 
@@ -49,7 +49,7 @@ class EmulatedCluster {
   const std::shared_ptr<const HierarchyPlan>& hierarchy() const { return hierarchy_; }  // null: flat
   const EmulatorConfig& emulator_config() const { return config_; }
   // The simulator's options for the same layout and model.
-  ExecutionOptions simulation(std::size_t element_bytes) const;
+  SimulationOptions simulation(std::size_t element_bytes) const;
 
   // `algorithm`'s schedule on this cluster: hierarchical or flat.
   SchedulePlan plan(const AlgorithmInfo& algorithm, const Shape& shape) const;

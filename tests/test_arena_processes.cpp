@@ -21,10 +21,11 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
+#include "intranode/step_executor.hpp"
 
 using namespace copse;
 
@@ -94,7 +95,7 @@ void put_message(char* out, const std::string& text) {
       if (round > 0) fill_input(cs.op, rank, n, y);
       c.round = round;
       c.clock.reset();
-      engine.run(c, steps, y, scratch, cs.op);
+      StepExecutor(engine).run(c, steps, y, scratch, cs.op);
       const std::vector<std::byte> expected = reference_result(cs.op, cs.shape.ranks, n);
       if (n > 0 && std::memcmp(y, expected.data(), expected.size()) != 0) {
         std::uint64_t e = 0;
@@ -204,10 +205,11 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
 
 LinkConfig link_config(int k, Ports ports) {
   LinkConfig link;
-  link.ranks = k;
+  // Pairs of processes stand for nodes (both link levels are used), all on
+  // one node's segment: RankMap places them in one process, so every pair
+  // shares memory and talks through the arena.
+  link.layout = RankMap::uniform(k, 2);
   link.model = CostModel({LinkCost{2e-7, 5e-11}, LinkCost{1.5e-6, 1e-10}}, 2.5e-11, ports);
-  link.ranks_per_node = 2;  // pairs of processes stand for nodes: both link levels are used
-  link.name_nodes = true;
   link.wait_timeout = std::chrono::milliseconds(20000);
   return link;
 }
@@ -235,11 +237,11 @@ TEST_CASE("concurrency: processes over a shared-memory arena run registry allred
             CHECK(out.status[static_cast<std::size_t>(r)] == 0);
           }
           // The virtual clock crosses processes too: the simulator's times.
-          ExecutionOptions sim;
+          SimulationOptions sim;
           sim.model = cs.link.model;
-          sim.ranks_per_node = cs.link.ranks_per_node;
+          sim.layout = cs.link.layout;
           sim.element_bytes = cs.op.element_bytes;
-          const ExecutionResult expected = execute(cs.algorithm->plan(cs.shape), k, sim);
+          const SimulationResult expected = simulate(cs.algorithm->plan(cs.shape), k, sim);
           CHECK(out.finish == expected.finish);
         }
 }

@@ -51,6 +51,7 @@
 #include "internode/verifier.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
+#include "intranode/step_executor.hpp"
 #include "node/comm.hpp"
 #include "node/emulator.hpp"
 #include "node/hierarchical.hpp"
@@ -123,11 +124,11 @@ void run_jobs(int p, std::vector<Job>& jobs, const std::vector<int>& node_of = {
   const auto pz = static_cast<std::size_t>(p);
   HeapArena arena;
   LinkConfig link;
-  link.ranks = p;
-  link.node_of = node_of;
+  link.layout = node_of.empty() ? RankMap::uniform(p, 0) : RankMap::from_nodes(node_of);
   link.wait_timeout = std::chrono::milliseconds(30000);
   link.round_name = "job";
   LinkEngine engine(arena, LinkEngine::create_shared(arena, p), link);
+  StepExecutor executor(engine);
   // steps[j][r], scratch[j][r]: job j's steps and staging space for rank r.
   std::vector<std::vector<std::vector<Step>>> steps(jobs.size(), std::vector<std::vector<Step>>(pz));
   std::vector<std::vector<Bytes>> scratch(jobs.size(), std::vector<Bytes>(pz));
@@ -155,7 +156,7 @@ void run_jobs(int p, std::vector<Job>& jobs, const std::vector<int>& node_of = {
         for (std::size_t j = 0; j < jobs.size(); ++j) {
           c.round = static_cast<std::int64_t>(j);
           c.clock.reset();
-          engine.run(c, steps[j][rz], jobs[j].data[rz].data(), scratch[j][rz].data(), jobs[j].op);
+          executor.run(c, steps[j][rz], jobs[j].data[rz].data(), scratch[j][rz].data(), jobs[j].op);
         }
       } catch (...) {
         errors[rz] = std::current_exception();
@@ -419,7 +420,7 @@ TEST_CASE("bitwise agreement: the check rejects a schedule whose ranks associate
         // emulator against the sequential reference and under this file's
         // agreement check alike.
         EmulatorConfig config;
-        config.nodes = 3;
+        config.layout = RankMap::uniform(3, 1);
         config.wait_timeout = std::chrono::milliseconds(30000);
         const EmulationResult emulated = emulate(kBroken, shape, op, config);
         INFO(emulated.failure);

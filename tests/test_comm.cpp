@@ -34,8 +34,8 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "node/comm.hpp"
 #include "node/hierarchical.hpp"
 #include "tests/support.hpp"
@@ -362,12 +362,12 @@ TEST_CASE("concurrency: comm: virtual time equals the simulator's for the same h
   });
   check_no_errors(errors);
   auto plan = std::make_shared<const HierarchyPlan>(team.plan());
-  ExecutionOptions sim;
+  SimulationOptions sim;
   sim.model = o.model;
-  sim.node_of = plan->node_of;
+  sim.layout = RankMap::from_nodes(plan->node_of);
   sim.element_bytes = 4;
-  const ExecutionResult expected =
-      execute(plan_hierarchical(plan, find_algorithm(Collective::allreduce, o.allreduce), Shape{p, n, 4, 0}), p, sim);
+  const SimulationResult expected =
+      simulate(plan_hierarchical(plan, find_algorithm(Collective::allreduce, o.allreduce), Shape{p, n, 4, 0}), p, sim);
   CHECK(finish == expected.finish);
 }
 

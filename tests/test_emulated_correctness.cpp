@@ -36,7 +36,7 @@
 #include <thread>
 
 #include "internode/autotune.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 
 using namespace copse;
@@ -87,8 +87,7 @@ std::vector<int> other_ranks_up_to_33() {
 
 EmulatorConfig cluster_for(int p) {
   EmulatorConfig c;
-  c.ranks_per_node = ranks_per_node_for(p);
-  c.nodes = p / c.ranks_per_node;
+  c.layout = RankMap::uniform(p, ranks_per_node_for(p));
   c.repetitions = 1;
   c.wait_timeout = std::chrono::milliseconds(60000);
   return c;
@@ -138,9 +137,9 @@ void check_matrix(std::string_view name, const std::vector<int>& ranks, Counts c
     const int p = ranks[i];
     EmulatorConfig config = cluster_for(p);
     config.threads = &threads;
-    ExecutionOptions sim;
+    SimulationOptions sim;
     sim.model = config.model;
-    sim.ranks_per_node = config.ranks_per_node;
+    sim.layout = config.layout;
     for (std::uint64_t count : counts_for(counts, p))
       for (const ReduceOp& op : operators_for(algorithm, count, i)) {
         // The sequential reference, once for the four block settings.
@@ -149,13 +148,13 @@ void check_matrix(std::string_view name, const std::vector<int>& ranks, Counts c
         for (int blocks : {1, 2, 7, 0}) {  // 0: auto
           Shape shape{p, count, blocks, 0};
           if (blocks == 0) shape.blocks = best_blocks(algorithm, Shape{p, count, 1, 0}, sim);
-          INFO(algorithm.name << " p=" << p << " (" << config.nodes << " nodes x " << config.ranks_per_node
+          INFO(algorithm.name << " p=" << p << " (" << config.layout.nodes() << " nodes x " << ranks_per_node_for(p)
                               << ") count=" << count << " blocks=" << (blocks ? std::to_string(blocks) : "auto") << "->"
                               << shape.blocks << " " << op.name << "/" << to_string(op.dtype));
           const EmulationResult result = emulate(algorithm, shape, op, config, reference);
           INFO(result.failure);
           REQUIRE(result.verified);
-          REQUIRE(result.virtual_time == execute(algorithm.plan(shape), p, sim).time);
+          REQUIRE(result.virtual_time == simulate(algorithm.plan(shape), p, sim).time);
         }
       }
   }

@@ -12,8 +12,8 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/executor.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 
 using namespace copse;
@@ -150,8 +150,7 @@ CostModel model(Ports ports) { return CostModel({LinkCost{2e-7, 5e-11}, LinkCost
 EmulatorConfig cluster(int p, Ports ports, int ranks_per_node = 0) {
   EmulatorConfig c;
   // Spread ranks over nodes of 2 (or as asked) so both link levels are used.
-  c.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : (p % 2 == 0 ? 2 : 1);
-  c.nodes = p / c.ranks_per_node;
+  c.layout = RankMap::uniform(p, ranks_per_node > 0 ? ranks_per_node : (p % 2 == 0 ? 2 : 1));
   c.model = model(ports);
   c.repetitions = 2;
   c.wait_timeout = std::chrono::milliseconds(20000);
@@ -170,11 +169,11 @@ EmulationResult run_and_compare(const AlgorithmInfo& algo, const Shape& shape, c
   CHECK(e.failure == "");
   REQUIRE(e.virtual_finish.size() == static_cast<std::size_t>(shape.ranks));
   CHECK(e.wall_seconds.size() == static_cast<std::size_t>(config.repetitions));
-  ExecutionOptions options;
+  SimulationOptions options;
   options.model = config.model;
-  options.ranks_per_node = config.ranks_per_node;
+  options.layout = config.layout;
   options.element_bytes = op.element_bytes;
-  const ExecutionResult sim = execute(algo.plan(shape), shape.ranks, options);
+  const SimulationResult sim = simulate(algo.plan(shape), shape.ranks, options);
   CHECK(e.virtual_finish == sim.finish);
   CHECK(e.virtual_time == sim.time);
   return e;
@@ -391,10 +390,10 @@ TEST_CASE("concurrency: every registered algorithm gives the sequential result a
             if (blocks > 1 && !algo.pipelined) continue;
             const Shape shape{p, n, blocks, p / 2};
             const ReduceOp& op = algo.needs_commutative ? sum : affine;
-            ExecutionOptions options;
+            SimulationOptions options;
             options.model = model(ports);
             try {
-              (void)execute(algo.plan(shape), p, options);
+              (void)simulate(algo.plan(shape), p, options);
             } catch (const ScheduleError& e) {
               // Not deadlock-free with these ports: the simulator says so, and
               // the emulator would only time out.

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "internode/verifier.hpp"
 #include "node/emulator.hpp"
 #include "node/hierarchical.hpp"
@@ -73,15 +73,15 @@ TEST_CASE("tree-based inter-node algorithms pipeline across levels") {
   // receives from two group children per block) + 2 (dual-root over four
   // leaders: each root has one child and its dual) + 2 (it sends to two) = 6.
   const auto plan = make_plan({4, 4, 4, 4}, "package:1 l3:2 core:2 pu:1", "size:2", false);
-  ExecutionOptions o;
+  SimulationOptions o;
   o.model = CostModel({LinkCost{0, 1e-9}, LinkCost{0, 1e-9}}, 0, Ports::bidirectional);
-  o.node_of = plan->node_of;
+  o.layout = RankMap::from_nodes(plan->node_of);
   const std::uint64_t m = 1 << 20;
   const Shape shape{plan->ranks, m, 512, 0};
   const auto& dual_root = find_algorithm(Collective::allreduce, "dual-root");
   REQUIRE(runs_as_combined_tree(dual_root));
   auto per_byte = [&](bool pipelined) {
-    return to_seconds(execute(plan_hierarchical(plan, dual_root, shape, pipelined), plan->ranks, o).time) / (1e-9 * m);
+    return to_seconds(simulate(plan_hierarchical(plan, dual_root, shape, pipelined), plan->ranks, o).time) / (1e-9 * m);
   };
   const double pipelined = per_byte(true), phased = per_byte(false);
   INFO("pipelined " << pipelined << " beta m, phased " << phased << " beta m");
@@ -94,12 +94,12 @@ TEST_CASE("concurrency: hierarchical allreduce, reduce and bcast on real data, u
     for (const char* grouping : {"auto", "size:2", "size:4"}) {
       const auto plan = make_plan({5, 8, 1}, "package:2 l3:2 core:2 pu:1", grouping, multi_leader);
       EmulatorConfig config;
-      config.node_of = plan->node_of;
+      config.layout = RankMap::from_nodes(plan->node_of);
       config.repetitions = 2;
       config.wait_timeout = std::chrono::milliseconds(20000);
-      ExecutionOptions sim;
+      SimulationOptions sim;
       sim.model = config.model;
-      sim.node_of = plan->node_of;
+      sim.layout = RankMap::from_nodes(plan->node_of);
       for (const AlgorithmInfo& inter : algorithms()) {
         if (inter.collective != Collective::allreduce && !runs_as_combined_tree(inter)) continue;
         const ReduceOp op = builtin_op(inter.needs_commutative ? "sum" : "affine", DType::int64);
@@ -112,7 +112,7 @@ TEST_CASE("concurrency: hierarchical allreduce, reduce and bcast on real data, u
                << ":" << inter.name << " " << grouping << (multi_leader ? " multi-leader" : "") << " count " << count
                << ": " << r.failure);
           REQUIRE(r.verified);
-          CHECK(r.virtual_time == execute(schedule, plan->ranks, sim).time);
+          CHECK(r.virtual_time == simulate(schedule, plan->ranks, sim).time);
         }
       }
     }

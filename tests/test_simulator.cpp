@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "internode/autotune.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 
 using namespace copse;
 
@@ -12,14 +12,14 @@ namespace {
 
 constexpr double kAlpha = 1e-6, kBeta = 1e-9, kGamma = 5e-10;  // whole picoseconds per byte: exact
 
-ExecutionOptions model(double alpha, double beta, double gamma, Ports ports = Ports::bidirectional) {
-  ExecutionOptions o;
+SimulationOptions model(double alpha, double beta, double gamma, Ports ports = Ports::bidirectional) {
+  SimulationOptions o;
   o.model = CostModel::uniform({alpha, beta}, gamma, ports);
   return o;
 }
 
-double simulate(Collective c, std::string_view name, Shape shape, const ExecutionOptions& o) {
-  return to_seconds(execute(find_algorithm(c, name).plan(shape), shape.ranks, o).time);
+double simulate(Collective c, std::string_view name, Shape shape, const SimulationOptions& o) {
+  return to_seconds(simulate(find_algorithm(c, name).plan(shape), shape.ranks, o).time);
 }
 
 }  // namespace
@@ -73,8 +73,8 @@ TEST_CASE("unidirectional ports: every algorithm completes and is no faster than
       for (int blocks : {1, 4}) {
         const Shape shape{p, 4000, blocks, p / 2};
         INFO(to_string(a.collective) << ":" << a.name << " p=" << p << " blocks=" << blocks);
-        const auto tb = execute(a.plan(shape), p, bi).time;
-        const auto tu = execute(a.plan(shape), p, uni).time;
+        const auto tb = simulate(a.plan(shape), p, bi).time;
+        const auto tu = simulate(a.plan(shape), p, uni).time;
         CHECK(tu >= tb);
       }
   // A chain reduce cannot overlap its receive and its send with one port:
@@ -85,16 +85,16 @@ TEST_CASE("unidirectional ports: every algorithm completes and is no faster than
 }
 
 TEST_CASE("link levels: ranks on one node talk at level 0") {
-  ExecutionOptions o;
+  SimulationOptions o;
   o.model = CostModel({LinkCost{1e-7, 1e-11}, LinkCost{1e-6, 1e-9}}, 0, Ports::bidirectional);
   const Shape shape{8, 100000, 1, 0};
   const auto& a = find_algorithm(Collective::allreduce, "recursive-doubling");
-  o.ranks_per_node = 0;  // every rank its own node
-  const auto apart = execute(a.plan(shape), 8, o).time;
-  o.ranks_per_node = 8;  // all on one node
-  const auto together = execute(a.plan(shape), 8, o).time;
-  o.ranks_per_node = 4;  // two nodes: one of the three exchanges crosses nodes
-  const auto two_nodes = execute(a.plan(shape), 8, o).time;
+  o.layout = RankMap::uniform(8, 0);  // every rank its own node
+  const auto apart = simulate(a.plan(shape), 8, o).time;
+  o.layout = RankMap::uniform(8, 8);  // all on one node
+  const auto together = simulate(a.plan(shape), 8, o).time;
+  o.layout = RankMap::uniform(8, 4);  // two nodes: one of the three exchanges crosses nodes
+  const auto two_nodes = simulate(a.plan(shape), 8, o).time;
   CHECK(to_seconds(apart) == Approx(3 * (1e-6 + 1e-9 * 100000)));
   CHECK(to_seconds(together) == Approx(3 * (1e-7 + 1e-11 * 100000)));
   CHECK(to_seconds(two_nodes) == Approx(2 * (1e-7 + 1e-11 * 100000) + (1e-6 + 1e-9 * 100000)));
@@ -110,7 +110,7 @@ TEST_CASE("block autotuning finds the simulated optimum near the pipelining form
       auto time_at = [&](int b) {
         Shape s = shape;
         s.blocks = std::max(1, b);
-        return execute(a.plan(s), p, o).time;
+        return simulate(a.plan(s), p, o).time;
       };
       INFO(name << " p=" << p << " best=" << best);
       // No block count in a wide sweep beats the tuned one by more than 1%.
@@ -124,8 +124,8 @@ TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises")
   const auto o = model(kAlpha, kBeta, kGamma);
   for (const auto& a : algorithms()) {
     INFO(to_string(a.collective) << ":" << a.name);
-    CHECK(execute(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
-    const auto empty = execute(a.plan(Shape{9, 0, 4, 3}), 9, o).time;
+    CHECK(simulate(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
+    const auto empty = simulate(a.plan(Shape{9, 0, 4, 3}), 9, o).time;
     if (a.collective == Collective::barrier)
       CHECK(empty >= 4 * to_picos(kAlpha));  // at least log2(9) rounds
     else

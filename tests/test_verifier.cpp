@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.hpp"
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 #include "internode/verifier.hpp"
 
 using namespace copse;

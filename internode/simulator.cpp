@@ -1,4 +1,4 @@
-#include "internode/executor.hpp"
+#include "internode/simulator.hpp"
 
 #include <bit>
 #include <sstream>
@@ -23,9 +23,9 @@ struct RankState {
   const Step& step() const { return schedule.value(); }
 };
 
-class Executor {
+class Simulation {
  public:
-  Executor(const SchedulePlan& plan, int ranks, const ExecutionOptions& options, DataHooks* hooks)
+  Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks)
       : options_(options), hooks_(hooks), ranks_(static_cast<std::size_t>(ranks)) {
     for (int r = 0; r < ranks; ++r) {
       auto& st = at(r);
@@ -35,7 +35,7 @@ class Executor {
     result_.finish.assign(ranks_.size(), 0);
   }
 
-  ExecutionResult run() {
+  SimulationResult run() {
     const int p = static_cast<int>(ranks_.size());
     woken_.assign((ranks_.size() + 63) / 64, 0);
     for (int r = 0; r < p; ++r) next_step(r);
@@ -138,7 +138,7 @@ class Executor {
     }
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
-    const int level = link_level(src, dst, options_.ranks_per_node, options_.node_of);
+    const int level = options_.layout ? options_.layout->level(src, dst) : 1;
     const Picos end = transfer_end(s.clock.send_ready(), d.clock.recv_ready(),
                                    options_.model.transfer(level, s.send_count * options_.element_bytes));
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
@@ -196,22 +196,22 @@ class Executor {
     return m.str();
   }
 
-  const ExecutionOptions& options_;
+  const SimulationOptions& options_;
   DataHooks* hooks_;
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> woken_;  // ranks that may be able to progress
   std::size_t woken_count_ = 0;
-  ExecutionResult result_;
+  SimulationResult result_;
 };
 
 }  // namespace
 
-ExecutionResult execute(const SchedulePlan& plan, int ranks, const ExecutionOptions& options, DataHooks* hooks) {
-  if (ranks < 1) throw ScheduleError("execute: at least one rank is needed");
-  if (!options.node_of.empty() && options.node_of.size() != static_cast<std::size_t>(ranks))
-    throw ScheduleError("execute: the node map covers " + std::to_string(options.node_of.size()) + " ranks, not " +
+SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
+  if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
+  if (options.layout && options.layout->ranks() != ranks)
+    throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
-  return Executor(plan, ranks, options, hooks).run();
+  return Simulation(plan, ranks, options, hooks).run();
 }
 
 }  // namespace copse

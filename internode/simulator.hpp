@@ -10,19 +10,22 @@
 // moves symbolic values.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cost_model.hpp"
 #include "common/error.hpp"
+#include "common/rank_map.hpp"
 #include "common/schedule.hpp"
 
 namespace copse {
 
-struct ExecutionOptions {
-  CostModel model;           // the documented defaults (cost_model.hpp)
-  int ranks_per_node = 0;    // 0: every rank on its own node (all links level 1)
-  std::vector<int> node_of;  // if not empty: each rank's node (uneven nodes); overrides ranks_per_node
+struct SimulationOptions {
+  CostModel model;  // the documented defaults (cost_model.hpp)
+  // Which ranks share a node (link level 0); unset: none do (every link is
+  // level 1). Its rank count must be the simulation's.
+  std::optional<RankMap> layout;
   std::uint64_t element_bytes = 1;
 };
 
@@ -39,7 +42,7 @@ class DataHooks {
   virtual void on_step_end(int rank, std::uint64_t step, const Step& ops) = 0;
 };
 
-struct ExecutionResult {
+struct SimulationResult {
   std::vector<Picos> finish;  // per rank
   Picos time = 0;             // slowest rank
   int slowest_rank = 0;
@@ -48,7 +51,7 @@ struct ExecutionResult {
   std::uint64_t elements_moved = 0;
 };
 
-ExecutionResult execute(const SchedulePlan& plan, int ranks, const ExecutionOptions& options,
-                        DataHooks* hooks = nullptr);
+SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
+                          DataHooks* hooks = nullptr);
 
 }  // namespace copse

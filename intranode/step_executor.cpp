@@ -1,0 +1,280 @@
+#include "intranode/step_executor.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+// ---- compiling a rank's steps -------------------------------------------------
+
+std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out) {
+  auto in_range = [n](std::uint64_t offset, std::uint64_t count) { return offset <= n && count <= n - offset; };
+  std::uint64_t scratch = 0;
+  RankSchedule schedule = plan(r);
+  std::uint64_t index = 0;
+  while (schedule.next()) {
+    const Step& s = schedule.value();
+    auto bad = [&](const std::string& what) {
+      std::ostringstream m;
+      m << "rank " << r << " step " << index << " " << what;
+      throw ScheduleError(m.str());
+    };
+    for (const Transfer* t : {&s.send, &s.recv}) {
+      if (!*t) continue;
+      const char* verb = t == &s.send ? "sends to" : "receives from";
+      if (t->peer >= p || t->peer == r)
+        bad(std::string(verb) + " rank " + std::to_string(t->peer) + ", which is " +
+            (t->peer == r ? "itself" : "not a rank") + " (p = " + std::to_string(p) + ")");
+      if (!in_range(t->offset, t->count))
+        bad(std::string(t == &s.send ? "sends" : "receives into") + " elements [" + std::to_string(t->offset) + ", " +
+            std::to_string(t->offset + t->count) + ") of a " + std::to_string(n) + "-element vector");
+    }
+    if (s.copy.count > 0 && (!in_range(s.copy.from, s.copy.count) || !in_range(s.copy.to, s.copy.count)))
+      bad("copies " + std::to_string(s.copy.count) + " elements from " + std::to_string(s.copy.from) + " to " +
+          std::to_string(s.copy.to) + " in a " + std::to_string(n) + "-element vector");
+    if (s.send && s.recv && overlaps(s.send, s.recv)) scratch = std::max(scratch, s.recv.count);
+    out.push_back(s);
+    ++index;
+  }
+  return scratch;
+}
+
+// ---- running them -------------------------------------------------------------
+
+Link& StepExecutor::link_to(const LinkRank& c, int peer) const {
+  if (config_.layout.shares_memory(c.rank, peer)) return local_;
+  if (!c.remote)
+    throw ScheduleError(config_.layout.describe(c.rank) + " step " + std::to_string(c.step) + " has no link to " +
+                        config_.layout.describe(peer) + ", which shares no memory with it");
+  return *c.remote;
+}
+
+void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op) {
+  c.y = y;
+  c.scratch = scratch;
+  c.op = &op;
+  c.eb = op.element_bytes;
+  c.waiting = LinkRank::Wait::none;
+  c.send_done = c.recv_done = true;
+  local_.publish_start(c);
+  const bool clock = config_.virtual_clock;
+  // Without a clock the port model does not matter: both operations of a
+  // step always run at once.
+  const bool bidirectional = !clock || config_.model.ports() == Ports::bidirectional;
+  const std::size_t eb = c.eb;
+  try {
+    if (local_.aborted()) throw LinkAborted{};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      c.step = i;
+      local_.publish_step(c);
+      if (clock) c.clock.begin_step();
+      std::byte* const own = st.recv ? y + st.recv.offset * eb : nullptr;
+      if (st.send && st.recv) {
+        Link& out = link_to(c, st.send.peer);
+        Link& in = link_to(c, st.recv.peer);
+        // Staging: our own send of this step still needs the region as it
+        // was when the step began, so land in scratch and apply after the
+        // send completes.
+        const bool stage = overlaps(st.send, st.recv);
+        std::byte* target = stage ? scratch : own;
+        const Combine side = stage ? Combine::replace : st.combine;
+        if (bidirectional) {
+          out.start_send(c, st.send, y + st.send.offset * eb);
+          in.start_recv(c, st.recv, target, side);
+          finish(c, &out, &in);
+          if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
+          if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
+        } else if (send_goes_first(c.rank, st)) {
+          // The send is acknowledged before the receive starts: no staging.
+          out.start_send(c, st.send, y + st.send.offset * eb);
+          finish(c, &out, nullptr);
+          c.clock.send_done(c.send_end);
+          in.start_recv(c, st.recv, own, st.combine);
+          finish(c, nullptr, &in);
+          c.clock.recv_done(c.recv_end);
+        } else {
+          in.start_recv(c, st.recv, target, side);
+          finish(c, nullptr, &in);
+          c.clock.recv_done(c.recv_end);
+          out.start_send(c, st.send, y + st.send.offset * eb);
+          finish(c, &out, nullptr);
+          c.clock.send_done(c.send_end);
+          if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
+        }
+      } else if (st.send) {
+        Link& out = link_to(c, st.send.peer);
+        out.start_send(c, st.send, y + st.send.offset * eb);
+        finish(c, &out, nullptr);
+        if (clock) c.clock.send_done(c.send_end);
+      } else if (st.recv) {
+        Link& in = link_to(c, st.recv.peer);
+        in.start_recv(c, st.recv, own, st.combine);
+        finish(c, nullptr, &in);
+        if (clock) c.clock.recv_done(c.recv_end);
+      }
+      if (st.copy.count > 0 && eb > 0)
+        std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
+      if (clock) c.clock.end_step(config_.model.step_work(st, eb));
+    }
+  } catch (const LinkAborted&) {
+    // Another rank failed: its error is the one to report.
+    local_.abort();
+    withdraw(c);
+    throw;
+  } catch (...) {
+    local_.fail(std::current_exception());
+    withdraw(c);
+    throw;
+  }
+  local_.publish_done(c);
+}
+
+void StepExecutor::withdraw(LinkRank& c) noexcept {
+  local_.withdraw(c);
+  if (c.remote) c.remote->withdraw(c);
+}
+
+// ---- waiting ----------------------------------------------------------------------
+
+void StepExecutor::note_wait(LinkRank& c, LinkRank::Wait what) const {
+  const Transfer& t = what == LinkRank::Wait::recv ? c.receiving : c.sending;
+  c.waiting = what;
+  c.peer = t.peer;
+  c.wait_count = t.count;
+  c.wait_offset = t.offset;
+  c.wait_started = std::chrono::steady_clock::now();
+}
+
+WaitPolicy StepExecutor::policy(LinkRank& c, Deadline deadline) const {
+  // The lambdas capture two pointers each, which std::function stores
+  // inline: a wait allocates nothing.
+  WaitPolicy p;
+  p.deadline = deadline;
+  p.timeout_message = [this, &c] {
+    const auto ms = config_.wait_timeout ? config_.wait_timeout->count() : 0;
+    return describe_wait(c, link_to(c, c.peer), "timed out after " + std::to_string(ms) + " ms");
+  };
+  if (config_.on_wait_report && config_.report_every.count() > 0) {
+    p.report_every = config_.report_every;
+    p.report = [this, &c] {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.wait_started);
+      config_.on_wait_report(
+          describe_wait(c, link_to(c, c.peer), "still blocked after " + std::to_string(waited.count()) + " s"));
+    };
+  }
+  return p;
+}
+
+void StepExecutor::finish(LinkRank& c, Link* send, Link* recv) {
+  Deadline recv_deadline = Deadline::max(), ack_deadline = Deadline::max();
+  bool recv_noted = false, ack_noted = false;
+  for (;;) {
+    const bool sent = !send || send->test_send(c);
+    const bool received = !recv || recv->test_recv(c);
+    if (sent && received) break;
+    if ((!sent && !send->can_block()) || (!received && !recv->can_block())) {
+      poll_wait(c, sent ? nullptr : send, received ? nullptr : recv);
+      break;
+    }
+    // Both links can sleep: the receive first, then the acknowledgement (a
+    // sleeping sender is woken by its ack; the order costs nothing).
+    if (!received) {
+      if (!recv_noted) {
+        recv_noted = true;
+        note_wait(c, LinkRank::Wait::recv);
+        if (config_.wait_timeout) recv_deadline = c.wait_started + *config_.wait_timeout;
+      }
+      recv->block(c, LinkRank::Wait::recv, policy(c, recv_deadline));
+    } else {
+      if (!ack_noted) {
+        ack_noted = true;
+        note_wait(c, LinkRank::Wait::ack);
+        if (config_.wait_timeout) ack_deadline = c.wait_started + *config_.wait_timeout;
+      }
+      send->block(c, LinkRank::Wait::ack, policy(c, ack_deadline));
+    }
+  }
+  c.waiting = LinkRank::Wait::none;
+}
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+}  // namespace
+
+// A network request is open: it only progresses while we poll it, so never
+// sleep on a futex. Spin a few microseconds, then yield the core between
+// polls (other ranks on this core get to run), and after a while sleep a
+// little between polls so that a long legitimate wait does not burn a core.
+void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
+  using Clock = std::chrono::steady_clock;
+  note_wait(c, recv ? LinkRank::Wait::recv : LinkRank::Wait::ack);
+  const auto start = c.wait_started;
+  const Deadline deadline = config_.wait_timeout ? start + *config_.wait_timeout : Deadline::max();
+  const WaitPolicy p = policy(c, deadline);
+  auto next_report = p.report ? start + p.report_every : Deadline::max();
+  for (std::uint64_t i = 1;; ++i) {
+    bool sent = !send || send->test_send(c);
+    bool received = !recv || recv->test_recv(c);
+    if (sent && received) return;
+    if (sent) send = nullptr;
+    if (received) {
+      recv = nullptr;
+      if (c.waiting == LinkRank::Wait::recv) note_wait(c, LinkRank::Wait::ack);
+    }
+    if (i < 64) {
+      cpu_relax();
+      continue;
+    }
+    if ((i & 15) == 0) {
+      const auto now = Clock::now();
+      if (now >= deadline) throw TimeoutError(p.timeout_message());
+      if (now >= next_report) {
+        p.report();
+        next_report = now + p.report_every;
+      }
+      if (local_.aborted()) throw LinkAborted{};
+      if (now - start > std::chrono::milliseconds(10)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        continue;
+      }
+    }
+    sched_yield();
+  }
+}
+
+std::string StepExecutor::describe_wait(const LinkRank& c, const Link& link, std::string_view how) const {
+  std::ostringstream m;
+  m << config_.layout.describe(c.rank) << ", step " << c.step << " of " << config_.round_name << " " << c.round;
+  if (!c.activity.empty()) m << " (" << c.activity << ")";
+  m << ": " << how;
+  switch (c.waiting) {
+    case LinkRank::Wait::recv:
+      m << " waiting for rank " << c.peer << " to send the " << c.wait_count << " elements it receives (at element "
+        << c.wait_offset << ")" << link.peer_state(c, c.peer);
+      break;
+    case LinkRank::Wait::ack:
+      m << " waiting for rank " << c.peer << " to receive the " << c.wait_count << " elements it sends (from element "
+        << c.wait_offset << ")" << link.peer_state(c, c.peer);
+      break;
+    case LinkRank::Wait::barrier:
+    case LinkRank::Wait::none: break;
+  }
+  return m.str();
+}
+
+}  // namespace copse

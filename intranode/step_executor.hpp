@@ -1,0 +1,65 @@
+#pragma once
+// The one executor of schedule.hpp's step semantics on real data. For each
+// step of a rank's schedule it starts the step's send and receive, each over
+// the link the rank map chooses for the pair (common/link.hpp): the node's
+// shared-memory link (LinkEngine) between ranks that share memory, the rank's
+// remote link (MPI) to the others -- so one step may receive from a node peer
+// through shared memory while it sends off-node over MPI, which is what lets
+// a combined tree pipeline across the levels. Then it waits for both, stages
+// the receive when the step's send still needs the region (the send
+// transmits the region as it was when the step began), applies the local
+// copy and advances the virtual clock (when the engine keeps one: the
+// emulator's virtual times equal the simulator's; real runs pay nothing).
+//
+// Waiting: while only shared-memory transfers are pending the rank spins
+// briefly, then sleeps on the link's futex word; while a network request is
+// open it never sleeps on a futex alone but polls it, yielding the core
+// between polls, so that MPI keeps progressing. Every wait follows the
+// engine's deadline and report settings (LinkConfig).
+//
+// Failure: on any error (timeout, size mismatch, a throwing operator,
+// another rank's abort) the shared-memory engine is aborted, the rank's
+// posted transfers are withdrawn -- once run() returns, no other rank
+// touches its buffers -- and the error propagates (LinkAborted for another
+// rank's failure).
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/link.hpp"
+#include "intranode/link_engine.hpp"
+
+namespace copse {
+
+class StepExecutor {
+ public:
+  // Runs over `local` (which outlives the executor) and its configuration.
+  explicit StepExecutor(LinkEngine& local) : local_(local), config_(local.config()) {}
+
+  // Runs `steps` (a compile_steps result) for rank `c.rank` on the working
+  // buffer `y` with `scratch` (room for the staging elements compile_steps
+  // reported), elements of op.element_bytes bytes combined by op.combine
+  // (never called for Combine::replace or zero-byte elements). Drives
+  // c.clock from its current state (reset it for a fresh start). Publishes
+  // c.round and the step for other ranks' error messages. A transfer to a
+  // rank it shares no memory with goes over c.remote (ScheduleError if null).
+  void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op);
+
+ private:
+  Link& link_to(const LinkRank& c, int peer) const;
+  // Waits until the started send (on `send`, if any) and receive (on `recv`,
+  // if any) are both done.
+  void finish(LinkRank& c, Link* send, Link* recv);
+  void poll_wait(LinkRank& c, Link* send, Link* recv);
+  WaitPolicy policy(LinkRank& c, Deadline deadline) const;
+  void withdraw(LinkRank& c) noexcept;
+  void note_wait(LinkRank& c, LinkRank::Wait what) const;
+  std::string describe_wait(const LinkRank& c, const Link& link, std::string_view how) const;
+
+  LinkEngine& local_;
+  const LinkConfig& config_;
+};
+
+}  // namespace copse

@@ -1,0 +1,141 @@
+#pragma once
+// copse over an MPI communicator. A Team is every process of the
+// communicator, each contributing one or more thread ranks (hybrid
+// MPI+threads: a process of T threads, each thread a copse rank); each
+// thread calls collectives on its own Comm. copse ranks are numbered process
+// by process in the communicator's rank order, threads in order within one:
+// with T threads everywhere, process q's thread t is rank q*T + t.
+//
+// Threads of one process and processes of one node talk through the node's
+// shared segment, nodes over MPI. With more than one thread per process the
+// MPI library must provide MPI_THREAD_SERIALIZED or above (copse calls MPI
+// from one thread at a time); a lower level is refused with a UsageError
+// naming the level needed.
+//
+// Layout. Nodes are the communicator's shared-memory islands
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), or -- virtual nodes, for
+// testing the inter-node path on one host -- blocks of `ranks_per_node`
+// consecutive ranks (the last node may be smaller). The processes of a node
+// share one Boost.Interprocess segment holding the shared-memory link and
+// every rank's working window; transfers within a node go through it,
+// transfers between nodes over MPI point-to-point on a private duplicate of
+// the communicator (never on the user's tags). Reduction groups come from
+// hwloc over the processes' actual CPU bindings; the configured inter-node
+// algorithm runs among the off-node ranks.
+//
+// The segment: named uniquely per job and communicator, mode 0600, space
+// reserved when it is created (a full /dev/shm is a clear SystemError, never
+// a SIGBUS later), and unlinked as soon as every process of the node has
+// attached, so that a crash leaves nothing in /dev/shm.
+//
+// Collectives take the same arguments on every process, in the same order
+// (MPI's rules). In place: the same pointer as send and receive buffer (see
+// each call). Non-commutative operators are applied in rank order. A
+// communicator whose nodes do not hold consecutive ranks is served through a
+// permutation for commutative operators and by a schedule over the
+// communicator's own rank order for the others.
+//
+// Plans: one cache per Comm, freed with it, bounded (least recently used
+// shapes go first), keyed by (collective, count, datatype, operator identity,
+// root). Every process derives the same schedule: block counts are decided
+// once, by rank 0, and broadcast.
+//
+// Waits have no deadline by default (MPI applications are legitimately
+// imbalanced) and report whom they wait for every `wait_report`; a node peer
+// that dies is noticed within seconds and every waiting rank fails with an
+// error naming it. Errors are copse::Error (common/error.hpp).
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/rank_map.hpp"
+#include "common/reduce_op.hpp"
+#include "topology/plan.hpp"
+
+namespace copse::mpi {
+
+struct CommOptions {
+  // Inter-node algorithms among the off-node ranks (registry names).
+  std::string allreduce = "dual-root";
+  std::string reduce = "binary-tree";
+  std::string bcast = "binary-tree";
+  std::string barrier = "dual-root";
+  std::string allgather = "binary-tree";
+  std::string reduce_scatter = "binary-tree";
+  int blocks = 0;  // 0: autotuned per shape under the cost model
+  Grouping grouping;
+  bool multi_leader = false;
+  // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
+  // nodes of K consecutive ranks.
+  int ranks_per_node = 0;
+  // Each rank's window in the node's segment; larger vectors are reduced in
+  // pieces of this size.
+  std::size_t window_bytes = std::size_t{4} << 20;
+  std::size_t plan_cache = 64;                             // shapes kept per Comm
+  std::optional<std::chrono::milliseconds> wait_timeout;   // none: no deadline
+  std::chrono::milliseconds wait_report{60000};            // 0: never report
+  std::function<void(const std::string&)> on_wait_report;  // default: one line on stderr
+};
+
+class Comm;
+
+class Team {
+ public:
+  // Collective over `comm` (every process calls it, each with the number of
+  // thread ranks it brings, at least 1). `comm` must be an
+  // intracommunicator; it is duplicated, not kept.
+  Team(MPI_Comm comm, CommOptions options = {}, int threads = 1);
+  ~Team();  // frees the duplicate and the segment (not collective)
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  int size() const;  // copse ranks in all
+  const RankMap& layout() const;
+  const HierarchyPlan& plan() const;
+  // The calling thread must act as this thread rank of this process.
+  Comm& comm(int thread = 0);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Comm {
+ public:
+  int rank() const;  // this thread's copse rank
+  int size() const;
+
+  // send == recv: in place.
+  void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // recv is used at the root only; send == recv at the root: in place.
+  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  void bcast(void* buffer, std::size_t count, DType dtype, int root);
+  void barrier();
+  // recv holds size() * count elements, rank r's at r * count; send == recv:
+  // in place (this rank's block is already at recv + rank * count).
+  void allgather(const void* send, void* recv, std::size_t count, DType dtype);
+  // send holds size() * count elements; recv gets this rank's reduced block.
+  // send == recv: in place (the whole input in recv, the result in its first
+  // count elements).
+  void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // Blocks of different sizes: rank r gets counts[r] elements (size() of them).
+  void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
+
+ private:
+  friend class Team;
+  struct Impl;
+  explicit Comm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+
+ public:
+  ~Comm();
+  Comm(Comm&&) noexcept;
+};
+
+}  // namespace copse::mpi

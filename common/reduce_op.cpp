@@ -2,10 +2,10 @@
 
 #include <array>
 #include <cstring>
-#include <optional>
 #include <type_traits>
 
 #include "common/error.hpp"
+#include "common/kernels.hpp"
 #include "common/text.hpp"
 
 namespace copse {
@@ -15,149 +15,10 @@ namespace {
 constexpr std::array kDTypes = {DType::int8,   DType::int16,  DType::int32,  DType::int64,   DType::uint8,
                                 DType::uint16, DType::uint32, DType::uint64, DType::float32, DType::float64};
 
-constexpr std::array<std::string_view, 10> kOpNames = {"sum", "prod", "min",  "max", "band",
-                                                       "bor", "bxor", "land", "lor", "affine"};
-
-// Integer arithmetic is done in an unsigned type at least as wide as
-// `unsigned`, so it wraps instead of overflowing (and never promotes to int).
-template <class T>
-using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <class T>
-constexpr T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
-  else
-    return a + b;
-}
-template <class T>
-constexpr T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
-  else
-    return a * b;
-}
-
-// The element operators: apply(a, b) = a ⊙ b.
-struct Sum {
-  template <class T>
-  static T apply(T a, T b) {
-    return wrap_add(a, b);
-  }
-};
-struct Prod {
-  template <class T>
-  static T apply(T a, T b) {
-    return wrap_mul(a, b);
-  }
-};
-struct Min {
-  template <class T>
-  static T apply(T a, T b) {
-    return b < a ? b : a;
-  }
-};
-struct Max {
-  template <class T>
-  static T apply(T a, T b) {
-    return a < b ? b : a;
-  }
-};
-struct BAnd {
-  template <class T>
-  static T apply(T a, T b) {
-    return static_cast<T>(a & b);
-  }
-};
-struct BOr {
-  template <class T>
-  static T apply(T a, T b) {
-    return static_cast<T>(a | b);
-  }
-};
-struct BXor {
-  template <class T>
-  static T apply(T a, T b) {
-    return static_cast<T>(a ^ b);
-  }
-};
-struct LAnd {
-  template <class T>
-  static T apply(T a, T b) {
-    return static_cast<T>((a != T(0)) & (b != T(0)));
-  }
-};
-struct LOr {
-  template <class T>
-  static T apply(T a, T b) {
-    return static_cast<T>((a != T(0)) | (b != T(0)));
-  }
-};
-
-// Whole-array kernels: one indirect call per combine, a tight loop the
-// compiler vectorises inside. The operators above are commutative, so the
-// side only matters for `replace`.
-template <class Op, class T>
-void elementwise_kernel(void* inout, const void* in, std::size_t n, Combine side) {
-  if (n == 0) return;
-  if (side == Combine::replace) {
-    std::memcpy(inout, in, n * sizeof(T));
-    return;
-  }
-  T* __restrict io = static_cast<T*>(inout);
-  const T* __restrict x = static_cast<const T*>(in);
-  for (std::size_t i = 0; i < n; ++i) io[i] = Op::template apply<T>(io[i], x[i]);
-}
-
-// Affine maps x -> a*x + b as pairs (a, b); (a1,b1) ⊙ (a2,b2) = (a1*a2, a2*b1 + b2).
-template <class T>
-void affine_kernel(void* inout, const void* in, std::size_t n, Combine side) {
-  if (n == 0) return;
-  if (side == Combine::replace) {
-    std::memcpy(inout, in, 2 * n * sizeof(T));
-    return;
-  }
-  using W = Wide<T>;
-  T* __restrict io = static_cast<T*>(inout);
-  const T* __restrict x = static_cast<const T*>(in);
-  if (side == Combine::left) {  // io = x ⊙ io
-    for (std::size_t i = 0; i < n; ++i) {
-      const W a1 = static_cast<W>(x[2 * i]), b1 = static_cast<W>(x[2 * i + 1]);
-      const W a2 = static_cast<W>(io[2 * i]), b2 = static_cast<W>(io[2 * i + 1]);
-      io[2 * i] = static_cast<T>(a1 * a2);
-      io[2 * i + 1] = static_cast<T>(a2 * b1 + b2);
-    }
-  } else {  // io = io ⊙ x
-    for (std::size_t i = 0; i < n; ++i) {
-      const W a1 = static_cast<W>(io[2 * i]), b1 = static_cast<W>(io[2 * i + 1]);
-      const W a2 = static_cast<W>(x[2 * i]), b2 = static_cast<W>(x[2 * i + 1]);
-      io[2 * i] = static_cast<T>(a1 * a2);
-      io[2 * i + 1] = static_cast<T>(a2 * b1 + b2);
-    }
-  }
-}
-
-// A built-in operator is its kernel: one instantiation per operator and type,
-// whose address never changes, so it names the operator without owning anything.
-using Kernel = void (*)(void*, const void*, std::size_t, Combine);
-std::shared_ptr<const void> kernel_identity(Kernel kernel) {
+// A built-in operator is its kernel: one per operator and type, whose address
+// never changes, so it names the operator without owning anything.
+std::shared_ptr<const void> kernel_identity(CombineKernel kernel) {
   return std::shared_ptr<const void>(std::shared_ptr<const void>(), reinterpret_cast<const void*>(kernel));
-}
-
-ReduceOp kernel_op(std::string_view name, DType dtype, bool commutative, std::size_t element_bytes, Kernel kernel) {
-  ReduceOp op;
-  op.name = std::string(name);
-  op.dtype = dtype;
-  op.commutative = commutative;
-  op.element_bytes = element_bytes;
-  op.combine = kernel;
-  op.identity = kernel_identity(kernel);
-  return op;
-}
-
-template <class Op, class T>
-ReduceOp make_op(std::string_view name, DType dtype) {
-  return kernel_op(name, dtype, true, sizeof(T), &elementwise_kernel<Op, T>);
 }
 
 // ---- deterministic test input ----------------------------------------------
@@ -311,30 +172,31 @@ std::size_t dtype_size(DType t) {
 
 std::span<const DType> all_dtypes() { return kDTypes; }
 
-std::span<const std::string_view> builtin_op_names() { return kOpNames; }
+std::span<const std::string_view> builtin_op_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (BuiltinOp op : all_builtin_ops()) out.push_back(to_string(op));
+    return out;
+  }();
+  return names;
+}
 
 ReduceOp builtin_op(std::string_view name, DType dtype) {
-  const bool integer_only = name == "band" || name == "bor" || name == "bxor" || name == "affine";
-  if (integer_only && is_floating(dtype))
-    throw UsageError("operator '" + std::string(name) + "' is not defined on " + std::string(to_string(dtype)));
-  std::optional<ReduceOp> found = with_dtype(dtype, [&](auto t) -> std::optional<ReduceOp> {
-    using T = decltype(t);
-    if (name == "sum") return make_op<Sum, T>(name, dtype);
-    if (name == "prod") return make_op<Prod, T>(name, dtype);
-    if (name == "min") return make_op<Min, T>(name, dtype);
-    if (name == "max") return make_op<Max, T>(name, dtype);
-    if (name == "land") return make_op<LAnd, T>(name, dtype);
-    if (name == "lor") return make_op<LOr, T>(name, dtype);
-    if constexpr (std::is_integral_v<T>) {
-      if (name == "band") return make_op<BAnd, T>(name, dtype);
-      if (name == "bor") return make_op<BOr, T>(name, dtype);
-      if (name == "bxor") return make_op<BXor, T>(name, dtype);
-      if (name == "affine") return kernel_op(name, dtype, false, 2 * sizeof(T), &affine_kernel<T>);
-    }
-    return std::nullopt;
-  });
-  if (found) return std::move(*found);
-  throw UsageError("unknown operator '" + std::string(name) + "' (known: " + join(kOpNames, ", ") + ")");
+  for (BuiltinOp kind : all_builtin_ops()) {
+    if (to_string(kind) != name) continue;
+    const CombineKernel kernel = combine_kernel(kind, dtype);
+    if (!kernel)
+      throw UsageError("operator '" + std::string(name) + "' is not defined on " + std::string(to_string(dtype)));
+    ReduceOp op;
+    op.name = std::string(name);
+    op.dtype = dtype;
+    op.commutative = commutes(kind);
+    op.element_bytes = (pairs(kind) ? 2 : 1) * dtype_size(dtype);
+    op.combine = kernel;
+    op.identity = kernel_identity(kernel);
+    return op;
+  }
+  throw UsageError("unknown operator '" + std::string(name) + "' (known: " + join(builtin_op_names(), ", ") + ")");
 }
 
 ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t element_bytes,

@@ -1,0 +1,803 @@
+// A plain MPI benchmark of six collectives -- MPI_Allreduce, MPI_Reduce,
+// MPI_Bcast, MPI_Barrier, MPI_Allgather, MPI_Reduce_scatter_block -- and the
+// report that puts several runs of it side by side. It uses no copse header and
+// links only MPI: to copse it is an unmodified MPI program, so
+// scripts/bench-mpi.sh runs it twice, on Open MPI alone and with
+// LD_PRELOAD=libcopse_mpi.so, and compares.
+//
+// Method (Träff's mpicroscope): for each collective, root and size, one
+// verified call, two untimed warm-up calls, then `reps` repetitions of
+// { MPI_Barrier; t0; call; t1 }, then a second verified call. Each rank keeps
+// its own t1 - t0; per repetition the slowest rank's time counts (the
+// collective is done when its last rank is), and min and median over
+// repetitions are reported. `reps` fills about half a second at the slowest
+// rank's warm-up pace, within [10, 1000]. The per-rank times and verdicts
+// reach rank 0 over point-to-point messages, never through a collective: under
+// LD_PRELOAD the library being measured must not also time and judge itself.
+//
+// Data: float32, sum where an operator applies. Rank r's element i is
+// (r + 1) * (i % 8 + 1) + i % 251, integers whose sums stay exact in float for
+// any order of addition (up to about 2000 ranks), so every result is compared
+// for equality with a sequential expectation. i % 251 makes neighbouring blocks
+// of every power-of-two size differ, so a block that lands in the wrong place
+// is caught. The verified calls run on an output poisoned with -1 (no correct
+// value is negative), so a call that writes nothing fails. MPI_Barrier has no
+// output; its check is causal: the last rank waits 20 ms before entering, the
+// others each send it a message as soon as they leave, and it must receive
+// none before it enters.
+//
+// Sizes are per rank and per call, as IMB and the OSU benchmarks count them:
+// the vector for allreduce and reduce, the buffer for bcast, each rank's block
+// for allgather (it receives np blocks), and for reduce_scatter_block the
+// vector each rank sends, cut into np blocks (rounded down to whole floats, at
+// least one). 8 B and 16 B .. 64 MiB in powers of 4; barrier once, as 0 B.
+//
+// Output: rank 0 prints a table per collective and root as it goes, and with
+// --json FILE appends one JSON object per line per (collective, root, size):
+//   {"config", "label", "collective", "root" (null if unrooted), "np", "bytes",
+//    "count", "reps", "warmup", "verified", "failure", "min", "median",
+//    "times" (seconds, the slowest rank per repetition)}
+//
+// Report mode (--report FILE..., no mpirun): pools the JSON lines of several
+// runs (rounds of the same config, label, collective, root and size: min and
+// median over all their repetitions) and prints per config and collective one
+// row per size with every label's min and median and the ratio
+// baseline/label (above 1: the label is faster than the baseline); --csv FILE
+// writes the same figures, one row per label.
+//
+// Usage:
+//   mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]
+//                                      [--quick] [--label NAME] [--config NAME] [--json FILE]
+//   mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]
+// Exit status: 0 when every result verified, 1 on a wrong result (in report
+// mode: a line that recorded one), 2 on bad usage.
+//
+// Only MPI's C interface is used; Open MPI's deprecated C++ bindings header
+// does not compile cleanly under -Wextra -Werror.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::ordered_json;  // keys in the order written
+
+enum class Id { allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block };
+
+struct Collective {
+  Id id;
+  const char* name;      // on the command line and in the JSON
+  const char* function;  // in the tables
+  bool rooted;
+  // Blocks of `count` elements in each rank's send and receive buffers: np
+  // where one buffer holds every rank's block, 0 for the barrier.
+  bool team_send, team_recv;
+  bool has_data() const { return id != Id::barrier; }
+  bool reduces() const { return id == Id::allreduce || id == Id::reduce || id == Id::reduce_scatter_block; }
+  const char* data_text() const { return reduces() ? ", float32 sum" : has_data() ? ", float32" : ""; }
+  std::size_t blocks(bool send, int ranks) const { return (send ? team_send : team_recv) ? std::size_t(ranks) : 1; }
+};
+
+constexpr Collective kCollectives[] = {
+    {Id::allreduce, "allreduce", "MPI_Allreduce", false, false, false},
+    {Id::reduce, "reduce", "MPI_Reduce", true, false, false},
+    {Id::bcast, "bcast", "MPI_Bcast", true, false, false},
+    {Id::barrier, "barrier", "MPI_Barrier", false, false, false},
+    {Id::allgather, "allgather", "MPI_Allgather", false, false, true},
+    {Id::reduce_scatter_block, "reduce_scatter_block", "MPI_Reduce_scatter_block", false, true, false},
+};
+
+const Collective* collective_named(const std::string& name) {
+  for (const Collective& c : kCollectives)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// ---- sizes, repetitions, data ------------------------------------------------
+
+std::vector<std::size_t> default_sizes(bool quick) {
+  if (quick) return {8, 16u << 10, 1u << 20};
+  std::vector<std::size_t> sizes{8};
+  for (std::size_t s = 16; s <= (64u << 20); s *= 4) sizes.push_back(s);
+  return sizes;
+}
+
+// Untimed calls after the first verified one.
+constexpr int kWarmup = 2;
+
+// Timed repetitions: as many as fit in half a second (quick: 50 ms) at the
+// slowest rank's warm-up pace, between 10 and 1000 (quick: 5 and 100). A
+// budget in time, not in bytes, because oversubscribed runs are slower by
+// orders of magnitude than their byte counts say.
+int repetitions(bool quick, double seconds_per_call) {
+  const double budget = quick ? 0.05 : 0.5;
+  const double lo = quick ? 5 : 10, hi = quick ? 100 : 1000;
+  return static_cast<int>(std::clamp(budget / std::max(seconds_per_call, 1e-9), lo, hi));
+}
+
+// The count passed to MPI for `bytes` per rank: the vector (allreduce,
+// reduce), the buffer (bcast), each rank's block (allgather), or, for
+// reduce_scatter_block, each rank's block of a `bytes` vector cut into np
+// (rounded down, at least one element), as IMB and the OSU benchmarks count it.
+std::size_t count_for(const Collective& c, std::size_t bytes, int ranks) {
+  const std::size_t elements = bytes / sizeof(float);
+  if (c.id != Id::reduce_scatter_block) return elements;
+  return std::max<std::size_t>(1, elements / static_cast<std::size_t>(ranks));
+}
+
+float input(int rank, std::size_t i) {
+  return static_cast<float>((rank + 1) * static_cast<int>(i % 8 + 1) + static_cast<int>(i % 251));
+}
+
+float sum_of_inputs(int ranks, std::size_t i) {
+  return static_cast<float>(ranks * (ranks + 1) / 2 * static_cast<int>(i % 8 + 1) + ranks * static_cast<int>(i % 251));
+}
+
+// ---- text helpers -------------------------------------------------------------
+
+// "8", "16KiB", "1.5MiB", "64M": bytes; 0 on a malformed size.
+std::size_t parse_size(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || v < 0) return 0;
+  const std::string unit(end);
+  if (unit == "K" || unit == "KiB")
+    v *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    v *= 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    v *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    return 0;
+  return static_cast<std::size_t>(v);
+}
+
+std::string human(std::size_t bytes) {
+  char buf[32];
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  return buf;
+}
+
+std::vector<std::string> split(const std::string& list, char sep = ',') {
+  std::vector<std::string> items;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+// Microseconds with about three significant figures, right-aligned.
+std::string us(double seconds, int width) {
+  char buf[48];
+  const double v = seconds * 1e6;
+  std::snprintf(buf, sizeof buf, v < 10 ? "%*.2f" : v < 1000 ? "%*.1f" : "%*.0f", width, v);
+  return buf;
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// ---- measure mode --------------------------------------------------------------
+
+struct Options {
+  std::vector<const Collective*> collectives;
+  std::vector<std::string> roots{"0"};  // integers or "last"
+  std::vector<std::size_t> sizes;
+  bool quick = false;
+  std::string label = "mpi";
+  std::string config;  // default: "np<P>"
+  std::string json_path;
+};
+
+// Page-aligned, first touched by this process, freed with it.
+struct Buffer {
+  float* data = nullptr;
+  explicit Buffer(std::size_t bytes) {
+    const std::size_t rounded = std::max<std::size_t>((bytes + 4095) / 4096 * 4096, 4096);
+    data = static_cast<float*>(std::aligned_alloc(4096, rounded));
+    if (!data) {
+      std::fprintf(stderr, "mpi_collectives: cannot allocate %zu bytes\n", bytes);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    std::memset(data, 0, rounded);
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+// One measured case: a collective, its root (0 when unrooted), the size per
+// rank and the count passed to MPI.
+struct Case {
+  const Collective* c;
+  int root;
+  std::size_t bytes, count;
+};
+
+class Runner {
+ public:
+  Runner(int rank, int ranks) : rank_(rank), ranks_(ranks) {}
+
+  // Buffers for every size up to `largest_count` elements of this collective.
+  void allocate(const Collective& c, std::size_t largest_count) {
+    const std::size_t send_count = c.blocks(true, ranks_) * largest_count;
+    const std::size_t recv_count = c.blocks(false, ranks_) * largest_count;
+    send_.reset();
+    recv_.reset();
+    send_.emplace(send_count * sizeof(float));
+    recv_.emplace(recv_count * sizeof(float));
+    for (std::size_t i = 0; i < send_count; ++i) send_->data[i] = input(rank_, i);
+  }
+
+  void call(const Case& k) {
+    const int n = static_cast<int>(k.count);
+    float* send = send_->data;
+    float* recv = recv_->data;
+    switch (k.c->id) {
+      case Id::allreduce: MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+      case Id::reduce: MPI_Reduce(send, recv, n, MPI_FLOAT, MPI_SUM, k.root, MPI_COMM_WORLD); break;
+      case Id::bcast: MPI_Bcast(recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
+      case Id::barrier: MPI_Barrier(MPI_COMM_WORLD); break;
+      case Id::allgather: MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
+      case Id::reduce_scatter_block: MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    }
+  }
+
+  // One call on a poisoned output, then this rank's result compared with the
+  // sequential expectation. Returns "" or what is wrong.
+  std::string verified_call(const Case& k, const char* when) {
+    const Id id = k.c->id;
+    if (id == Id::barrier) return barrier_check(k, when);
+    const std::size_t out = k.c->blocks(false, ranks_) * k.count;
+    const bool has_output = id != Id::reduce || rank_ == k.root;
+    float* recv = recv_->data;
+    if (id == Id::bcast && rank_ == k.root)
+      for (std::size_t i = 0; i < out; ++i) recv[i] = input(k.root, i);
+    else
+      std::fill(recv, recv + out, -1.0f);
+    call(k);
+    if (!has_output) return "";
+    for (std::size_t i = 0; i < out; ++i) {
+      float want = 0;
+      switch (id) {
+        case Id::allreduce:
+        case Id::reduce: want = sum_of_inputs(ranks_, i); break;
+        case Id::bcast: want = input(k.root, i); break;
+        case Id::allgather: want = input(static_cast<int>(i / k.count), i % k.count); break;
+        case Id::reduce_scatter_block:
+          want = sum_of_inputs(ranks_, static_cast<std::size_t>(rank_) * k.count + i);
+          break;
+        case Id::barrier: break;
+      }
+      if (recv[i] != want) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "rank %d, %s %s, %s: element %zu is %g, expected %g", rank_, k.c->name,
+                      human(k.bytes).c_str(), when, i, static_cast<double>(recv[i]), static_cast<double>(want));
+        return buf;
+      }
+    }
+    return "";
+  }
+
+  // Times `reps` calls; returns this rank's time of each.
+  std::vector<double> timed(const Case& k, int reps) {
+    std::vector<double> mine(static_cast<std::size_t>(reps));
+    for (double& t : mine) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      call(k);
+      t = MPI_Wtime() - t0;
+    }
+    return mine;
+  }
+
+ private:
+  // The barrier's causal check: nobody may leave before the last rank has
+  // entered. The last rank waits, probing for the "left" messages the
+  // others send on leaving; a barrier that does not wait lets them arrive
+  // during the wait.
+  std::string barrier_check(const Case& k, const char* when) {
+    constexpr int kLeftTag = 7101;
+    const int last = ranks_ - 1;
+    if (ranks_ == 1) {
+      call(k);
+      return "";
+    }
+    std::string wrong;
+    int token = rank_;
+    if (rank_ == last) {
+      // Probing all along keeps MPI progressing, so that an early message is seen.
+      int early = 0;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      while (!early && std::chrono::steady_clock::now() < until)
+        MPI_Iprobe(MPI_ANY_SOURCE, kLeftTag, MPI_COMM_WORLD, &early, MPI_STATUS_IGNORE);
+      call(k);
+      if (early) wrong = std::string("barrier, ") + when + ": a rank left before the last rank entered";
+      for (int q = 0; q < last; ++q) MPI_Recv(&token, 1, MPI_INT, q, kLeftTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      call(k);
+      MPI_Send(&token, 1, MPI_INT, last, kLeftTag, MPI_COMM_WORLD);
+    }
+    return wrong;
+  }
+
+  int rank_, ranks_;
+  std::optional<Buffer> send_, recv_;
+};
+
+// Rank 0 receives every rank's times and verdict (point to point) and returns
+// the slowest rank's time per repetition and the first failure, if any.
+std::pair<std::vector<double>, std::string> collect(int rank, int ranks, std::vector<double> mine,
+                                                    const std::string& failure) {
+  constexpr int kTimesTag = 7102, kFailureTag = 7103;
+  const int reps = static_cast<int>(mine.size());
+  if (rank != 0) {
+    MPI_Send(mine.data(), reps, MPI_DOUBLE, 0, kTimesTag, MPI_COMM_WORLD);
+    MPI_Send(failure.data(), static_cast<int>(failure.size()), MPI_CHAR, 0, kFailureTag, MPI_COMM_WORLD);
+    return {};
+  }
+  std::string first = failure;
+  std::vector<double> theirs(mine.size());
+  for (int q = 1; q < ranks; ++q) {
+    MPI_Recv(theirs.data(), reps, MPI_DOUBLE, q, kTimesTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = std::max(mine[k], theirs[k]);
+    MPI_Status status;
+    MPI_Probe(q, kFailureTag, MPI_COMM_WORLD, &status);
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    std::string text(static_cast<std::size_t>(length), '\0');
+    MPI_Recv(text.data(), length, MPI_CHAR, q, kFailureTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (first.empty()) first = text;
+  }
+  return {mine, first};
+}
+
+// Rank 0 learns the largest of every rank's `value` (point to point) and
+// sends decide(largest) back: one decision that every rank follows.
+template <typename Decide>
+int agree(int rank, int ranks, double value, Decide decide) {
+  constexpr int kValueTag = 7104, kDecisionTag = 7105;
+  int decision = 0;
+  if (rank != 0) {
+    MPI_Send(&value, 1, MPI_DOUBLE, 0, kValueTag, MPI_COMM_WORLD);
+    MPI_Recv(&decision, 1, MPI_INT, 0, kDecisionTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return decision;
+  }
+  double largest = value;
+  for (int q = 1; q < ranks; ++q) {
+    double theirs = 0;
+    MPI_Recv(&theirs, 1, MPI_DOUBLE, q, kValueTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    largest = std::max(largest, theirs);
+  }
+  decision = decide(largest);
+  for (int q = 1; q < ranks; ++q) MPI_Send(&decision, 1, MPI_INT, q, kDecisionTag, MPI_COMM_WORLD);
+  return decision;
+}
+
+int run_measure(const Options& o, int rank, int ranks) {
+  std::FILE* out = nullptr;
+  if (rank == 0 && !o.json_path.empty() && !(out = std::fopen(o.json_path.c_str(), "a"))) {
+    std::fprintf(stderr, "mpi_collectives: cannot open %s\n", o.json_path.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const std::string config = o.config.empty() ? "np" + std::to_string(ranks) : o.config;
+  Runner runner(rank, ranks);
+  bool all_ok = true;
+
+  for (const Collective* c : o.collectives) {
+    const std::vector<std::size_t> sizes = c->has_data() ? o.sizes : std::vector<std::size_t>{0};
+    runner.allocate(*c, count_for(*c, *std::max_element(sizes.begin(), sizes.end()), ranks));
+
+    std::vector<int> roots{0};
+    if (c->rooted) {
+      roots.clear();
+      for (const std::string& r : o.roots) {
+        const int root = r == "last" ? ranks - 1 : std::atoi(r.c_str());
+        if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
+      }
+    }
+    for (const int root : roots) {
+      if (rank == 0) {
+        std::printf("\n%s [%s, %s], np=%d%s%s; times in us, slowest rank per repetition\n", c->function,
+                    o.label.c_str(), config.c_str(), ranks, c->rooted ? (", root " + std::to_string(root)).c_str() : "",
+                    c->data_text());
+        std::printf("%10s %6s %12s %12s  %s\n", "size", "reps", "min", "median", "check");
+        std::fflush(stdout);
+      }
+      for (const std::size_t bytes : sizes) {
+        const Case k{c, root, bytes, count_for(*c, bytes, ranks)};
+        std::string failure = runner.verified_call(k, "first call");
+        const double w0 = MPI_Wtime();
+        for (int w = 0; w < kWarmup; ++w) runner.call(k);
+        const int reps = agree(rank, ranks, (MPI_Wtime() - w0) / kWarmup,
+                               [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
+        std::vector<double> mine = runner.timed(k, reps);
+        // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
+        const std::string last_failure = runner.verified_call(k, "last call");
+        if (failure.empty()) failure = last_failure;
+        auto [slowest, first_failure] = collect(rank, ranks, std::move(mine), failure);
+        all_ok = all_ok && failure.empty();
+        if (rank != 0) continue;
+        const bool ok = first_failure.empty();
+        all_ok = all_ok && ok;
+        if (!ok) std::fprintf(stderr, "mpi_collectives [%s]: WRONG: %s\n", o.label.c_str(), first_failure.c_str());
+        std::printf("%10s %6d %s %s  %s\n", human(bytes).c_str(), reps, us(min_of(slowest), 12).c_str(),
+                    us(median_of(slowest), 12).c_str(), ok ? "ok" : "WRONG");
+        std::fflush(stdout);
+        if (out) {
+          const json line = {{"config", config},
+                             {"label", o.label},
+                             {"collective", c->name},
+                             {"root", c->rooted ? json(root) : json(nullptr)},
+                             {"np", ranks},
+                             {"bytes", bytes},
+                             {"count", k.count},
+                             {"reps", reps},
+                             {"warmup", kWarmup},
+                             {"verified", ok},
+                             {"failure", first_failure},
+                             {"min", min_of(slowest)},
+                             {"median", median_of(slowest)},
+                             {"times", slowest}};
+          std::fprintf(out, "%s\n", line.dump().c_str());
+          std::fflush(out);
+        }
+      }
+    }
+  }
+  if (out) std::fclose(out);
+  return all_ok ? 0 : 1;
+}
+
+// ---- report mode ---------------------------------------------------------------
+
+struct Pooled {
+  std::vector<double> times;
+  bool ok = true;
+  int runs = 0;
+};
+
+struct ReportOptions {
+  std::vector<std::string> files;
+  std::string baseline;  // default: "tuned" if present, else the first label seen
+  std::string csv_path;
+  std::vector<std::string> stats;  // files of per-process call counts (COPSE_MPI_STATS)
+};
+
+// Sums per file the call counts an interposed library reports, one JSON line
+// per process: {"rank": r, "size": p, "served": {"allreduce": n, ...},
+// "passed": {...}} (copse's COPSE_MPI_STATS). It says whether the library
+// under test ran the calls or handed them to the MPI library underneath: a
+// ratio near 1 means nothing if copse passed everything through.
+int print_stats(const std::vector<std::string>& files) {
+  std::printf("\nCalls the interposed library served and passed on, summed over processes and rounds:\n");
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    std::map<std::string, std::map<std::string, long long>> sums;  // "served"/"passed" -> collective -> calls
+    int lines = 0;
+    try {
+      for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        const json j = json::parse(line);
+        for (const char* kind : {"served", "passed"})
+          for (const auto& [name, calls] : j.at(kind).items()) sums[kind][name] += calls.get<long long>();
+        ++lines;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mpi_collectives: %s: not a statistics line (%s)\n", path.c_str(), e.what());
+      return 2;
+    }
+    std::printf("  %s: %d process record(s)%s\n", path.c_str(), lines, lines ? "" : " (the library wrote none)");
+    for (const char* kind : {"served", "passed"}) {
+      std::string text;
+      for (const auto& [name, calls] : sums[kind])
+        if (calls) text += (text.empty() ? "" : ", ") + name + " " + std::to_string(calls);
+      std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
+    }
+  }
+  return 0;
+}
+
+int run_report(const ReportOptions& o) {
+  // (config, collective index, root, bytes) -> label -> pooled repetitions
+  using Key = std::tuple<std::string, int, int, std::size_t>;
+  std::map<Key, std::map<std::string, Pooled>> data;
+  std::vector<std::string> configs, labels;  // in order of first appearance
+  std::map<std::string, int> np_of;
+  auto remember = [](std::vector<std::string>& list, const std::string& item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+  };
+  for (const std::string& path : o.files) {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "mpi_collectives: cannot read %s\n", path.c_str());
+      return 2;
+    }
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.empty()) continue;
+      try {
+        const json j = json::parse(line);
+        const Collective* c = collective_named(j.at("collective").get<std::string>());
+        if (!c) throw std::runtime_error("unknown collective");
+        const int index = static_cast<int>(c - kCollectives);
+        const int root = j.at("root").is_null() ? -1 : j.at("root").get<int>();
+        const std::string config = j.at("config").get<std::string>(), label = j.at("label").get<std::string>();
+        Pooled& p = data[{config, index, root, j.at("bytes").get<std::size_t>()}][label];
+        const auto times = j.at("times").get<std::vector<double>>();
+        p.times.insert(p.times.end(), times.begin(), times.end());
+        p.ok = p.ok && j.at("verified").get<bool>();
+        ++p.runs;
+        np_of[config] = j.at("np").get<int>();
+        remember(configs, config);
+        remember(labels, label);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mpi_collectives: %s:%d: not a result line (%s)\n", path.c_str(), line_no, e.what());
+        return 2;
+      }
+    }
+  }
+  if (data.empty()) {
+    std::fprintf(stderr, "mpi_collectives: no results in the report's files\n");
+    return 1;
+  }
+  std::string base = o.baseline;
+  if (base.empty()) base = std::find(labels.begin(), labels.end(), "tuned") != labels.end() ? "tuned" : labels.front();
+  if (std::find(labels.begin(), labels.end(), base) == labels.end()) {
+    std::fprintf(stderr, "mpi_collectives: baseline '%s' is not a label of the results\n", base.c_str());
+    return 2;
+  }
+  std::vector<std::string> others;
+  for (const std::string& l : labels)
+    if (l != base) others.push_back(l);
+
+  std::FILE* csv = nullptr;
+  if (!o.csv_path.empty()) {
+    if (!(csv = std::fopen(o.csv_path.c_str(), "w"))) {
+      std::fprintf(stderr, "mpi_collectives: cannot write %s\n", o.csv_path.c_str());
+      return 2;
+    }
+    std::fprintf(
+        csv,
+        "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,%s_over_min,%s_over_median\n",
+        base.c_str(), base.c_str());
+  }
+
+  bool all_ok = true;
+  // Columns: a label's min and median, then per other label the ratios
+  // baseline/label by min and by median; each at least as wide as its title.
+  auto right = [](const std::string& text, std::size_t width) {
+    return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+  };
+  auto fixed = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+    return std::string(buf);
+  };
+  auto time_width = [](const std::string& l) { return std::max<std::size_t>(10, l.size() + 4); };
+  auto ratio_width = [&](const std::string& l) { return base.size() + l.size() + 5; };
+  for (const std::string& config : configs) {
+    for (int index = 0; index < static_cast<int>(std::size(kCollectives)); ++index) {
+      const Collective& c = kCollectives[index];
+      std::map<int, std::vector<std::size_t>> sizes_of_root;
+      for (const auto& [key, by_label] : data)
+        if (std::get<0>(key) == config && std::get<1>(key) == index)
+          sizes_of_root[std::get<2>(key)].push_back(std::get<3>(key));
+      for (const auto& [root, sizes] : sizes_of_root) {
+        std::printf(
+            "\n== %s (np=%d): %s%s%s; times in us, min and median of the slowest rank over pooled repetitions\n",
+            config.c_str(), np_of[config], c.function, root >= 0 ? (", root " + std::to_string(root)).c_str() : "",
+            c.data_text());
+        std::string header = right("size", 10);
+        for (const std::string& l : labels)
+          header += " | " + right(l + " min", time_width(l)) + " " + right("median", 9) + " ";
+        for (const std::string& l : others)
+          header += " | " + right(base + "/" + l + " min", ratio_width(l)) + " " + right("median", 7);
+        std::printf("%s | runs\n", header.c_str());
+        std::map<std::string, std::vector<std::string>> below_1, below_1_5;  // per label: sizes that miss the target
+        for (const std::size_t bytes : sizes) {
+          const auto& by_label = data.at({config, index, root, bytes});
+          std::string row = right(human(bytes), 10), runs;
+          for (const std::string& l : labels) {
+            auto it = by_label.find(l);
+            if (it == by_label.end()) {
+              row += " | " + right("-", time_width(l)) + " " + right("-", 9) + " ";
+              runs += " -";
+              continue;
+            }
+            const Pooled& p = it->second;
+            all_ok = all_ok && p.ok;
+            row += " | " + us(min_of(p.times), static_cast<int>(time_width(l))) + " " + us(median_of(p.times), 9) +
+                   (p.ok ? " " : "!");
+            runs += ' ';  // (not " " + ...: GCC 12 warns -Wrestrict on literal + string at -O3)
+            runs += std::to_string(p.runs);
+          }
+          const auto b = by_label.find(base);
+          for (const std::string& l : others) {
+            auto it = by_label.find(l);
+            if (b == by_label.end() || it == by_label.end()) {
+              row += " | " + right("-", ratio_width(l)) + " " + right("-", 7);
+              continue;
+            }
+            const double by_min = min_of(b->second.times) / min_of(it->second.times);
+            const double by_median = median_of(b->second.times) / median_of(it->second.times);
+            row += " | " + right(fixed(by_min), ratio_width(l)) + " " + right(fixed(by_median), 7);
+            if (std::min(by_min, by_median) < 1) below_1[l].push_back(human(bytes));
+            if (bytes >= (16u << 10) && std::min(by_min, by_median) < 1.5) below_1_5[l].push_back(human(bytes));
+          }
+          std::printf("%s |%s\n", row.c_str(), runs.c_str());
+          if (csv)
+            for (const std::string& l : labels) {
+              auto it = by_label.find(l);
+              if (it == by_label.end()) continue;
+              const Pooled& p = it->second;
+              std::fprintf(csv, "%s,%d,%s,%s,%zu,%s,%d,%zu,%s,%.9g,%.9g,", config.c_str(), np_of[config], c.name,
+                           root >= 0 ? std::to_string(root).c_str() : "", bytes, l.c_str(), p.runs, p.times.size(),
+                           p.ok ? "true" : "false", min_of(p.times), median_of(p.times));
+              if (b == by_label.end())
+                std::fprintf(csv, ",\n");
+              else
+                std::fprintf(csv, "%.4f,%.4f\n", min_of(b->second.times) / min_of(p.times),
+                             median_of(b->second.times) / median_of(p.times));
+            }
+        }
+        // The target for copse against the MPI library: at least as
+        // fast at every size, at least 1.5x from 16 KiB, by min and by median.
+        for (const std::string& l : others) {
+          auto join = [](const std::vector<std::string>& v) {
+            std::string s;
+            for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+            return s.empty() ? std::string("none") : s;
+          };
+          std::printf("  %s/%s below 1 (min or median) at: %s; below 1.5 from 16 KiB at: %s\n", base.c_str(), l.c_str(),
+                      join(below_1[l]).c_str(), join(below_1_5[l]).c_str());
+        }
+      }
+    }
+  }
+  std::printf("\n'!' marks a side whose result was wrong; runs: rounds pooled per label.\n");
+  if (csv) std::fclose(csv);
+  if (!o.stats.empty() && print_stats(o.stats) != 0) return 2;
+  return all_ok ? 0 : 1;
+}
+
+// ---- command line -----------------------------------------------------------------
+
+const char* kUsage =
+    "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]\n"
+    "                                          [--quick] [--label NAME] [--config NAME] [--json FILE]\n"
+    "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
+    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block (default: all)\n"
+    "  --roots        roots of reduce and bcast: integers or 'last' (default: 0)\n"
+    "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
+    "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
+    "  --label        this run's name in the output, e.g. tuned or copse (default: mpi)\n"
+    "  --config       the configuration's name (default: np<P>)\n"
+    "  --json         append one JSON line per collective, root and size to FILE\n"
+    "  --report       pool the JSON lines of FILE... and print them side by side\n"
+    "  --baseline     the label others are compared with (default: tuned if present, else the first)\n"
+    "  --csv          with --report: also write the pooled figures to FILE\n"
+    "  --stats        with --report: sum the per-process call counts in FILE... (COPSE_MPI_STATS lines)\n";
+
+// Parses the measure mode's options; "" or what is wrong.
+std::string parse_measure(int argc, char** argv, Options& o, int ranks) {
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--quick") {
+      o.quick = true;
+      continue;
+    }
+    if (a + 1 >= argc) return "unknown argument or missing value: " + arg;
+    const std::string value = argv[++a];
+    if (arg == "--collectives") {
+      o.collectives.clear();
+      for (const std::string& name : split(value)) {
+        const Collective* c = collective_named(name);
+        if (!c) return "unknown collective: " + name;
+        o.collectives.push_back(c);
+      }
+    } else if (arg == "--roots") {
+      o.roots = split(value);
+      for (const std::string& r : o.roots) {
+        const bool number = !r.empty() && r.find_first_not_of("0123456789") == std::string::npos;
+        if (r != "last" && !(number && std::atoi(r.c_str()) < ranks))
+          return "not a root of " + std::to_string(ranks) + " ranks: " + r;
+      }
+    } else if (arg == "--sizes") {
+      o.sizes.clear();
+      for (const std::string& s : split(value)) {
+        const std::size_t bytes = parse_size(s);
+        if (bytes == 0 || bytes % sizeof(float) != 0 || bytes / sizeof(float) > INT32_MAX)
+          return "not a size in whole floats: " + s;
+        o.sizes.push_back(bytes);
+      }
+    } else if (arg == "--label") {
+      o.label = value;
+    } else if (arg == "--config") {
+      o.config = value;
+    } else if (arg == "--json") {
+      o.json_path = value;
+    } else {
+      return "unknown argument: " + arg;
+    }
+  }
+  if (o.collectives.empty())
+    for (const Collective& c : kCollectives) o.collectives.push_back(&c);
+  if (o.sizes.empty()) o.sizes = default_sizes(o.quick);
+  if (o.roots.empty()) return "--roots needs at least one root";
+  return "";
+}
+
+std::string parse_report(int argc, char** argv, ReportOptions& o) {
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--report" || arg == "--stats") {
+      auto& list = arg == "--report" ? o.files : o.stats;
+      while (a + 1 < argc && std::strncmp(argv[a + 1], "--", 2) != 0) list.push_back(argv[++a]);
+    } else if ((arg == "--baseline" || arg == "--csv") && a + 1 < argc) {
+      (arg == "--csv" ? o.csv_path : o.baseline) = argv[++a];
+    } else {
+      return "unknown argument in report mode: " + arg;
+    }
+  }
+  return o.files.empty() ? "--report needs at least one file" : "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Report mode needs no MPI at all.
+  for (int a = 1; a < argc; ++a)
+    if (std::strcmp(argv[a], "--report") == 0) {
+      ReportOptions o;
+      if (const std::string error = parse_report(argc, argv, o); !error.empty()) {
+        std::fprintf(stderr, "mpi_collectives: %s\n%s", error.c_str(), kUsage);
+        return 2;
+      }
+      return run_report(o);
+    }
+  for (int a = 1; a < argc; ++a)
+    if (std::strcmp(argv[a], "--help") == 0 || std::strcmp(argv[a], "-h") == 0) {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  Options o;
+  if (const std::string error = parse_measure(argc, argv, o, ranks); !error.empty()) {
+    if (rank == 0) std::fprintf(stderr, "mpi_collectives: %s\n%s", error.c_str(), kUsage);
+    MPI_Finalize();
+    return 2;
+  }
+  const int status = run_measure(o, rank, ranks);
+  MPI_Finalize();
+  return status;
+}

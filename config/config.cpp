@@ -82,6 +82,15 @@ std::string kind_name(const Raw& r) {
 
 // ---------------------------------------------------------------- typed readers
 
+// parse_time and parse_size say: invalid WHAT "TEXT": WHY. The why alone, for
+// a message that names the key, the value and its source itself.
+std::string reason_of(const UsageError& e, std::string_view what, std::string_view text) {
+  std::string why = e.what();
+  const std::string prefix = "invalid " + std::string(what) + " " + quote_text(text) + ": ";
+  if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+  return why;
+}
+
 // TIME: text through parse_time; a TOML number is seconds, written out in
 // shortest round-trip form and read back through the same parser.
 double read_time(const Raw& r, std::string_view example) {
@@ -100,11 +109,7 @@ double read_time(const Raw& r, std::string_view example) {
   try {
     return parse_time(text);
   } catch (const UsageError& e) {
-    // parse_time says: invalid time "TEXT": WHY. Keep the why.
-    std::string why = e.what();
-    const std::string prefix = "invalid time " + quote_text(text) + ": ";
-    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
-    throw BadValue{"not a time (" + why + "); use e.g. " + std::string(example)};
+    throw BadValue{"not a time (" + reason_of(e, "time", text) + "); use e.g. " + std::string(example)};
   }
 }
 
@@ -184,6 +189,59 @@ std::optional<int> read_blocks(const Raw& r) {
   throw BadValue{"expected auto or a whole number >= 1"};
 }
 
+// SIZE: text through parse_size; a TOML integer is bytes. At most 2^63 - 1,
+// so that every value is also a ConfigValue integer.
+std::uint64_t read_size(const Raw& r, std::string_view example) {
+  std::uint64_t bytes = 0;
+  if (is_text(r)) {
+    try {
+      bytes = parse_size(r.str);
+    } catch (const UsageError& e) {
+      throw BadValue{"not a size (" + reason_of(e, "size", r.str) + "); use e.g. " + std::string(example)};
+    }
+  } else if (r.kind == Raw::Kind::integer && r.integer >= 0) {
+    bytes = static_cast<std::uint64_t>(r.integer);
+  } else {
+    throw BadValue{"expected a size in bytes (got " + kind_name(r) + "); use e.g. " + std::string(example)};
+  }
+  if (bytes > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw BadValue{"too large (at most 2^63 - 1 bytes)"};
+  return bytes;
+}
+
+// mpi.serve: "all", "none", or collective names separated by commas.
+std::uint32_t read_serve(const Raw& r) {
+  const std::string& text = read_string(r);
+  const std::uint32_t all = MpiOptions{}.serve;
+  if (text == "all") return all;
+  if (text == "none") return 0;
+  const std::string accepted = "all, none, or a comma-separated list of " + join(kMpiCollectives, ", ");
+  std::uint32_t serve = 0;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view name = std::string_view(text).substr(begin, end - begin);
+    const auto* found = std::find_if(kMpiCollectives.begin(), kMpiCollectives.end(),
+                                     [&](MpiCollective c) { return to_string(c) == name; });
+    if (found == kMpiCollectives.end())
+      throw BadValue{
+          (name.empty() ? std::string("an empty name") : "unknown collective \"" + std::string(name) + "\"") +
+          " (accepted: " + accepted + ")"};
+    serve |= 1U << static_cast<unsigned>(*found);
+    if (end == text.size()) return serve;
+    begin = end + 1;
+  }
+}
+
+// mpi.serve's text: "all", "none", or the served names in kMpiCollectives order.
+std::string serve_text(std::uint32_t serve) {
+  if (serve == MpiOptions{}.serve) return "all";
+  std::vector<std::string_view> names;
+  for (MpiCollective c : kMpiCollectives)
+    if (serve >> static_cast<unsigned>(c) & 1U) names.push_back(to_string(c));
+  return names.empty() ? "none" : join(names, ",");
+}
+
 // ---------------------------------------------------------------- the keys
 
 struct KeyDef {
@@ -238,6 +296,10 @@ constexpr std::array kKeys = {
             "hwloc synthetic description of each emulated node; empty: detect this machine"},
            [](Options& o, const Raw& r) { o.hierarchy.node_topology = read_string(r); },
            [](const Options& o) -> ConfigValue { return o.hierarchy.node_topology; }},
+    KeyDef{{"hierarchy.ranks_per_node", "COPSE_HIERARCHY_RANKS_PER_NODE", "int >= 0",
+            "MPI: virtual nodes of K consecutive ranks, to exercise the inter-node path on one host; 0: real nodes"},
+           [](Options& o, const Raw& r) { o.hierarchy.ranks_per_node = read_int(r, 0); },
+           [](const Options& o) { return int_value(o.hierarchy.ranks_per_node); }},
     KeyDef{{"collectives.allreduce", "COPSE_COLLECTIVES_ALLREDUCE", "NAME", "allreduce algorithm among node leaders"},
            [](Options& o, const Raw& r) { o.collectives.allreduce = read_algorithm(r, Collective::allreduce); },
            [](const Options& o) -> ConfigValue { return o.collectives.allreduce; }},
@@ -247,6 +309,17 @@ constexpr std::array kKeys = {
     KeyDef{{"collectives.bcast", "COPSE_COLLECTIVES_BCAST", "NAME", "bcast algorithm among node leaders"},
            [](Options& o, const Raw& r) { o.collectives.bcast = read_algorithm(r, Collective::bcast); },
            [](const Options& o) -> ConfigValue { return o.collectives.bcast; }},
+    KeyDef{{"collectives.barrier", "COPSE_COLLECTIVES_BARRIER", "NAME", "barrier algorithm among node leaders"},
+           [](Options& o, const Raw& r) { o.collectives.barrier = read_algorithm(r, Collective::barrier); },
+           [](const Options& o) -> ConfigValue { return o.collectives.barrier; }},
+    KeyDef{{"collectives.allgather", "COPSE_COLLECTIVES_ALLGATHER", "NAME", "allgather algorithm among node leaders"},
+           [](Options& o, const Raw& r) { o.collectives.allgather = read_algorithm(r, Collective::allgather); },
+           [](const Options& o) -> ConfigValue { return o.collectives.allgather; }},
+    KeyDef{
+        {"collectives.reduce_scatter", "COPSE_COLLECTIVES_REDUCE_SCATTER", "NAME",
+         "reduce_scatter algorithm among node leaders (also for MPI_Reduce_scatter_block)"},
+        [](Options& o, const Raw& r) { o.collectives.reduce_scatter = read_algorithm(r, Collective::reduce_scatter); },
+        [](const Options& o) -> ConfigValue { return o.collectives.reduce_scatter; }},
     KeyDef{{"collectives.blocks", "COPSE_COLLECTIVES_BLOCKS", "auto|int >= 1",
             "pipeline blocks; auto: the count that minimises simulated time"},
            [](Options& o, const Raw& r) { o.collectives.blocks = read_blocks(r); },
@@ -279,6 +352,31 @@ constexpr std::array kKeys = {
     KeyDef{{"runtime.spin", "COPSE_RUNTIME_SPIN", "int >= 0", "spin iterations before a wait blocks"},
            [](Options& o, const Raw& r) { o.runtime.spin = read_int(r, 0); },
            [](const Options& o) { return int_value(o.runtime.spin); }},
+    KeyDef{{"mpi.serve", "COPSE_MPI_SERVE", "all|none|C,C,...",
+            "the MPI collectives libcopse_mpi.so serves; the others go to the MPI library"},
+           [](Options& o, const Raw& r) { o.mpi.serve = read_serve(r); },
+           [](const Options& o) -> ConfigValue { return serve_text(o.mpi.serve); }},
+    KeyDef{{"mpi.min_bytes", "COPSE_MPI_MIN_BYTES", "SIZE",
+            "calls contributing fewer bytes per process go to the MPI library"},
+           [](Options& o, const Raw& r) { o.mpi.min_bytes = read_size(r, "4KiB"); },
+           [](const Options& o) -> ConfigValue { return static_cast<std::int64_t>(o.mpi.min_bytes); }},
+    KeyDef{{"mpi.max_bytes", "COPSE_MPI_MAX_BYTES", "SIZE|none",
+            "calls contributing more bytes per process go to the MPI library; none: no bound"},
+           [](Options& o, const Raw& r) {
+             if (is_text(r) && r.str == "none") {
+               o.mpi.max_bytes.reset();
+               return;
+             }
+             o.mpi.max_bytes = read_size(r, "64MiB, or none");
+           },
+           [](const Options& o) -> ConfigValue {
+             return o.mpi.max_bytes ? ConfigValue(static_cast<std::int64_t>(*o.mpi.max_bytes))
+                                    : ConfigValue(std::string("none"));
+           }},
+    KeyDef{{"mpi.stats", "COPSE_MPI_STATS", "FILE",
+            "at MPI_Finalize every process appends one JSON line of served and passed calls; empty: none"},
+           [](Options& o, const Raw& r) { o.mpi.stats = read_string(r); },
+           [](const Options& o) -> ConfigValue { return o.mpi.stats; }},
 };
 
 constexpr std::size_t kKeyCount = kKeys.size();
@@ -602,11 +700,28 @@ std::string_view ConfigSource::kind_name() const {
 }
 
 const AlgorithmInfo& CollectiveOptions::algorithm(Collective collective) const {
-  if (collective == Collective::allreduce) return find_algorithm(collective, allreduce);
-  if (collective == Collective::reduce) return find_algorithm(collective, reduce);
-  if (collective == Collective::bcast) return find_algorithm(collective, bcast);
-  throw UsageError("no collectives." + std::string(to_string(collective)) +
-                   " setting (configurable: allreduce, reduce, bcast)");
+  switch (collective) {
+    case Collective::allreduce: return find_algorithm(collective, allreduce);
+    case Collective::reduce: return find_algorithm(collective, reduce);
+    case Collective::bcast: return find_algorithm(collective, bcast);
+    case Collective::barrier: return find_algorithm(collective, barrier);
+    case Collective::allgather: return find_algorithm(collective, allgather);
+    case Collective::reduce_scatter: break;
+  }
+  return find_algorithm(Collective::reduce_scatter, reduce_scatter);
+}
+
+std::string_view to_string(MpiCollective c) {
+  switch (c) {
+    case MpiCollective::allreduce: return "allreduce";
+    case MpiCollective::reduce: return "reduce";
+    case MpiCollective::bcast: return "bcast";
+    case MpiCollective::barrier: return "barrier";
+    case MpiCollective::allgather: return "allgather";
+    case MpiCollective::reduce_scatter_block: return "reduce_scatter_block";
+    case MpiCollective::reduce_scatter: break;
+  }
+  return "reduce_scatter";
 }
 
 namespace {
@@ -641,6 +756,9 @@ TeamOptions make_team_options(const Options& options, std::span<const int> ranks
   team.allreduce = options.collectives.allreduce;
   team.reduce = options.collectives.reduce;
   team.bcast = options.collectives.bcast;
+  team.barrier = options.collectives.barrier;
+  team.allgather = options.collectives.allgather;
+  team.reduce_scatter = options.collectives.reduce_scatter;
   team.blocks = options.collectives.blocks.value_or(0);
   team.model = make_cost_model(options.model);
   team.wait_timeout = options.runtime.wait_timeout_ms();

@@ -26,17 +26,26 @@
 //   hierarchy.max_group      int>=1  4        auto grouping: most ranks per group
 //   hierarchy.multi_leader   bool    false    every group leader talks off-node
 //   hierarchy.node_topology  string  ""       hwloc synthetic description; "" = detect
+//   hierarchy.ranks_per_node int>=0  0        MPI: virtual nodes of K consecutive ranks; 0 = real nodes
 //   collectives.allreduce    name    dual-root
 //   collectives.reduce       name    binary-tree
 //   collectives.bcast        name    binary-tree
+//   collectives.barrier      name    dual-root
+//   collectives.allgather    name    binary-tree
+//   collectives.reduce_scatter  name binary-tree  (MPI_Reduce_scatter and _block)
 //   collectives.blocks       auto|int>=1  auto
 //   runtime.wait_timeout     TIME|none  none  a blocking wait past this fails (> 0);
 //                                             none: wait as long as it takes
 //   runtime.wait_report      TIME    60s      a blocked Comm says whom it waits for this often (0s: never)
 //   runtime.spin             int>=0  2000     spin iterations before blocking
+//   mpi.serve                all|none|C,C,...  all   MPI collectives the interposition library serves
+//   mpi.min_bytes            SIZE    0        smaller calls go to the MPI library
+//   mpi.max_bytes            SIZE|none  none  larger calls go to the MPI library
+//   mpi.stats                FILE    ""       append one JSON line per process at MPI_Finalize; "" = none
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
-// file it may also be a TOML number, in seconds. Booleans in the environment
+// file it may also be a TOML number, in seconds. SIZE is its byte syntax
+// ("64KiB", "1e6"); in the file it may also be a TOML integer of bytes. Booleans in the environment
 // (and in Config::set) are true/false, 1/0, yes/no or on/off; in the file,
 // TOML booleans. Integers in the file are TOML integers; collectives.blocks
 // may be the string "auto" or an integer.
@@ -48,6 +57,7 @@
 // Unknown keys in the file and unknown COPSE_* variables (COPSE_CONFIG
 // excepted) are errors too, so that a typo never passes silently.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -83,6 +93,10 @@ struct HierarchyOptions {
   int max_group = Grouping().max_group;           // >= 1
   bool multi_leader = false;
   std::string node_topology;  // hwloc synthetic description; empty: detect this machine
+  // Under MPI: 0, nodes are the communicator's shared-memory islands; K > 0,
+  // virtual nodes of K consecutive ranks (the last may hold fewer), so that
+  // one host exercises the inter-node path.
+  int ranks_per_node = 0;
   Grouping parsed_grouping() const { return Grouping::parse(grouping, max_group); }
   bool operator==(const HierarchyOptions&) const = default;
 };
@@ -92,9 +106,11 @@ struct CollectiveOptions {
   std::string allreduce{team_defaults::allreduce};  // registered algorithm names
   std::string reduce{team_defaults::reduce};
   std::string bcast{team_defaults::bcast};
+  std::string barrier{team_defaults::barrier};
+  std::string allgather{team_defaults::allgather};
+  std::string reduce_scatter{team_defaults::reduce_scatter};
   std::optional<int> blocks;  // nullopt: auto (the count that minimises simulated time)
-  // The registered algorithm chosen for `collective` (allreduce, reduce or
-  // bcast; UsageError for a collective without a setting here).
+  // The registered algorithm chosen for `collective`.
   const AlgorithmInfo& algorithm(Collective collective) const;
   bool operator==(const CollectiveOptions&) const = default;
 };
@@ -112,6 +128,38 @@ struct RuntimeOptions {
   bool operator==(const RuntimeOptions&) const = default;
 };
 
+// The seven MPI collectives the interposition library (mpi/) can serve, in
+// the order mpi.serve's text and the stats file list them.
+enum class MpiCollective : std::uint8_t {
+  allreduce,
+  reduce,
+  bcast,
+  barrier,
+  allgather,
+  reduce_scatter_block,
+  reduce_scatter,
+};
+inline constexpr std::array<MpiCollective, 7> kMpiCollectives = {
+    MpiCollective::allreduce,     MpiCollective::reduce,    MpiCollective::bcast,
+    MpiCollective::barrier,       MpiCollective::allgather, MpiCollective::reduce_scatter_block,
+    MpiCollective::reduce_scatter};
+std::string_view to_string(MpiCollective c);  // "allreduce", ..., "reduce_scatter_block", "reduce_scatter"
+
+// What the interposition library serves and what it leaves to the MPI library.
+struct MpiOptions {
+  // Bit c set: MpiCollective c is served (when its datatype, operator and
+  // communicator allow); clear: every such call goes to the MPI library.
+  std::uint32_t serve = (1U << kMpiCollectives.size()) - 1;
+  // Bounds on the bytes each process contributes (count x datatype size: for
+  // allgather its block, for reduce_scatter its whole input); a call outside
+  // them goes to the MPI library. Barriers have no bytes and ignore them.
+  std::uint64_t min_bytes = 0;
+  std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
+  std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none
+  bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
+  bool operator==(const MpiOptions&) const = default;
+};
+
 // Everything configurable, typed. A default-constructed Options holds the
 // built-in defaults; code that needs no provenance can fill one directly.
 struct Options {
@@ -119,6 +167,7 @@ struct Options {
   HierarchyOptions hierarchy;
   CollectiveOptions collectives;
   RuntimeOptions runtime;
+  MpiOptions mpi;
   bool operator==(const Options&) const = default;
 };
 
@@ -136,7 +185,7 @@ TeamOptions make_team_options(const Options& options, std::span<const int> ranks
 struct ConfigKey {
   std::string_view name;         // "model.inter_alpha"
   std::string_view env;          // "COPSE_MODEL_INTER_ALPHA"
-  std::string_view type;         // "TIME", "bi|uni", "int >= 1", ...
+  std::string_view type;         // "TIME", "SIZE", "bi|uni", "int >= 1", ...
   std::string_view description;  // one line
 };
 std::span<const ConfigKey> config_keys();  // in documentation order
@@ -155,8 +204,9 @@ struct ConfigSource {
   bool operator==(const ConfigSource&) const = default;
 };
 
-// A key's effective value: bool, integer, TIME in seconds (double), or text
-// (names, "bi"/"uni", grouping, "auto" for collectives.blocks).
+// A key's effective value: bool, integer (SIZE in bytes), TIME in seconds
+// (double), or text (names, "bi"/"uni", grouping, "auto" for
+// collectives.blocks, "none" for runtime.wait_timeout and mpi.max_bytes).
 using ConfigValue = std::variant<bool, std::int64_t, double, std::string>;
 
 struct LoadArgs {

@@ -18,7 +18,9 @@ cd "$tmp" || exit 1  # no ./copse.toml here unless a check writes one
 
 keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta model.gamma model.ports
 model.receive_overhead hierarchy.grouping hierarchy.max_group hierarchy.multi_leader hierarchy.node_topology
-collectives.allreduce collectives.reduce collectives.bcast collectives.blocks runtime.wait_timeout runtime.wait_report runtime.spin"
+hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bcast collectives.barrier
+collectives.allgather collectives.reduce_scatter collectives.blocks runtime.wait_timeout runtime.wait_report
+runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats"
 
 # ------------------------------------------------------------------ help
 expect 0 --help && stdout_has "config"
@@ -44,6 +46,14 @@ json_check 's["hierarchy.multi_leader"]["value"] is False and s["hierarchy.node_
 json_check 's["collectives.allreduce"]["value"] == "dual-root" and s["collectives.blocks"]["value"] == "auto"' \
   "collectives"
 json_check 's["runtime.wait_timeout"]["value"] == "none" and s["runtime.wait_report"]["value"] == 60 and s["runtime.spin"]["value"] == 2000' "runtime"
+json_check 's["hierarchy.ranks_per_node"]["value"] == 0 and s["collectives.barrier"]["value"] == "dual-root"' \
+  "virtual nodes off, barrier algorithm"
+json_check 's["collectives.allgather"]["value"] == "binary-tree" and s["collectives.reduce_scatter"]["value"] == "binary-tree"' \
+  "allgather and reduce_scatter algorithms"
+json_check 's["mpi.serve"]["value"] == "all" and s["mpi.min_bytes"]["value"] == 0 and s["mpi.max_bytes"]["value"] == "none"' \
+  "the MPI layer serves everything"
+json_check 's["mpi.stats"]["value"] == "" and s["mpi.stats"]["env"] == "COPSE_MPI_STATS" and s["mpi.min_bytes"]["type"] == "SIZE"' \
+  "no stats file; COPSE_MPI_STATS"
 
 # ------------------------------------------------------------------ precedence
 cat >"$tmp/a.toml" <<'EOF'
@@ -81,6 +91,16 @@ grep -E '^model\.inter_alpha +4us +COPSE_MODEL_INTER_ALPHA +cli$' "$out" >/dev/n
 grep -E '^model\.gamma +30ps +COPSE_MODEL_GAMMA +file ' "$out" >/dev/null ||
   fail "table row for model.gamma: $(grep gamma "$out")"
 
+# The MPI keys from the environment, and their text accepted back by --set.
+expect COPSE_MPI_SERVE=bcast,allreduce COPSE_MPI_MIN_BYTES=1KiB COPSE_MPI_MAX_BYTES=2MB \
+  COPSE_MPI_STATS=s.jsonl COPSE_HIERARCHY_RANKS_PER_NODE=2 0 config --json
+json_check 's["mpi.serve"]["value"] == "allreduce,bcast" and s["mpi.serve"]["source"] == "env COPSE_MPI_SERVE"' \
+  "mpi.serve from the environment, in canonical order"
+json_check 's["mpi.min_bytes"]["value"] == 1024 and s["mpi.max_bytes"]["value"] == 2000000' "mpi byte bounds"
+json_check 's["mpi.stats"]["value"] == "s.jsonl" and s["hierarchy.ranks_per_node"]["value"] == 2' "stats file, virtual nodes"
+expect 0 config --set mpi.serve=allreduce,bcast --set mpi.min_bytes=1024 --set mpi.max_bytes=none --json
+json_check 's["mpi.serve"]["source"] == "cli" and s["mpi.max_bytes"]["value"] == "none"' "--set the MPI keys"
+
 # ------------------------------------------------------------------ which file
 cat >"$tmp/b.toml" <<'EOF'
 runtime.spin = 20
@@ -114,6 +134,12 @@ expect COPSE_COLLECTIVES_ALLREDUCE=nosuch 2 config && stderr_has "collectives.al
 expect COPSE_COLLECTIVES_BLOCKS=0 2 config && stderr_has "collectives.blocks"
 expect COPSE_RUNTIME_WAIT_TIMEOUT=0 2 config && stderr_has "runtime.wait_timeout"
 expect COPSE_RUNTIME_SPIN=-1 2 config && stderr_has "runtime.spin"
+expect COPSE_HIERARCHY_RANKS_PER_NODE=-2 2 config && stderr_has "hierarchy.ranks_per_node"
+expect COPSE_COLLECTIVES_ALLGATHER=dual-root 2 config && stderr_has "unknown allgather algorithm 'dual-root'"
+expect COPSE_MPI_SERVE=allreduce,scan 2 config &&
+  stderr_has 'copse: mpi.serve = "allreduce,scan" (from env COPSE_MPI_SERVE): unknown collective "scan"'
+expect COPSE_MPI_MAX_BYTES=1XB 2 config && stderr_has "mpi.max_bytes" && stderr_has "use e.g. 64MiB, or none"
+expect COPSE_MPI_STAT=x 2 config && stderr_has "did you mean COPSE_MPI_STATS"
 expect COPSE_MODEL_GAMA=1ps 2 config && stderr_has "unknown environment variable COPSE_MODEL_GAMA" &&
   stderr_has "did you mean COPSE_MODEL_GAMMA"
 

@@ -138,6 +138,10 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.collectives.allreduce == "dual-root");
   CHECK(o.collectives.reduce == "binary-tree");
   CHECK(o.collectives.bcast == "binary-tree");
+  CHECK(o.collectives.barrier == "dual-root");
+  CHECK(o.collectives.allgather == "binary-tree");
+  CHECK(o.collectives.reduce_scatter == "binary-tree");
+  CHECK(o.hierarchy.ranks_per_node == 0);  // real nodes
   CHECK_FALSE(o.collectives.blocks.has_value());
   CHECK_FALSE(o.runtime.wait_timeout.has_value());  // no deadline: a Comm waits as long as its peer takes
   CHECK_FALSE(o.runtime.wait_timeout_ms().has_value());
@@ -146,6 +150,54 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.runtime.spin == 2000);
   CHECK(o.model.receive_overhead == 0);
   CHECK(config.value_text("runtime.wait_timeout") == "none");
+  // The interposition library serves every collective, at any size, and
+  // writes no stats file unless asked.
+  for (copse::MpiCollective c : copse::kMpiCollectives) CHECK(o.mpi.serves(c));
+  CHECK(o.mpi.min_bytes == 0);
+  CHECK_FALSE(o.mpi.max_bytes.has_value());
+  CHECK(o.mpi.stats.empty());
+  CHECK(config.value_text("mpi.serve") == "all");
+  CHECK(config.value_text("mpi.max_bytes") == "none");
+}
+
+TEST_CASE("config: mpi.serve takes all, none or a list, and writes it back in one order", "[config]") {
+  using copse::MpiCollective;
+  Config config;
+  config.set("mpi.serve", "bcast,allreduce");
+  const copse::MpiOptions& m = config.options().mpi;
+  CHECK(m.serves(MpiCollective::allreduce));
+  CHECK(m.serves(MpiCollective::bcast));
+  CHECK_FALSE(m.serves(MpiCollective::reduce));
+  CHECK_FALSE(m.serves(MpiCollective::reduce_scatter_block));
+  CHECK(config.value_text("mpi.serve") == "allreduce,bcast");
+  config.set("mpi.serve", "reduce_scatter_block");  // not reduce_scatter: two entry points, two names
+  CHECK(config.options().mpi.serves(MpiCollective::reduce_scatter_block));
+  CHECK_FALSE(config.options().mpi.serves(MpiCollective::reduce_scatter));
+  config.set("mpi.serve", "none");
+  for (MpiCollective c : copse::kMpiCollectives) CHECK_FALSE(config.options().mpi.serves(c));
+  CHECK(config.value_text("mpi.serve") == "none");
+  config.set("mpi.serve", "allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter");
+  CHECK(config.value_text("mpi.serve") == "all");
+  std::vector<std::string> names;
+  for (MpiCollective c : copse::kMpiCollectives) names.emplace_back(copse::to_string(c));
+  CHECK(names == std::vector<std::string>{"allreduce", "reduce", "bcast", "barrier", "allgather",
+                                          "reduce_scatter_block", "reduce_scatter"});
+}
+
+TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config]") {
+  Config config;
+  config.set("mpi.min_bytes", "4KiB");
+  config.set("mpi.max_bytes", "1.5MiB");
+  CHECK(config.options().mpi.min_bytes == 4096);
+  CHECK(config.options().mpi.max_bytes == 1572864);
+  CHECK(config.value_text("mpi.min_bytes") == "4096");
+  CHECK(std::get<std::int64_t>(config.value("mpi.max_bytes")) == 1572864);
+  config.set("mpi.max_bytes", "none");
+  CHECK_FALSE(config.options().mpi.max_bytes.has_value());
+  config.set("mpi.max_bytes", "0");  // a bound of zero bytes: only empty calls are served
+  CHECK(config.options().mpi.max_bytes == 0);
+  config.set("mpi.stats", "/tmp/stats.jsonl");
+  CHECK(config.options().mpi.stats == "/tmp/stats.jsonl");
 }
 
 TEST_CASE("config: wait_timeout takes a time or none", "[config]") {
@@ -169,6 +221,9 @@ TEST_CASE("config: make_team_options carries every setting into TeamOptions", "[
   config.set("collectives.allreduce", "ring");
   config.set("collectives.reduce", "chain");
   config.set("collectives.bcast", "binomial");
+  config.set("collectives.barrier", "recursive-doubling");
+  config.set("collectives.allgather", "binomial");
+  config.set("collectives.reduce_scatter", "binomial");
   config.set("collectives.blocks", "7");
   config.set("model.inter_alpha", "3us");
   config.set("runtime.wait_timeout", "2s");
@@ -185,6 +240,9 @@ TEST_CASE("config: make_team_options carries every setting into TeamOptions", "[
   CHECK(team.allreduce == "ring");
   CHECK(team.reduce == "chain");
   CHECK(team.bcast == "binomial");
+  CHECK(team.barrier == "recursive-doubling");
+  CHECK(team.allgather == "binomial");
+  CHECK(team.reduce_scatter == "binomial");
   CHECK(team.blocks == 7);
   CHECK(team.model.level(1).alpha == 3e-6);
   CHECK(team.wait_timeout == std::chrono::milliseconds(2000));
@@ -196,6 +254,9 @@ TEST_CASE("config: make_team_options carries every setting into TeamOptions", "[
   CHECK(plain.allreduce == reference.allreduce);
   CHECK(plain.reduce == reference.reduce);
   CHECK(plain.bcast == reference.bcast);
+  CHECK(plain.barrier == reference.barrier);
+  CHECK(plain.allgather == reference.allgather);
+  CHECK(plain.reduce_scatter == reference.reduce_scatter);
   CHECK(plain.grouping.to_string() == reference.grouping.to_string());
   CHECK(plain.grouping.max_group == reference.grouping.max_group);
   CHECK(plain.wait_timeout == reference.wait_timeout);
@@ -223,7 +284,7 @@ TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
 
 TEST_CASE("config: every key listed once, with its variable", "[config]") {
   const auto keys = copse::config_keys();
-  CHECK(keys.size() == 18);
+  CHECK(keys.size() == 26);
   std::vector<std::string> names;
   for (const auto& key : keys) {
     names.emplace_back(key.name);
@@ -252,16 +313,26 @@ grouping = "size:2"
 max_group = 8
 multi_leader = true
 node_topology = "package:2 l3:1 core:4 pu:1"
+ranks_per_node = 3
 
 [collectives]
 allreduce = "ring"
 reduce = "chain"
 bcast = "binomial"
+barrier = "binomial"
+allgather = "binomial"
+reduce_scatter = "ring"
 blocks = 16
 
 [runtime]
 wait_timeout = 30
 spin = 0
+
+[mpi]
+serve = "allreduce,reduce_scatter"
+min_bytes = 64         # a TOML integer is bytes
+max_bytes = "1MiB"
+stats = "copse-stats.jsonl"
 )");
   const Config config = load_with(path);
   const Options& o = config.options();
@@ -278,9 +349,17 @@ spin = 0
   CHECK(o.collectives.allreduce == "ring");
   CHECK(o.collectives.reduce == "chain");
   CHECK(o.collectives.bcast == "binomial");
+  CHECK(o.collectives.barrier == "binomial");
+  CHECK(o.collectives.allgather == "binomial");
+  CHECK(o.collectives.reduce_scatter == "ring");
   CHECK(o.collectives.blocks == 16);
+  CHECK(o.hierarchy.ranks_per_node == 3);
   CHECK(o.runtime.wait_timeout == 30);
   CHECK(o.runtime.spin == 0);
+  CHECK(config.value_text("mpi.serve") == "allreduce,reduce_scatter");
+  CHECK(o.mpi.min_bytes == 64);
+  CHECK(o.mpi.max_bytes == 1048576);
+  CHECK(o.mpi.stats == "copse-stats.jsonl");
 
   REQUIRE(config.file() == path);
   CHECK(config.file_origin() == "--config");
@@ -424,6 +503,20 @@ TEST_CASE("config: every invalid environment value names key, value and variable
       {"runtime.wait_report", "-1s", "not a time"},
       {"runtime.wait_report", "2e9s", "too long"},
       {"runtime.spin", "-1", "whole number >= 0"},
+      {"hierarchy.ranks_per_node", "-1", "whole number >= 0"},
+      {"hierarchy.ranks_per_node", "two", "whole number >= 0"},
+      {"collectives.barrier", "ring", "unknown barrier algorithm 'ring'"},
+      {"collectives.allgather", "dual-root", "unknown allgather algorithm 'dual-root'"},
+      {"collectives.reduce_scatter", "two-tree", "unknown reduce_scatter algorithm 'two-tree'"},
+      {"mpi.serve", "allreduce,alltoall", "unknown collective \"alltoall\" (accepted: all, none, or a"},
+      {"mpi.serve", "allreduce,", "an empty name"},
+      {"mpi.serve", "", "an empty name"},
+      {"mpi.serve", "Allreduce", "unknown collective \"Allreduce\""},
+      {"mpi.min_bytes", "4 KiB", "use e.g. 4KiB"},
+      {"mpi.min_bytes", "-1", "use e.g. 4KiB"},
+      {"mpi.min_bytes", "10EiB", "use e.g. 4KiB"},
+      {"mpi.max_bytes", "lots", "use e.g. 64MiB, or none"},
+      {"mpi.max_bytes", "9223372036854775808", "too large"},
   };
   for (const auto& c : cases) {
     const std::string env = env_name(c.key);
@@ -479,6 +572,13 @@ TEST_CASE("config: every invalid file value names key, value, file and line", "[
       {"runtime.spin", "{ a = 1 }", "(got a table)"},
       {"runtime.spin", "[1]", "(got an array)"},
       {"runtime.wait_timeout", "07:32:00", "(got a date or time)"},
+      {"hierarchy.ranks_per_node", "\"2\"", "whole number >= 0 (got a string)"},
+      {"collectives.allgather", "\"ring-ish\"", "unknown allgather algorithm"},
+      {"mpi.serve", "[\"allreduce\"]", "expected a string (got an array)"},
+      {"mpi.min_bytes", "-1", "expected a size in bytes (got an integer)"},
+      {"mpi.max_bytes", "1.5", "expected a size in bytes (got a floating-point number)"},
+      {"mpi.max_bytes", "\"1.5\"", "not a whole number"},
+      {"mpi.stats", "true", "expected a string (got a boolean)"},
   };
   for (const auto& c : cases) {
     const auto dot = c.key.find('.');
@@ -646,6 +746,10 @@ multi_leader = true
 node_topology = "package:2 core:4 pu:1"
 [collectives]
 blocks = 12
+[mpi]
+serve = "barrier,allgather"
+max_bytes = "64KiB"
+stats = "s.jsonl"
 )"));
   const Options before = config.options();
   for (const auto& key : copse::config_keys()) config.set(key.name, config.value_text(key.name));

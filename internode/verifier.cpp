@@ -1,5 +1,7 @@
 #include "internode/verifier.hpp"
 
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -12,9 +14,16 @@ namespace {
 // x_lo ⊙ x_{lo+1} ⊙ ... (len ranks, wrapping modulo p in cyclic mode);
 // len == 0 marks data that no rank's input produced (a bcast receiver's
 // initial buffer), which must never be combined or survive to the end.
+// For a commutative algorithm a product may also be any set of ranks (lo < 0:
+// set number -lo-1 of SymbolicData's table, len its size): schedules that
+// pair ranks by time rather than position -- Lowery–Langou's greedy
+// reductions, Proficz's arrival-sorted chain and ring -- combine x_0 ⊙ x_2
+// with x_5, which no cyclic interval writes. A set that is a cyclic interval
+// is always written as the interval, so each product has one representation.
 struct Sym {
   std::int32_t lo = 0;
   std::int32_t len = 0;
+  bool is_set() const { return lo < 0; }
 };
 
 class SymbolicData final : public DataHooks {
@@ -97,20 +106,75 @@ class SymbolicData final : public DataHooks {
   }
 
  private:
-  // a ⊙ b: the two products must be adjacent in rank order (cyclically, for
-  // commutative algorithms, in either order), covering no rank twice.
-  Sym combine(Sym a, Sym b, int rank, std::uint64_t step, std::uint64_t element) const {
+  // a ⊙ b: the two products must be adjacent in rank order, covering no rank
+  // twice; for commutative algorithms any two disjoint products combine.
+  Sym combine(Sym a, Sym b, int rank, std::uint64_t step, std::uint64_t element) {
     const int p = shape_.ranks;
     if (a.len > 0 && b.len > 0 && a.len + b.len <= p) {
       if (!cyclic_ && a.lo + a.len == b.lo) return {a.lo, a.len + b.len};
-      if (cyclic_ && (a.lo + a.len) % p == b.lo) return {a.lo, a.len + b.len};
-      if (cyclic_ && (b.lo + b.len) % p == a.lo) return {b.lo, a.len + b.len};
+      if (cyclic_ && !a.is_set() && !b.is_set()) {
+        if ((a.lo + a.len) % p == b.lo) return {a.lo, a.len + b.len};
+        if ((b.lo + b.len) % p == a.lo) return {b.lo, a.len + b.len};
+      }
+      if (cyclic_)
+        if (const auto joined = join_sets(a, b)) return *joined;
     }
     std::ostringstream m;
     m << "rank " << rank << " step " << step << " combines " << describe(a) << " with " << describe(b) << " at element "
       << element << where(element)
       << (a.len == 0 || b.len == 0 ? ": uninitialised data" : ": not adjacent in rank order or overlapping");
     throw ScheduleError(m.str());
+  }
+
+  // The ranks of a product, as a bitset of p bits.
+  std::vector<std::uint64_t> ranks_of(Sym s) const {
+    if (s.is_set()) return sets_[static_cast<std::size_t>(-s.lo - 1)];
+    const int p = shape_.ranks;
+    std::vector<std::uint64_t> bits(static_cast<std::size_t>((p + 63) / 64), 0);
+    for (int i = 0; i < s.len; ++i) {
+      const int r = (s.lo + i) % p;
+      bits[static_cast<std::size_t>(r / 64)] |= std::uint64_t{1} << (r % 64);
+    }
+    return bits;
+  }
+
+  // The union of two disjoint products (commutative mode), or nothing if they
+  // overlap. Every element of a block meets the same pair, so the answer is
+  // remembered per pair; sets are interned, so there are few of them.
+  std::optional<Sym> join_sets(Sym a, Sym b) {
+    const auto key = std::pair{pack(a), pack(b)};
+    if (auto it = joined_.find(key); it != joined_.end()) return it->second;
+    std::vector<std::uint64_t> bits = ranks_of(a);
+    const std::vector<std::uint64_t> other = ranks_of(b);
+    std::optional<Sym> result;
+    bool overlap = false;
+    for (std::size_t w = 0; w < bits.size(); ++w) {
+      overlap = overlap || (bits[w] & other[w]) != 0;
+      bits[w] |= other[w];
+    }
+    if (!overlap) result = canonical(std::move(bits), a.len + b.len);
+    joined_.emplace(key, result);
+    return result;
+  }
+
+  // `bits` (len ranks) as a cyclic interval if it is one, else as an interned set.
+  Sym canonical(std::vector<std::uint64_t> bits, std::int32_t len) {
+    const int p = shape_.ranks;
+    auto has = [&](int r) { return (bits[static_cast<std::size_t>(r / 64)] >> (r % 64)) & 1; };
+    for (int lo = 0; lo < p; ++lo)  // an interval starts where its predecessor is missing
+      if (has(lo) && (len == p || !has((lo + p - 1) % p))) {
+        int i = 0;
+        while (i < len && has((lo + i) % p)) ++i;
+        if (i == len) return {lo, len};
+        break;
+      }
+    const auto [it, added] = set_index_.emplace(bits, static_cast<std::int32_t>(sets_.size()));
+    if (added) sets_.push_back(std::move(bits));
+    return {-it->second - 1, len};
+  }
+
+  static std::uint64_t pack(Sym s) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.lo)) << 32) | static_cast<std::uint32_t>(s.len);
   }
 
   void check_range(int rank, std::uint64_t offset, std::uint64_t count, const char* verb) const {
@@ -127,6 +191,17 @@ class SymbolicData final : public DataHooks {
 
   std::string describe(Sym s) const {
     if (s.len == 0) return "nothing";
+    if (s.is_set()) {  // {x_0, x_2, x_5}
+      const auto bits = ranks_of(s);
+      std::string text;
+      int shown = 0;
+      for (int r = 0; r < shape_.ranks; ++r) {
+        if (!((bits[static_cast<std::size_t>(r / 64)] >> (r % 64)) & 1)) continue;
+        if (shown++ == 8) return text + ", ... (" + std::to_string(s.len) + " ranks)}";
+        text += (shown == 1 ? "{x_" : ", x_") + std::to_string(r);
+      }
+      return text + "}";
+    }
     const int last = (s.lo + s.len - 1) % shape_.ranks;
     return s.len == 1 ? "x_" + std::to_string(s.lo) : "x_" + std::to_string(s.lo) + "..x_" + std::to_string(last);
   }
@@ -151,6 +226,10 @@ class SymbolicData final : public DataHooks {
   BlockPartition part_;
   std::vector<std::vector<Sym>> held_;
   std::vector<std::vector<Sym>> pending_;
+  // Commutative products that are not cyclic intervals (Sym::is_set).
+  std::vector<std::vector<std::uint64_t>> sets_;
+  std::map<std::vector<std::uint64_t>, std::int32_t> set_index_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::optional<Sym>> joined_;
 };
 
 }  // namespace

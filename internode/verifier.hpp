@@ -2,8 +2,8 @@
 // The verifier: symbolic execution of every rank's schedule. Each element
 // holds a product x_a ⊙ ... ⊙ x_b written as a rank interval (cyclic for
 // algorithms that need commutativity); a combine must join adjacent intervals
-// in rank order (or, for commutative algorithms, adjacent cyclic intervals
-// without overlap). Proves: sends and receives match with equal sizes, no
+// in rank order (or, for commutative algorithms, any two products without
+// overlap: a set of ranks that is no interval is kept as a set). Proves: sends and receives match with equal sizes, no
 // deadlock, and at the end every rank (allreduce) or the root (reduce) holds
 // x_0 ⊙ ... ⊙ x_{p-1} in every element, or every rank holds the root's data
 // (bcast). A failure names the rank, step and block/element.

@@ -66,6 +66,7 @@ int run_sim(const SimArgs& args) {
   shape.ranks = args.ranks;
   shape.count = bytes;
   shape.root = args.root;
+  shape.hints = planning_hints(options);
   shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
 
   const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);

@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "common/generator.hpp"
 
@@ -62,12 +64,37 @@ std::span<const Collective> all_collectives();
 std::string_view to_string(Collective c);
 Collective parse_collective(std::string_view name);  // throws UsageError
 
+class CostModel;  // common/cost_model.hpp
+
+// What a builder may know beyond the problem itself: predictions about the
+// machine and the moment. Most builders ignore it. Hints change how fast a
+// schedule is, never whether it is right: the verifier proves a schedule for
+// whatever hints it was built with, and every engine runs it as it is.
+//  - `model`, `element_bytes`: the cost model the schedule is expected to run
+//    under. Lowery–Langou's greedy reductions are built from its per-segment
+//    communication and computation times (their §V, t_comm and t_comp).
+//  - `arrival`: each rank's predicted arrival at the collective, in
+//    picoseconds from any common origin. Proficz's SLT and PRR order the
+//    ranks by it and plan pre-steps from its gaps (Proficz 2018, §4).
+//  - `segments`: explicit segment sizes (Lowery–Langou §VIII, unequal
+//    segmentation) for the builders that take them; the count of segments
+//    then replaces Shape::blocks.
+// Builders read them through internode/algorithms/planning.hpp, which
+// supplies the defaults (the documented CostModel(), simultaneous arrival).
+struct PlanHints {
+  std::shared_ptr<const CostModel> model;  // null: CostModel()
+  std::uint64_t element_bytes = 1;
+  std::vector<std::int64_t> arrival;    // one per rank, or empty: all arrive together
+  std::vector<std::uint64_t> segments;  // sizes summing to Shape::count, or empty: BlockPartition(count, blocks)
+};
+
 // The whole problem an algorithm is planned for.
 struct Shape {
   int ranks = 1;
-  std::uint64_t count = 0;  // elements per rank
-  int blocks = 1;           // pipeline blocks (algorithms that do not pipeline ignore it)
-  int root = 0;             // reduce / bcast root
+  std::uint64_t count = 0;                           // elements per rank
+  int blocks = 1;                                    // pipeline blocks (algorithms that do not pipeline ignore it)
+  int root = 0;                                      // reduce / bcast root
+  std::shared_ptr<const PlanHints> hints = nullptr;  // null: none (see PlanHints)
 };
 
 using RankSchedule = Generator<Step>;

@@ -206,6 +206,15 @@ class Simulation {
 
 }  // namespace
 
+std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options,
+                                                std::vector<Picos> predicted_arrival) {
+  auto hints = std::make_shared<PlanHints>();
+  hints->model = std::make_shared<const CostModel>(options.model);
+  hints->element_bytes = options.element_bytes;
+  hints->arrival = std::move(predicted_arrival);
+  return hints;
+}
+
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
   if (options.layout && options.layout->ranks() != ranks)

@@ -10,6 +10,7 @@
 // moves symbolic values.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,5 +54,11 @@ struct SimulationResult {
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
                           DataHooks* hooks = nullptr);
+
+// The PlanHints (common/schedule.hpp) telling builders what these options
+// run: their cost model and element size, and optionally each rank's
+// predicted arrival.
+std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options,
+                                                std::vector<Picos> predicted_arrival = {});
 
 }  // namespace copse

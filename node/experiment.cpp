@@ -54,7 +54,7 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   check_operator(algorithm, op.name, op.commutative);
   const SimulationOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
-  out.shape = Shape{cluster.ranks(), count, 1, root};
+  out.shape = Shape{cluster.ranks(), count, 1, root, planning_hints(sim)};
   out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, out.shape,
                                     requested_blocks, sim);
   out.blocks = blocks_used(algorithm, out.shape);

@@ -35,6 +35,9 @@ SchedulePlan ring_reduce_scatter(const Shape&);
 SchedulePlan binomial_barrier(const Shape&);
 SchedulePlan dual_root_barrier(const Shape&);
 SchedulePlan recursive_doubling_barrier(const Shape&);
+SchedulePlan uni_greedy_reduce(const Shape&);
+SchedulePlan bi_greedy_reduce(const Shape&);
+SchedulePlan bi_greedy_allreduce(const Shape&);
 }  // namespace builders
 
 namespace {
@@ -66,6 +69,9 @@ constexpr std::array kAlgorithms = {
                   a::rabenseifner_allreduce},
     AlgorithmInfo{C::allreduce, "recursive-doubling", "whole-vector exchanges at distance 1, 2, 4, ..., any p", false,
                   false, a::recursive_doubling_allreduce},
+    AlgorithmInfo{C::allreduce, "bi-greedy",
+                  "Lowery-Langou's bi-greedy reduce to rank 0, then the same rounds backwards as the broadcast", true,
+                  true, a::bi_greedy_allreduce},
     AlgorithmInfo{C::allreduce, "flat",
                   "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)",
                   false, true, a::flat_allreduce},
@@ -84,6 +90,13 @@ constexpr std::array kAlgorithms = {
                   a::binary_tree_reduce},
     AlgorithmInfo{C::reduce, "chain", "pipelined chain towards rank p-1 (result forwarded to another root)", false,
                   true, a::chain_reduce},
+    AlgorithmInfo{C::reduce, "uni-greedy",
+                  "Lowery-Langou Alg. 1: the two earliest-free ranks pair up, per segment in order, timed by the cost "
+                  "model (optimal for unidirectional ports)",
+                  true, true, a::uni_greedy_reduce},
+    AlgorithmInfo{C::reduce, "bi-greedy",
+                  "Lowery-Langou Alg. 2: ports filled round by round, smaller segments first; ceil(log2 p)+q-1 rounds",
+                  true, true, a::bi_greedy_reduce},
     AlgorithmInfo{C::bcast, "binomial", "binomial tree from the root", false, true, a::binomial_bcast},
     AlgorithmInfo{C::bcast, "binary-tree", "pipelined binary tree from the root", false, true, a::binary_tree_bcast},
     AlgorithmInfo{C::bcast, "chain", "pipelined chain from the root", false, true, a::chain_bcast},

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# The library's layers, bottom up; a file may include its own layer and the
-# ones below, never one above (README, "Layout"):
+# The library's layers, bottom up; a file may include its own folder and the
+# layers below, never one above nor a sibling on its level (README, "Layout"):
 #   common     base: errors, generator, schedule types, cost model, datatypes and operators, waits, units
 #   topology   trees, machines (hwloc), the hierarchy planner
 #   internode  algorithms (schedule builders), registry, verifier, simulator, autotuning
 #   intranode  the step executor's links: arena, link engine
 #   node       emulator, hierarchical schedules, communicators, experiments
 #   config     configuration (file, environment, explicit) and TeamOptions from it
-#   cli        the copse program
+#   cli mpi    two siblings on top: the copse program; the MPI interposition
+#              library (libcopse_mpi.so) and the C API
 # bench/ and tests/ sit above all of them. Prints every violation; exit 1 if any.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-layers=(common topology internode intranode node config cli)
+layers=(common topology internode intranode node config "cli mpi")
 rank() {
-  local i
-  for i in "${!layers[@]}"; do [[ ${layers[$i]} == "$1" ]] && { echo "$i"; return; }; done
+  local i folder
+  for i in "${!layers[@]}"; do
+    for folder in ${layers[$i]}; do [[ $folder == "$1" ]] && { echo "$i"; return; }; done
+  done
   echo -1
 }
 bad=0 checked=0
-for folder in "${layers[@]}"; do
+for folder in ${layers[*]}; do
   mine=$(rank "$folder")
   while IFS=: read -r file line include; do
     path=${include#*\"}
@@ -32,8 +35,11 @@ for folder in "${layers[@]}"; do
     elif ((theirs > mine)); then
       echo "layering: $file:$line ($folder) includes $path ($target, a higher layer)"
       bad=$((bad + 1))
+    elif ((theirs == mine)) && [[ $target != "$folder" ]]; then
+      echo "layering: $file:$line ($folder) includes $path ($target, a sibling layer)"
+      bad=$((bad + 1))
     fi
-  done < <(grep -rn --include='*.hpp' --include='*.cpp' '^#include "' "$folder")
+  done < <(grep -rn --include='*.hpp' --include='*.cpp' --include='*.h' '^#include "' "$folder")
 done
-echo "layering: $checked includes checked, $bad upward"
+echo "layering: $checked includes checked, $bad upward or sideways"
 ((bad == 0))

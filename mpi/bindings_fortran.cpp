@@ -1,0 +1,136 @@
+// The Fortran spellings of the MPI functions libcopse_mpi.so serves.
+//
+// Open MPI's Fortran bindings call the PMPI_ functions directly (ompi issue
+// 3954): mpif.h and `use mpi` reach libmpi_mpifh.so's mpi_allreduce_ (also
+// spelt mpi_allreduce__, mpi_allreduce and MPI_ALLREDUCE, one function), and
+// `use mpi_f08` reaches libmpi_usempif08.so's mpi_allreduce_f08_, neither
+// through C's MPI_Allreduce. So a C-only interposer never sees a Fortran
+// program's collectives, nor its MPI_Init and MPI_Finalize. Here every such
+// spelling is defined (an alias of one function), doing what Open MPI's own
+// binding does -- handles converted with PMPI_Comm_f2c, PMPI_Type_f2c,
+// PMPI_Op_f2c; Fortran's MPI_IN_PLACE and MPI_BOTTOM made C's -- before the
+// same path as C's call.
+//
+// Every argument is passed by reference. f08's TYPE(MPI_Comm), TYPE(MPI_Op),
+// TYPE(MPI_Datatype) hold one INTEGER (MPI_VAL), so a pointer to one is a
+// pointer to an MPI_Fint; Open MPI 4.1's f08 buffers are passed by address
+// (ignore-TKR), as in mpif.h; and an f08 caller that leaves out the optional
+// IERROR passes a null pointer, so it is only written when present.
+
+#include <mpi.h>
+
+#include "mpi/interposer.hpp"
+
+namespace ip = copse::mpi::interposer;
+
+// MPI_Reduce_scatter's counts go through as they are.
+static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER and C int differ");
+
+#define COPSE_FORTRAN_SPELLINGS(lower, upper, params)                               \
+  extern "C" void lower params __attribute__((alias("copse_fortran_" #lower)));     \
+  extern "C" void lower##_ params __attribute__((alias("copse_fortran_" #lower)));  \
+  extern "C" void lower##__ params __attribute__((alias("copse_fortran_" #lower))); \
+  extern "C" void upper params __attribute__((alias("copse_fortran_" #lower)));     \
+  extern "C" void lower##_f08_ params __attribute__((alias("copse_fortran_" #lower)));
+
+namespace {
+void set(MPI_Fint* ierror, int rc) {
+  if (ierror) *ierror = static_cast<MPI_Fint>(rc);
+}
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_init(MPI_Fint* ierror) {
+  set(ierror, ip::init(nullptr, nullptr));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_init_thread(MPI_Fint* required, MPI_Fint* provided,
+                                                                         MPI_Fint* ierror) {
+  int level = 0;
+  const int rc = ip::init_thread(nullptr, nullptr, *required, &level);
+  *provided = static_cast<MPI_Fint>(level);
+  set(ierror, rc);
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_finalize(MPI_Fint* ierror) { set(ierror, ip::finalize()); }
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_comm_free(MPI_Fint* comm, MPI_Fint* ierror) {
+  MPI_Comm c = PMPI_Comm_f2c(*comm);
+  const int rc = ip::comm_free(&c);
+  if (rc == MPI_SUCCESS) *comm = PMPI_Comm_c2f(c);
+  set(ierror, rc);
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_op_free(MPI_Fint* op, MPI_Fint* ierror) {
+  MPI_Op o = PMPI_Op_f2c(*op);
+  const int rc = ip::op_free(&o);
+  if (rc == MPI_SUCCESS) *op = PMPI_Op_c2f(o);
+  set(ierror, rc);
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_allreduce(void* send, void* recv, MPI_Fint* count,
+                                                                       MPI_Fint* type, MPI_Fint* op, MPI_Fint* comm,
+                                                                       MPI_Fint* ierror) {
+  set(ierror, ip::allreduce(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type),
+                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_reduce(void* send, void* recv, MPI_Fint* count,
+                                                                    MPI_Fint* type, MPI_Fint* op, MPI_Fint* root,
+                                                                    MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::reduce(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type), PMPI_Op_f2c(*op),
+                         *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_bcast(void* buffer, MPI_Fint* count, MPI_Fint* type,
+                                                                   MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::bcast(ip::from_fortran(buffer), *count, PMPI_Type_f2c(*type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_barrier(MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::barrier(PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_allgather(void* send, MPI_Fint* send_count,
+                                                                       MPI_Fint* send_type, void* recv,
+                                                                       MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                       MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::allgather(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                            *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_reduce_scatter_block(void* send, void* recv,
+                                                                                  MPI_Fint* count, MPI_Fint* type,
+                                                                                  MPI_Fint* op, MPI_Fint* comm,
+                                                                                  MPI_Fint* ierror) {
+  set(ierror, ip::reduce_scatter_block(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type),
+                                       PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_reduce_scatter(void* send, void* recv, MPI_Fint* counts,
+                                                                            MPI_Fint* type, MPI_Fint* op,
+                                                                            MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::reduce_scatter(ip::from_fortran(send), ip::from_fortran(recv), counts, PMPI_Type_f2c(*type),
+                                 PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+}  // extern "C"
+
+COPSE_FORTRAN_SPELLINGS(mpi_init, MPI_INIT, (MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_finalize, MPI_FINALIZE, (MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_comm_free, MPI_COMM_FREE, (MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_op_free, MPI_OP_FREE, (MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_allreduce, MPI_ALLREDUCE,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_reduce, MPI_REDUCE,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_bcast, MPI_BCAST, (void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_barrier, MPI_BARRIER, (MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_allgather, MPI_ALLGATHER,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))

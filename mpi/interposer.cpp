@@ -1,0 +1,601 @@
+#include "mpi/interposer.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "internode/registry.hpp"
+#include "mpi/mpi_error.hpp"
+#include "mpi/options.hpp"
+#include "mpi/stats.hpp"
+
+namespace copse::mpi::interposer {
+
+namespace {
+
+// Read by every intercepted call: the initial-exec model makes that a plain
+// load instead of a call to __tls_get_addr (the library is preloaded or
+// linked, so its TLS is in the initial block; a dlopen finds room for one int
+// in glibc's static TLS surplus).
+__attribute__((tls_model("initial-exec"))) thread_local int t_nested = 0;
+
+// One per communicator that reached a call copse could serve, held by a
+// communicator attribute.
+struct Record {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool served = false;  // an intracommunicator of more than one process
+  int rank = 0;
+  int size = 1;
+  std::unique_ptr<Team> team;  // made at the first served call
+};
+
+struct State {
+  explicit State(const Options& o) : options(o), comm_options(make_comm_options(o)) {
+    const auto keeps = [&](Collective c) { return !options.collectives.algorithm(c).needs_commutative; };
+    keeps_order.fill(true);
+    keeps_order[index(MpiCollective::allreduce)] = keeps(Collective::allreduce);
+    keeps_order[index(MpiCollective::reduce)] = keeps(Collective::reduce);
+    keeps_order[index(MpiCollective::reduce_scatter_block)] = keeps(Collective::reduce_scatter);
+    keeps_order[index(MpiCollective::reduce_scatter)] = keeps(Collective::reduce_scatter);
+  }
+
+  static std::size_t index(MpiCollective c) { return static_cast<std::size_t>(c); }
+  bool in_bounds(std::uint64_t bytes) const {
+    return bytes >= options.mpi.min_bytes && (!options.mpi.max_bytes || bytes <= *options.mpi.max_bytes);
+  }
+
+  const Options options;
+  const CommOptions comm_options;
+  Mapping mapping;
+  // The configured algorithm of the collective accepts non-commutative operators.
+  std::array<bool, kMpiCollectives.size()> keeps_order{};
+  int keyval = MPI_KEYVAL_INVALID;
+  Stats stats;
+
+  std::mutex mutex;              // guards the two lists below
+  std::vector<Record*> records;  // every live record, for MPI_Finalize
+  std::vector<std::pair<int, std::function<void()>>> finalizers;
+  int next_finalizer = 0;
+};
+
+std::atomic<State*> g_state{nullptr};
+
+// Fortran's MPI_IN_PLACE and MPI_BOTTOM: Open MPI's mpif.h, `use mpi` and
+// `use mpi_f08` all pass the address of a common block (gfortran names it
+// mpi_fortran_in_place_; Open MPI's own check, OMPI_IS_FORTRAN_IN_PLACE,
+// accepts four spellings, and so do we). libmpi.so defines the blocks, and a
+// Fortran program's own definition takes precedence in the dynamic linker's
+// search order, so dlsym(RTLD_DEFAULT) at MPI_Init finds the address every
+// Fortran caller passes -- the one a profiling tool would learn by calling a
+// Fortran routine with MPI_IN_PLACE, without building one.
+std::array<void*, 4> g_fortran_in_place{};
+std::array<void*, 4> g_fortran_bottom{};
+
+void find_fortran_constants() {
+  const char* in_place[] = {"mpi_fortran_in_place", "mpi_fortran_in_place_", "mpi_fortran_in_place__",
+                            "MPI_FORTRAN_IN_PLACE"};
+  const char* bottom[] = {"mpi_fortran_bottom", "mpi_fortran_bottom_", "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    g_fortran_in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
+    g_fortran_bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
+  }
+}
+
+State* active() noexcept { return t_nested == 0 ? g_state.load(std::memory_order_acquire) : nullptr; }
+
+// One line on stderr in one write(2), so that processes do not interleave.
+void say(const std::string& text) {
+  const std::string line = "copse: " + text + "\n";
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
+// ---------------------------------------------------------------- set-up
+
+// FNV-1a over every key's value but mpi.stats (a per-process file name is
+// harmless); the processes' settings must agree for their decisions to.
+std::uint64_t fingerprint(const Config& config) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const ConfigKey& key : config_keys()) {
+    if (key.name == "mpi.stats") continue;
+    for (char ch : std::string(key.name) + '=' + config.value_text(key.name) + '\n') {
+      hash ^= static_cast<unsigned char>(ch);
+      hash *= 1099511628211ULL;
+    }
+  }
+  return hash;
+}
+
+// The process chosen prints the reason once and aborts the job; the others
+// wait in a barrier it never joins until MPI_Abort ends them (aborting as well
+// could end the job before the reason is printed).
+[[noreturn]] void abort_job(bool speaker, const std::string& reason) {
+  if (speaker) {
+    say(reason + " (libcopse_mpi.so stops the job)");
+    PMPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
+  PMPI_Abort(MPI_COMM_WORLD, 2);
+  std::abort();
+}
+
+int delete_record(MPI_Comm, int, void* value, void*) {
+  auto* record = static_cast<Record*>(value);
+  Nested nested;
+  if (State* s = g_state.load()) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    std::erase(s->records, record);
+  }
+  // A Team still here belongs to a communicator freed other than by
+  // MPI_Comm_free (MPI_Comm_disconnect): it goes with the record.
+  try {
+    delete record;
+  } catch (...) {
+  }
+  return MPI_SUCCESS;
+}
+
+// After PMPI_Init or PMPI_Init_thread succeeded, on every process of
+// MPI_COMM_WORLD.
+void start() {
+  Nested nested;
+  std::optional<Config> config;
+  std::string error;
+  try {
+    config = Config::load();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // One allreduce answers both questions: the lowest rank whose
+  // configuration failed, and whether all fingerprints are equal (the
+  // minimum of the fingerprint and of its complement).
+  const std::uint64_t print = config ? fingerprint(*config) : 0;
+  std::uint64_t mine[3] = {error.empty() ? UINT64_MAX : static_cast<std::uint64_t>(rank), print, ~print};
+  std::uint64_t all[3] = {};
+  check_mpi(PMPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (all[0] != UINT64_MAX) abort_job(all[0] == static_cast<std::uint64_t>(rank), error);
+  if (all[1] != ~all[2])
+    abort_job(rank == 0,
+              "the processes' configurations differ (COPSE_* variables or copse.toml; `copse config` shows one); "
+              "every process must see the same settings, or they would not serve the same calls");
+
+  auto state = std::make_unique<State>(config->options());
+  check_mpi(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_record, &state->keyval, nullptr),
+            "MPI_Comm_create_keyval");
+  find_fortran_constants();
+  g_state.store(state.release(), std::memory_order_release);
+}
+
+// Before PMPI_Finalize: every Team, then the records, the keyval, the stats.
+void stop(State& s) {
+  Nested nested;
+  std::vector<std::pair<int, std::function<void()>>> finalizers;
+  std::vector<Record*> records;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    finalizers.swap(s.finalizers);
+    records = s.records;
+  }
+  for (auto& f : finalizers) f.second();
+  // The Teams first, outside any attribute callback (see comm_free).
+  for (Record* r : records) {
+    try {
+      r->team.reset();
+    } catch (...) {
+    }
+  }
+  for (Record* r : records) PMPI_Comm_delete_attr(r->comm, s.keyval);  // delete_record frees each
+  PMPI_Comm_free_keyval(&s.keyval);
+  if (!s.options.mpi.stats.empty()) {
+    int rank = 0, size = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    try {
+      append_line(s.options.mpi.stats, s.stats.json_line(rank, size));
+    } catch (const std::exception& e) {
+      say(e.what());  // the program's own results are fine: say so, do not fail it
+    }
+  }
+  g_state.store(nullptr, std::memory_order_release);
+  delete &s;
+}
+
+// ---------------------------------------------------------------- serving
+
+// The communicator's record, made at its first call here; null when copse
+// does not serve the communicator.
+Record* record(State& s, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;  // MPI_COMM_SELF: without an attribute look-up
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS) return nullptr;
+  if (found) {
+    auto* r = static_cast<Record*>(value);
+    return r->served ? r : nullptr;
+  }
+  auto r = std::make_unique<Record>();
+  r->comm = comm;
+  int inter = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_rank(comm, &r->rank) != MPI_SUCCESS ||
+      PMPI_Comm_size(comm, &r->size) != MPI_SUCCESS)
+    return nullptr;
+  // One process: nothing to gain, and a Team would cost a shared segment.
+  r->served = inter == 0 && r->size > 1;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.records.push_back(r.get());
+  }
+  if (PMPI_Comm_set_attr(comm, s.keyval, r.get()) != MPI_SUCCESS) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    std::erase(s.records, r.get());
+    return nullptr;
+  }
+  Record* out = r.release();
+  return out->served ? out : nullptr;
+}
+
+int error_class(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::usage: return MPI_ERR_ARG;
+    case ErrorKind::schedule: return MPI_ERR_TRUNCATE;
+    case ErrorKind::timeout:
+    case ErrorKind::aborted:
+    case ErrorKind::failed:
+    case ErrorKind::system: break;
+  }
+  return MPI_ERR_OTHER;
+}
+
+// A served call failed: the communicator's error handler decides.
+int fail(const char* call, const Record& r, const std::string& message, int error_class) {
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  const bool known = PMPI_Comm_get_errhandler(r.comm, &handler) == MPI_SUCCESS;
+  if (!known || handler == MPI_ERRORS_ARE_FATAL) {
+    say(std::string(call) + " failed on rank " + std::to_string(r.rank) + " of its communicator: " + message);
+    PMPI_Abort(r.comm, error_class);
+  }
+  PMPI_Errhandler_free(&handler);
+  PMPI_Comm_call_errhandler(r.comm, error_class);  // MPI_ERRORS_RETURN: nothing; a user handler: called
+  return error_class;
+}
+
+// Serves one call on the record's Team, made now if this is the first.
+template <class Body>
+int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
+  s.stats.served(c);
+  Nested nested;
+  try {
+    if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
+    body(r.team->comm(0));
+    return MPI_SUCCESS;
+  } catch (const Error& e) {
+    return fail(call, r, e.what(), error_class(e.kind()));
+  } catch (const std::bad_alloc&) {
+    return fail(call, r, "out of memory", MPI_ERR_NO_MEM);
+  } catch (const std::exception& e) {
+    return fail(call, r, e.what(), MPI_ERR_INTERN);
+  }
+}
+
+// The operator of a reduction copse serves; null: the MPI library's call.
+const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op) {
+  if (!s.options.mpi.serves(c) || count < 0) return nullptr;
+  const ServedType* t = s.mapping.type(type);
+  if (!t) return nullptr;
+  const ReduceOp* reduce_op = s.mapping.op(op, *t);
+  if (!reduce_op || (!reduce_op->commutative && !s.keeps_order[State::index(c)])) return nullptr;
+  return reduce_op;
+}
+
+std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
+
+// How `count` elements of a datatype lie in memory, for the collectives that
+// only move bytes.
+struct Layout {
+  bool contiguous = true;  // the bytes are the memory from the buffer's address on
+  std::uint64_t bytes = 0;
+  MPI_Count size = 0;  // of one element
+  MPI_Aint extent = 0;
+};
+
+std::optional<Layout> layout_of(const Mapping& m, MPI_Datatype type, int count) {
+  if (count < 0 || type == MPI_DATATYPE_NULL) return std::nullopt;  // the MPI library's to report
+  if (const ServedType* t = m.type(type)) {
+    const auto size = static_cast<MPI_Count>(dtype_size(t->dtype));
+    return Layout{true, static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size), size, size};
+  }
+  int integers = 0, addresses = 0, datatypes = 0, combiner = 0;
+  MPI_Count size = 0, lb = 0, extent = 0;
+  if (PMPI_Type_get_envelope(type, &integers, &addresses, &datatypes, &combiner) != MPI_SUCCESS ||
+      PMPI_Type_size_x(type, &size) != MPI_SUCCESS || PMPI_Type_get_extent_x(type, &lb, &extent) != MPI_SUCCESS ||
+      size < 0)
+    return std::nullopt;
+  // A derived datatype may hold its elements in any order, so only a named one
+  // without gaps is its own bytes.
+  const bool contiguous = combiner == MPI_COMBINER_NAMED && lb == 0 && extent == size;
+  return Layout{contiguous, static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size), size,
+                static_cast<MPI_Aint>(extent)};
+}
+
+// The address `bytes` past `base` (base may be MPI_BOTTOM).
+void* advance(const void* base, std::int64_t bytes) {
+  return reinterpret_cast<void*>(reinterpret_cast<std::intptr_t>(base) + static_cast<std::intptr_t>(bytes));
+}
+
+// MPI_Pack and MPI_Unpack count bytes in ints: whole elements at a time, at
+// most INT_MAX bytes per piece.
+template <class Piece>
+void for_pieces(MPI_Count count, const Layout& l, Piece&& piece) {
+  if (count == 0 || l.size == 0) return;
+  if (l.size > INT_MAX)
+    throw UsageError("one element of the datatype holds " + std::to_string(l.size) +
+                     " bytes, more than MPI_Pack takes at once (2^31 - 1)");
+  const MPI_Count per_piece = INT_MAX / l.size;
+  for (MPI_Count first = 0; first < count;) {
+    const MPI_Count n = std::min(per_piece, count - first);
+    piece(first, static_cast<int>(n), static_cast<int>(n * l.size));
+    first += n;
+  }
+}
+
+void pack(const void* buffer, MPI_Count count, MPI_Datatype type, const Layout& l, std::byte* out, MPI_Comm comm) {
+  for_pieces(count, l, [&](MPI_Count first, int n, int bytes) {
+    int position = 0;
+    check_mpi(PMPI_Pack(advance(buffer, first * l.extent), n, type, out + first * l.size, bytes, &position, comm),
+              "MPI_Pack");
+  });
+}
+
+void unpack(const std::byte* in, void* buffer, MPI_Count count, MPI_Datatype type, const Layout& l, MPI_Comm comm) {
+  for_pieces(count, l, [&](MPI_Count first, int n, int bytes) {
+    int position = 0;
+    check_mpi(PMPI_Unpack(in + first * l.size, bytes, &position, advance(buffer, first * l.extent), n, type, comm),
+              "MPI_Unpack");
+  });
+}
+
+std::unique_ptr<std::byte[]> scratch(std::uint64_t bytes) {
+  return std::unique_ptr<std::byte[]>(new std::byte[std::max<std::uint64_t>(bytes, 1)]);
+}
+
+}  // namespace
+
+Nested::Nested() { ++t_nested; }
+Nested::~Nested() { --t_nested; }
+
+// ---------------------------------------------------------------- hooks
+
+int init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) start();
+  return rc;
+}
+
+int init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) start();
+  return rc;
+}
+
+int finalize() {
+  if (State* s = active()) stop(*s);
+  return PMPI_Finalize();
+}
+
+int comm_free(MPI_Comm* comm) {
+  // Destroy the Team here rather than in delete_record, which MPI calls with
+  // its attribute machinery in the middle of freeing the communicator: the
+  // Team frees a communicator of its own, and that is best done outside.
+  if (State* s = active(); s && comm && *comm != MPI_COMM_NULL) {
+    Nested nested;
+    void* value = nullptr;
+    int found = 0;
+    if (PMPI_Comm_get_attr(*comm, s->keyval, &value, &found) == MPI_SUCCESS && found) {
+      try {
+        static_cast<Record*>(value)->team.reset();
+      } catch (...) {
+      }
+    }
+  }
+  return PMPI_Comm_free(comm);
+}
+
+int op_free(MPI_Op* op) {
+  if (State* s = active(); s && op) s->mapping.forget(*op);
+  return PMPI_Op_free(op);
+}
+
+// ---------------------------------------------------------------- collectives
+
+int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::allreduce;
+  State* s = active();
+  if (!s) return PMPI_Allreduce(send, recv, count, type, op, comm);
+  if (recv != MPI_IN_PLACE)
+    if (const auto reduce_op = reduction(*s, c, count, type, op);
+        reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
+      if (Record* r = record(*s, comm))
+        return run(*s, c, "MPI_Allreduce", *r, [&](Comm& cc) {
+          cc.allreduce(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count), *reduce_op);
+        });
+  s->stats.passed(c);
+  return PMPI_Allreduce(send, recv, count, type, op, comm);
+}
+
+int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::reduce;
+  State* s = active();
+  if (!s) return PMPI_Reduce(send, recv, count, type, op, root, comm);
+  if (const auto reduce_op = reduction(*s, c, count, type, op); reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
+    if (Record* r = record(*s, comm))
+      // MPI_IN_PLACE is the root's only, as send buffer.
+      if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE))
+        return run(*s, c, "MPI_Reduce", *r, [&](Comm& cc) {
+          const bool at_root = r->rank == root;  // elsewhere recv is insignificant, maybe null
+          cc.reduce(send == MPI_IN_PLACE ? recv : send, at_root ? recv : nullptr, static_cast<std::size_t>(count),
+                    *reduce_op, root);
+        });
+  s->stats.passed(c);
+  return PMPI_Reduce(send, recv, count, type, op, root, comm);
+}
+
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::bcast;
+  State* s = active();
+  if (!s) return PMPI_Bcast(buffer, count, type, root, comm);
+  if (s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
+    if (const auto layout = layout_of(s->mapping, type, count); layout && s->in_bounds(layout->bytes))
+      if (Record* r = record(*s, comm); r && root >= 0 && root < r->size)
+        return run(*s, c, "MPI_Bcast", *r, [&](Comm& cc) {
+          if (layout->contiguous) {
+            cc.bcast(buffer, layout->bytes, DType::uint8, root);
+            return;
+          }
+          const auto packed = scratch(layout->bytes);
+          if (r->rank == root) pack(buffer, count, type, *layout, packed.get(), r->comm);
+          cc.bcast(packed.get(), layout->bytes, DType::uint8, root);
+          if (r->rank != root) unpack(packed.get(), buffer, count, type, *layout, r->comm);
+        });
+  s->stats.passed(c);
+  return PMPI_Bcast(buffer, count, type, root, comm);
+}
+
+int barrier(MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::barrier;
+  State* s = active();
+  if (!s) return PMPI_Barrier(comm);
+  if (s->options.mpi.serves(c))
+    if (Record* r = record(*s, comm)) return run(*s, c, "MPI_Barrier", *r, [](Comm& cc) { cc.barrier(); });
+  s->stats.passed(c);
+  return PMPI_Barrier(comm);
+}
+
+int allgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+              MPI_Datatype recv_type, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::allgather;
+  State* s = active();
+  if (!s) return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm);
+  const bool in_place = send == MPI_IN_PLACE;
+  if (s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
+    // One process's block, which is also what it contributes: the same bytes
+    // on every process, whatever datatypes describe them.
+    const auto block = layout_of(s->mapping, recv_type, recv_count);
+    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
+    if (block && mine && mine->bytes == block->bytes && s->in_bounds(block->bytes))
+      if (Record* r = record(*s, comm))
+        return run(*s, c, "MPI_Allgather", *r, [&](Comm& cc) {
+          const std::uint64_t bytes = block->bytes;
+          const auto ranks = static_cast<MPI_Count>(r->size);
+          std::unique_ptr<std::byte[]> packed_send, packed_recv;
+          void* to = recv;  // every block, as bytes
+          if (!block->contiguous) {
+            packed_recv = scratch(bytes * static_cast<std::uint64_t>(ranks));
+            to = packed_recv.get();
+          }
+          const void* from = send;  // this process's block, as bytes
+          if (in_place) {
+            if (!block->contiguous)
+              pack(advance(recv, r->rank * MPI_Count{recv_count} * block->extent), recv_count, recv_type, *block,
+                   packed_recv.get() + r->rank * bytes, r->comm);
+            from = to;
+          } else if (!mine->contiguous) {
+            packed_send = scratch(bytes);
+            pack(send, send_count, send_type, *mine, packed_send.get(), r->comm);
+            from = packed_send.get();
+          }
+          cc.allgather(from, to, bytes, DType::uint8);
+          if (!block->contiguous) unpack(packed_recv.get(), recv, ranks * recv_count, recv_type, *block, r->comm);
+        });
+  }
+  s->stats.passed(c);
+  return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm);
+}
+
+int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::reduce_scatter_block;
+  State* s = active();
+  if (!s) return PMPI_Reduce_scatter_block(send, recv, count, type, op, comm);
+  if (recv != MPI_IN_PLACE)
+    if (const auto reduce_op = reduction(*s, c, count, type, op))
+      if (Record* r = record(*s, comm);
+          r &&
+          s->in_bounds(bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op)))
+        return run(*s, c, "MPI_Reduce_scatter_block", *r, [&](Comm& cc) {
+          cc.reduce_scatter_block(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count),
+                                  *reduce_op);
+        });
+  s->stats.passed(c);
+  return PMPI_Reduce_scatter_block(send, recv, count, type, op, comm);
+}
+
+int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  constexpr MpiCollective c = MpiCollective::reduce_scatter;
+  State* s = active();
+  if (!s) return PMPI_Reduce_scatter(send, recv, counts, type, op, comm);
+  if (recv != MPI_IN_PLACE && counts)
+    if (const auto reduce_op = reduction(*s, c, 0, type, op))
+      if (Record* r = record(*s, comm)) {
+        const int* end = counts + r->size;
+        std::uint64_t total = 0;
+        for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
+        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->in_bounds(bytes_of(total, *reduce_op)))
+          return run(*s, c, "MPI_Reduce_scatter", *r, [&](Comm& cc) {
+            cc.reduce_scatter(send == MPI_IN_PLACE ? recv : send, recv, counts, *reduce_op);
+          });
+      }
+  s->stats.passed(c);
+  return PMPI_Reduce_scatter(send, recv, counts, type, op, comm);
+}
+
+// ---------------------------------------------------------------- the rest
+
+void* from_fortran(void* buffer) {
+  if (buffer) {
+    for (void* p : g_fortran_in_place)
+      if (p == buffer) return MPI_IN_PLACE;
+    for (void* p : g_fortran_bottom)
+      if (p == buffer) return MPI_BOTTOM;
+  }
+  return buffer;
+}
+
+Mapping* mapping() {
+  State* s = g_state.load(std::memory_order_acquire);
+  return s ? &s->mapping : nullptr;
+}
+
+const CommOptions* comm_options() {
+  State* s = g_state.load(std::memory_order_acquire);
+  return s ? &s->comm_options : nullptr;
+}
+
+int at_finalize(std::function<void()> teardown) {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return -1;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  s->finalizers.emplace_back(s->next_finalizer, std::move(teardown));
+  return s->next_finalizer++;
+}
+
+void forget_at_finalize(int id) {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s) return;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  std::erase_if(s->finalizers, [id](const auto& f) { return f.first == id; });
+}
+
+}  // namespace copse::mpi::interposer

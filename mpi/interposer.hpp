@@ -1,0 +1,109 @@
+#pragma once
+// The heart of libcopse_mpi.so: each intercepted MPI collective is either
+// served by copse or handed unchanged to the MPI library's PMPI_ function.
+// The C bindings (bindings_c.cpp), the Fortran spellings
+// (bindings_fortran.cpp) and the C API (copse_mpi.cpp) all come here.
+//
+// A call is served when every one of these holds, and passed otherwise:
+//   - MPI_Init or MPI_Init_thread went through this library, MPI_Finalize has
+//     not yet, and the call is the application's (copse's own MPI calls,
+//     made while copse serves a call, always go to the MPI library);
+//   - mpi.serve names the collective;
+//   - reductions: the datatype and operator are copse's (mpi/mapping.hpp),
+//     and an operator that does not commute meets an algorithm that keeps
+//     rank order (collectives.* names one that does not: passed, not failed);
+//   - bcast and allgather move bytes, so any datatype is served: named
+//     contiguous ones in place, the others packed (MPI_Pack) and unpacked;
+//     a decision from the datatype handle would not do, because MPI lets
+//     processes describe the same bytes with different datatypes, and
+//     processes that decided differently would never meet;
+//   - the communicator is an intracommunicator of more than one process;
+//   - the bytes each process contributes (count x size; allgather: its
+//     block; reduce_scatter: its whole input) are within mpi.min_bytes and
+//     mpi.max_bytes (barrier: always);
+//   - the arguments are ones MPI accepts (count >= 0, root in the
+//     communicator, MPI_IN_PLACE only where allowed, no null handle):
+//     otherwise the MPI library reports the mistake in its own words.
+// Every input to that decision is one MPI requires to be the same on every
+// process of the call (count, datatype, operator, root; byte counts for the
+// collectives that allow different datatypes), and the configuration is
+// checked to be the same on every process at MPI_Init, so all processes of a
+// call decide alike.
+//
+// One copse Team per communicator, created at its first served call (all
+// processes reach it together) and cached in a communicator attribute whose
+// keyval has MPI_COMM_NULL_COPY_FN (MPI_Comm_dup does not inherit it) and a
+// delete callback that frees it. MPI_Comm_free destroys the Team before the
+// communicator goes, outside the attribute callback; MPI_Finalize destroys
+// every Team, writes the stats file, then calls PMPI_Finalize.
+//
+// Errors in a served call follow the communicator's error handler:
+// MPI_ERRORS_ARE_FATAL prints "copse: MPI_Allreduce failed on rank r of its
+// communicator: MESSAGE" on one line and calls MPI_Abort; otherwise the
+// handler is called with an MPI error class, which the call returns:
+//   usage                            MPI_ERR_ARG
+//   schedule                         MPI_ERR_TRUNCATE (processes called with
+//                                    sizes that do not match: what MPI
+//                                    reports when a message is longer than
+//                                    its receive buffer)
+//   timeout, aborted, failed, system MPI_ERR_OTHER (no MPI class says more)
+//   out of memory                    MPI_ERR_NO_MEM
+//
+// Configuration errors: at MPI_Init every process loads the configuration
+// (COPSE_* variables, copse.toml); if one cannot, the lowest such rank prints
+// its one-line error and the job is aborted (MPI_Abort, error code 2), as the
+// CLI exits 2: the application has not started its work yet, and running on
+// the MPI library's collectives instead would pass off an MPI run as a copse
+// run. Likewise if the processes' settings differ (mpi.stats excepted).
+
+#include <mpi.h>
+
+#include <functional>
+
+#include "config/config.hpp"
+#include "mpi/mapping.hpp"
+#include "node/mpi_comm.hpp"
+
+namespace copse::mpi::interposer {
+
+// Set-up and teardown hooks.
+int init(int* argc, char*** argv);
+int init_thread(int* argc, char*** argv, int required, int* provided);
+int finalize();
+int comm_free(MPI_Comm* comm);
+int op_free(MPI_Op* op);
+
+// The seven collectives, with MPI's C signatures and semantics.
+int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
+int barrier(MPI_Comm comm);
+int allgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+              MPI_Datatype recv_type, MPI_Comm comm);
+int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+
+// Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses of its own (common
+// blocks), not C's: the C constant for either, any other address unchanged.
+void* from_fortran(void* buffer);
+
+// While one lives on a thread, that thread's MPI calls are copse's own: every
+// intercepted call goes straight to the MPI library, uncounted.
+class Nested {
+ public:
+  Nested();
+  ~Nested();
+  Nested(const Nested&) = delete;
+  Nested& operator=(const Nested&) = delete;
+};
+
+// For the C API, between MPI_Init and MPI_Finalize (null otherwise): the
+// datatype and operator mapping, and the Team options from the configuration.
+Mapping* mapping();
+const CommOptions* comm_options();
+// `teardown` runs at MPI_Finalize, before PMPI_Finalize, unless forgotten
+// first; a C API team registers the destruction of its Team.
+int at_finalize(std::function<void()> teardown);
+void forget_at_finalize(int id);
+
+}  // namespace copse::mpi::interposer

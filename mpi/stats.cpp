@@ -1,0 +1,50 @@
+#include "mpi/stats.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace copse::mpi {
+
+std::string Stats::json_line(int rank, int size) const {
+  const auto object = [](const auto& counts) {
+    std::string out = "{";
+    for (MpiCollective c : kMpiCollectives) {
+      if (out.size() > 1) out += ", ";
+      out += '"';
+      out += to_string(c);
+      out += "\": " + std::to_string(counts[index(c)].load());
+    }
+    return out + "}";
+  };
+  return "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) +
+         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + "}\n";
+}
+
+void append_line(const std::string& path, std::string_view line) {
+  const auto fail = [&](const char* what) {
+    throw SystemError("cannot " + std::string(what) + " the stats file " + path + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) fail("open");
+  ssize_t written = 0;
+  do {
+    written = ::write(fd, line.data(), line.size());
+  } while (written < 0 && errno == EINTR);
+  const int write_errno = errno;
+  ::close(fd);
+  errno = write_errno;
+  if (written < 0) fail("write");
+  // A regular file takes a short line whole unless the disk is full; a second
+  // write could land after another process's line, so say so instead.
+  if (static_cast<std::size_t>(written) != line.size()) {
+    errno = ENOSPC;
+    fail("write the whole line to");
+  }
+}
+
+}  // namespace copse::mpi

@@ -1,0 +1,43 @@
+#pragma once
+// What the interposition library did with each collective call: served by
+// copse, or passed to the MPI library. At MPI_Finalize every process appends
+// one line to the stats file (mpi.stats, COPSE_MPI_STATS):
+//   {"rank": 0, "size": 4, "served": {"allreduce": 12, ...}, "passed": {"allreduce": 1, ...}}
+// with every collective of config.hpp's MpiCollective in both objects.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "config/config.hpp"
+
+namespace copse::mpi {
+
+class Stats {
+ public:
+  // Counted from any thread; relaxed atomics, so passing a call through
+  // costs one uncontended increment.
+  void served(MpiCollective c) noexcept { served_[index(c)].fetch_add(1, std::memory_order_relaxed); }
+  void passed(MpiCollective c) noexcept { passed_[index(c)].fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t served_count(MpiCollective c) const noexcept { return served_[index(c)].load(); }
+  std::uint64_t passed_count(MpiCollective c) const noexcept { return passed_[index(c)].load(); }
+
+  // The stats file's line for this process (rank in MPI_COMM_WORLD, its
+  // size), newline included.
+  std::string json_line(int rank, int size) const;
+
+ private:
+  static std::size_t index(MpiCollective c) noexcept { return static_cast<std::size_t>(c); }
+  std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> served_{};
+  std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
+};
+
+// Appends `line` to the file `path` (created with mode 0644 if absent) in one
+// write(2) on an O_APPEND descriptor, so that the lines of processes that
+// append at the same moment never interleave. Throws SystemError naming the
+// file and the reason.
+void append_line(const std::string& path, std::string_view line);
+
+}  // namespace copse::mpi

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# One MPI test of libcopse_mpi.so, run as one mpirun and checked:
+#
+#   run.sh collectives NP [K]   tests/pmpi/collectives.c under LD_PRELOAD on NP
+#                               processes (on virtual nodes of K ranks, one
+#                               collective not served, when K is given): its
+#                               own result checks, then its COPSE_MPI_STATS
+#                               lines against the calls it expected copse to
+#                               serve and to pass
+#   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
+#                               stats: the Fortran bindings' calls were served
+#   run.sh c-api NP             tests/pmpi/c_api.c, linked with libcopse_mpi.so
+#   run.sh config-errors NP     a bad COPSE_* value, a misspelt variable and
+#                               settings that differ between processes: each
+#                               stops the job with exactly one "copse:" line
+#
+# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_FORTRAN (when
+# a Fortran compiler was found; otherwise the Fortran test exits 77, skipped)
+# and MPIEXEC. Exit status 0 when every check passed.
+set -uo pipefail
+
+what=${1:?usage: run.sh collectives|fortran|c-api|config-errors NP [K]}
+np=${2:?NP missing}
+k=${3:-0}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Only the settings each run gives: none inherited.
+for name in $(compgen -e); do
+  case "$name" in COPSE_*) unset "$name" ;; esac
+done
+export COPSE_CONFIG=  # and no ./copse.toml
+# Open MPI as root, on a machine with fewer cores than ranks.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun=("${MPIEXEC:-mpirun}" --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1)
+
+# mpirun with libcopse_mpi.so preloaded in the MPI processes (not in mpirun)
+# and the given COPSE_* variables passed on.
+preloaded() {
+  local args=(-x LD_PRELOAD="$PMPI_LIB") name
+  for name in $(compgen -e); do
+    case "$name" in COPSE_*) args+=(-x "$name") ;; esac
+  done
+  "${mpirun[@]}" "${args[@]}" "$@"
+}
+
+# The stats lines: one per rank 0..NP-1, each of size NP; then, per rank,
+# served and passed equal to the expectation (a file of lines, or one object
+# that holds for every rank).
+check_stats() {
+  python3 - "$tmp/stats.jsonl" "$np" "$1" <<'EOF'
+import json, sys
+stats_path, np, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = [json.loads(l) for l in open(stats_path)]
+bad = []
+if sorted(l["rank"] for l in lines) != list(range(np)):
+    bad.append(f"ranks in the stats file: {sorted(l['rank'] for l in lines)}, expected 0..{np - 1}")
+bad += [f"rank {l['rank']}: size {l['size']}, expected {np}" for l in lines if l["size"] != np]
+try:
+    expect = {e["rank"]: e for e in map(json.loads, open(expected))}
+except OSError:
+    one = json.loads(expected)
+    expect = {r: one for r in range(np)}
+for l in lines:
+    e = expect.get(l["rank"])
+    for kind in ("served", "passed"):
+        if e is None or l[kind] != e[kind]:
+            bad.append(f"rank {l['rank']} {kind}: {l[kind]}, expected {e and e[kind]}")
+for b in bad:
+    print("FAIL", b)
+if not bad:
+    print(f"stats: {len(lines)} lines, as expected")
+sys.exit(1 if bad else 0)
+EOF
+}
+
+case "$what" in
+  collectives)
+    export COPSE_MPI_STATS="$tmp/stats.jsonl" COPSE_MPI_MAX_BYTES=8MiB
+    extra=()
+    if ((k > 0)); then
+      # Virtual nodes take the inter-node path; reduce_scatter is left to MPI.
+      export COPSE_HIERARCHY_RANKS_PER_NODE=$k
+      export COPSE_MPI_SERVE=allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block
+      extra=(--not-served reduce_scatter)
+    fi
+    preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) "${extra[@]}" ||
+      { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
+    check_stats "$tmp/expect.jsonl"
+    ;;
+  fortran)
+    [[ -n "${PMPI_FORTRAN:-}" ]] || { echo "no Fortran compiler with MPI: skipped"; exit 77; }
+    export COPSE_MPI_STATS="$tmp/stats.jsonl"
+    preloaded -np "$np" "$PMPI_FORTRAN" || { echo "FAIL the Fortran program reported wrong results"; exit 1; }
+    if ((np > 1)); then
+      served='{"allreduce": 5, "reduce": 1, "bcast": 1, "barrier": 1, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0}'
+      passed='{"allreduce": 1, "reduce": 0, "bcast": 0, "barrier": 0, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0}'
+      check_stats "{\"served\": $served, \"passed\": $passed}"
+    fi
+    ;;
+  c-api)
+    "${mpirun[@]}" -np "$np" "$PMPI_C_API" || { echo "FAIL the C API program reported errors"; exit 1; }
+    echo "C API: every check passed"
+    ;;
+  config-errors)
+    failures=0
+    # stop_with LABEL TEXT COMMAND...: the job fails, and its stderr has
+    # exactly one "copse:" line, which contains TEXT.
+    stop_with() {
+      local label=$1 text=$2
+      shift 2
+      "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+      local status=$? lines
+      lines=$(grep -c '^copse: ' "$tmp/err")
+      if ((status == 0)) || [[ $lines != 1 ]] || ! grep -qF -- "$text" "$tmp/err"; then
+        echo "FAIL $label: exit $status, $lines copse lines; stderr:"
+        sed 's/^/  /' "$tmp/err"
+        failures=$((failures + 1))
+      else
+        echo "ok $label: $(grep '^copse: ' "$tmp/err")"
+      fi
+    }
+    # The collectives program with one more variable set.
+    with() { (export "$1" && preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl"); }
+    stop_with "a bad value" 'copse: mpi.min_bytes = "lots" (from env COPSE_MPI_MIN_BYTES): not a size' \
+      with COPSE_MPI_MIN_BYTES=lots
+    stop_with "a misspelt variable" 'unknown environment variable COPSE_MPI_SERV (did you mean COPSE_MPI_SERVE?)' \
+      with COPSE_MPI_SERV=all
+    # MPMD: the first process serves nothing, the others everything.
+    stop_with "settings that differ" "the processes' configurations differ" \
+      "${mpirun[@]}" -np 1 env LD_PRELOAD="$PMPI_LIB" COPSE_MPI_SERVE=none "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" \
+      : -np $((np - 1)) env LD_PRELOAD="$PMPI_LIB" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl"
+    ((failures == 0)) || exit 1
+    ;;
+  *)
+    echo "run.sh: unknown test '$what'" >&2
+    exit 2
+    ;;
+esac

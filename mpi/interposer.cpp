@@ -379,16 +379,26 @@ Nested::~Nested() { --t_nested; }
 
 // ---------------------------------------------------------------- hooks
 
-int init(int* argc, char*** argv) {
-  const int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) start();
+namespace {
+// After a successful PMPI_Init or PMPI_Init_thread. Nothing may escape into
+// the application's MPI_Init: a failure to set up stops the job, like a
+// configuration error.
+int started(int rc) {
+  if (rc != MPI_SUCCESS) return rc;
+  try {
+    start();
+  } catch (const std::exception& e) {
+    say(std::string("cannot start: ") + e.what() + " (libcopse_mpi.so stops the job)");
+    PMPI_Abort(MPI_COMM_WORLD, 2);
+  }
   return rc;
 }
+}  // namespace
+
+int init(int* argc, char*** argv) { return started(PMPI_Init(argc, argv)); }
 
 int init_thread(int* argc, char*** argv, int required, int* provided) {
-  const int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) start();
-  return rc;
+  return started(PMPI_Init_thread(argc, argv, required, provided));
 }
 
 int finalize() {

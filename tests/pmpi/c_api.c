@@ -7,6 +7,7 @@
  * is right. */
 #include <mpi.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +17,20 @@
 
 static int rank, size, failures;
 
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "rank %d: line %d: ", rank, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fputc('\n', stderr);                                   \
-      ++failures;                                            \
-    }                                                        \
+/* A failed check: one line on stderr, written whole. */
+static void report(int line, const char* format, ...) {
+  char text[512];
+  int n = snprintf(text, sizeof text, "rank %d: line %d: ", rank, line);
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text + n, sizeof text - (size_t)n, format, args);
+  va_end(args);
+  fprintf(stderr, "%s\n", text);
+  ++failures;
+}
+#define CHECK(cond, ...)                        \
+  do {                                          \
+    if (!(cond)) report(__LINE__, __VA_ARGS__); \
   } while (0)
 
 /* A call that must succeed. */

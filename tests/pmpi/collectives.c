@@ -17,6 +17,7 @@
  */
 #include <fcntl.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +33,20 @@ static long served[COLLECTIVES], passed[COLLECTIVES];
 static int not_served[COLLECTIVES];
 static long long max_bytes = -1; /* -1: no bound */
 
-#define CHECK(cond, ...)                                           \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      fprintf(stderr, "rank %d: line %d: ", world_rank, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fputc('\n', stderr);                                         \
-      ++failures;                                                  \
-    }                                                              \
+/* A failed check: one line on stderr, written whole. */
+static void report(int line, const char* format, ...) {
+  char text[512];
+  int n = snprintf(text, sizeof text, "rank %d: line %d: ", world_rank, line);
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text + n, sizeof text - (size_t)n, format, args);
+  va_end(args);
+  fprintf(stderr, "%s\n", text);
+  ++failures;
+}
+#define CHECK(cond, ...)                        \
+  do {                                          \
+    if (!(cond)) report(__LINE__, __VA_ARGS__); \
   } while (0)
 
 static int comm_size(MPI_Comm comm) {

@@ -62,7 +62,6 @@ inline void cpu_relax() {
 }
 
 constexpr auto kSpinBudget = std::chrono::microseconds(4);
-constexpr auto kSleepSlice = std::chrono::milliseconds(100);
 
 long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
   // Linux's futex word is a plain aligned 32-bit integer; std::atomic<uint32_t>
@@ -111,7 +110,7 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
   const int wait_op = shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE;
   const bool reports = policy.report && policy.report_every > std::chrono::steady_clock::duration::zero();
   auto next_report = reports ? std::chrono::steady_clock::now() + policy.report_every : Deadline::max();
-  for (;;) {
+  for (bool slept = false;; slept = true) {
     v = word.load(std::memory_order_acquire);
     if (v != old) return v;
     const auto now = std::chrono::steady_clock::now();
@@ -121,8 +120,11 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
       policy.report();
       next_report = now + policy.report_every;
     }
+    // Not before the first sleep: most waits end within one, and the check
+    // may be a system call.
+    if (slept && policy.check) policy.check();
     const auto slice = std::min({policy.deadline - now, next_report - now,
-                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(kSleepSlice)});
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(kWaitSleepSlice)});
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(ns / 1000000000);

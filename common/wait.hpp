@@ -24,13 +24,21 @@ enum class FutexScope : std::uint8_t { process, shared };
 // What a blocked wait may do besides waiting. Past `deadline` it throws
 // TimeoutError with timeout_message() as its text; every `report_every` (when
 // non-zero) it calls report() and goes on waiting -- for callers that must not
-// give up on a slow peer but should say who they are waiting for.
+// give up on a slow peer but should say who they are waiting for. check(),
+// when set, runs each time a sleep slice ends (at least every
+// kWaitSleepSlice): it throws to end a wait that can no longer succeed (the
+// peer's process has died), so that a dead peer is noticed within a slice.
 struct WaitPolicy {
   Deadline deadline = Deadline::max();
   std::chrono::steady_clock::duration report_every{0};
   std::function<std::string()> timeout_message;  // empty: "wait timed out"
   std::function<void()> report;
+  std::function<void()> check;
 };
+
+// The longest a blocked wait sleeps before it looks at its deadline, report
+// and check again.
+inline constexpr std::chrono::milliseconds kWaitSleepSlice{100};
 
 // Blocks until `word` != `old`: a short spin, then a sleep on the futex, under
 // `policy`. Returns the new value.

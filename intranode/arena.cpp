@@ -1,10 +1,13 @@
 #include "intranode/arena.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
+#include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "common/error.hpp"
@@ -92,13 +95,33 @@ constexpr std::size_t kHeaderBytes = 4096;  // the header has a page to itself
 
 ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(name) {
   size_ = round_up(bytes + kHeaderBytes, 4096);
+  const std::string what =
+      "cannot create the shared-memory segment '" + name + "' of " + std::to_string(size_) + " bytes";
+  std::optional<bip::shared_memory_object> shm;
   try {
-    bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write);
-    shm.truncate(static_cast<bip::offset_t>(size_));  // new pages read as zero
-    region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, size_);
+    // Owner only: the segment holds other ranks' data.
+    shm.emplace(bip::create_only, name.c_str(), bip::read_write, bip::permissions(0600));
   } catch (const bip::interprocess_exception& e) {
-    throw SystemError("cannot create the shared-memory segment '" + name + "' of " + std::to_string(size_) +
-                      " bytes: " + e.what());
+    throw SystemError(what + ": " + e.what());  // not ours to remove: it may be another's
+  }
+  try {
+    // Reserve every page now. A tmpfs segment that is merely truncated gets
+    // its pages on first touch, so a full /dev/shm would kill a rank with
+    // SIGBUS in the middle of a collective; reserved, it is this error.
+    // (posix_fallocate also sets the size; new pages read as zero.)
+    const int rc = posix_fallocate(shm->get_mapping_handle().handle, 0, static_cast<off_t>(size_));
+    if (rc == EINVAL || rc == EOPNOTSUPP) {
+      shm->truncate(static_cast<bip::offset_t>(size_));  // a file system that cannot reserve: pages on first touch
+    } else if (rc != 0) {
+      throw SystemError(what + ": " + std::strerror(rc) + (rc == ENOSPC ? " (/dev/shm is full or too small)" : ""));
+    }
+    region_ = std::make_unique<bip::mapped_region>(*shm, bip::read_write, 0, size_);
+  } catch (const bip::interprocess_exception& e) {
+    remove(name);
+    throw SystemError(what + ": " + e.what());
+  } catch (...) {
+    remove(name);
+    throw;
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   Header* h = new (region_->get_address()) Header{};

@@ -106,8 +106,9 @@ class ShmArena final : public Arena {
  public:
   struct Create {};
   struct Open {};
-  // Creates the segment (it must not exist yet); throws std::runtime_error
-  // naming the segment on failure.
+  // Creates the segment (it must not exist yet) with mode 0600 and every page
+  // reserved up front, so that a full /dev/shm is this SystemError (naming
+  // the segment and its size) rather than a SIGBUS at first touch.
   ShmArena(Create, const std::string& name, std::size_t bytes);
   // Opens and maps an existing segment read-write.
   ShmArena(Open, const std::string& name);

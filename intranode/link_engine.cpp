@@ -112,10 +112,19 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
       scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process) {
   std::byte* base = arena_.address(shared);
   shared_ = std::launder(reinterpret_cast<Shared*>(base));
-  if (shared_->ranks != config_.layout.ranks())
+  if (!config_.members.empty()) {
+    slot_of_.assign(static_cast<std::size_t>(config_.layout.ranks()), -1);
+    for (std::size_t i = 0; i < config_.members.size(); ++i) {
+      const int r = config_.members[i];
+      if (r < 0 || r >= config_.layout.ranks() || (i > 0 && r <= config_.members[i - 1]))
+        throw UsageError("the link engine's members must be ascending ranks of its layout");
+      slot_of_[static_cast<std::size_t>(r)] = static_cast<int>(i);
+    }
+  }
+  if (shared_->ranks != slots())
     throw UsageError("the link state holds " + std::to_string(shared_->ranks) +
-                     " ranks, but the engine is configured for " + std::to_string(config_.layout.ranks()));
-  const auto p = static_cast<std::size_t>(config_.layout.ranks());
+                     " ranks, but the engine is configured for " + std::to_string(slots()));
+  const auto p = static_cast<std::size_t>(slots());
   base += sizeof(Shared);
   outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
   base += p * sizeof(Outbox);
@@ -132,7 +141,7 @@ bool LinkEngine::aborted() const { return shared_->abort.load(std::memory_order_
 
 void LinkEngine::abort() noexcept {
   if (shared_->abort.exchange(1, std::memory_order_acq_rel)) return;
-  const auto p = static_cast<std::size_t>(config_.layout.ranks());
+  const auto p = static_cast<std::size_t>(slots());
   for (std::size_t r = 0; r < p; ++r) {
     outbox_[r].state.fetch_or(kAbortBit, std::memory_order_acq_rel);
     wake_all(outbox_[r].state, scope_);
@@ -159,7 +168,7 @@ void LinkEngine::fail(std::exception_ptr error) noexcept {
 // (bounded) for a peer that is moving data into or out of its buffers, so
 // that the caller may hand those buffers back to its user.
 void LinkEngine::withdraw(LinkRank& c) noexcept {
-  const auto me = static_cast<std::size_t>(c.rank);
+  const std::size_t me = slot(c.rank);
   // A peer that is copying makes progress without us; a whole timeout (or a
   // minute without one) stuck mid-copy means it is gone: leave it.
   WaitPolicy policy;
@@ -200,22 +209,22 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
 // ---- where ranks are -------------------------------------------------------------
 
 void LinkEngine::publish_start(const LinkRank& c) {
-  Progress& progress = progress_[static_cast<std::size_t>(c.rank)];
+  Progress& progress = progress_[slot(c.rank)];
   progress.done.store(false, std::memory_order_relaxed);
   progress.step.store(0, std::memory_order_relaxed);
   progress.round.store(c.round, std::memory_order_relaxed);
 }
 
 void LinkEngine::publish_step(const LinkRank& c) {
-  progress_[static_cast<std::size_t>(c.rank)].step.store(c.step, std::memory_order_relaxed);
+  progress_[slot(c.rank)].step.store(c.step, std::memory_order_relaxed);
 }
 
 void LinkEngine::publish_done(const LinkRank& c) {
-  progress_[static_cast<std::size_t>(c.rank)].done.store(true, std::memory_order_relaxed);
+  progress_[slot(c.rank)].done.store(true, std::memory_order_relaxed);
 }
 
 std::string LinkEngine::peer_state(const LinkRank& c, int peer) const {
-  const Progress& pr = progress_[static_cast<std::size_t>(peer)];
+  const Progress& pr = progress_[slot(peer)];
   const std::string who = "; rank " + std::to_string(peer);
   const std::int64_t round = pr.round.load(std::memory_order_relaxed);
   if (round < c.round) return who + " has not started its schedule";
@@ -228,7 +237,7 @@ std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std:
   std::ostringstream m;
   m << "size mismatch: rank " << src << " sends " << sent << " elements to rank " << dst << ", which receives "
     << received << " elements (into element " << offset << ")";
-  const Progress& pr = progress_[static_cast<std::size_t>(dst)];
+  const Progress& pr = progress_[slot(dst)];
   m << " in its step " << pr.step.load(std::memory_order_relaxed);
   return m.str();
 }
@@ -248,7 +257,7 @@ void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* 
   c.sending = send;
   c.send_done = false;
   c.send_end = 0;
-  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
+  Outbox& ob = outbox_[slot(c.rank)];
   ob.data = arena_.offset_of(data);
   ob.count = send.count;
   ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;
@@ -260,8 +269,8 @@ void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* 
 // The receiver may be waiting for us already: then we deliver into its
 // buffer, and the send is done at once.
 bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data) {
-  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
-  Inbox& ib = inbox_[static_cast<std::size_t>(send.peer)];
+  Outbox& ob = outbox_[slot(c.rank)];
+  Inbox& ib = inbox_[slot(send.peer)];
   if (ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
     ring(ib);  // not there yet: it will find our post
     return false;
@@ -296,7 +305,7 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
 
 bool LinkEngine::test_send(LinkRank& c) {
   if (c.send_done) return true;
-  Outbox& ob = outbox_[static_cast<std::size_t>(c.rank)];
+  Outbox& ob = outbox_[slot(c.rank)];
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s == kIdle) {  // the receiver pulled and acked
     c.send_end = ob.end;
@@ -342,8 +351,8 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
   c.recv_side = side;
   c.recv_done = false;
   c.recv_end = 0;
-  Outbox& ob = outbox_[static_cast<std::size_t>(recv.peer)];
-  Inbox& ib = inbox_[static_cast<std::size_t>(c.rank)];
+  Outbox& ob = outbox_[slot(recv.peer)];
+  Inbox& ib = inbox_[slot(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
 
   // The sender is there already: pull.
@@ -365,8 +374,8 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
 bool LinkEngine::test_recv(LinkRank& c) {
   if (c.recv_done) return true;
   const Transfer& recv = c.receiving;
-  Outbox& ob = outbox_[static_cast<std::size_t>(recv.peer)];
-  Inbox& ib = inbox_[static_cast<std::size_t>(c.rank)];
+  Outbox& ob = outbox_[slot(recv.peer)];
+  Inbox& ib = inbox_[slot(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
   // Read the bell first: a post or delivery after this read rings it, so a
   // block() on this value cannot miss it.
@@ -407,10 +416,10 @@ bool LinkEngine::test_recv(LinkRank& c) {
 
 void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) {
   if (what == LinkRank::Wait::recv) {
-    (void)wait_while_equal(inbox_[static_cast<std::size_t>(c.rank)].bell, c.recv_bell, policy, scope_);
+    (void)wait_while_equal(inbox_[slot(c.rank)].bell, c.recv_bell, policy, scope_);
     return;
   }
-  const auto& state = outbox_[static_cast<std::size_t>(c.rank)].state;
+  const auto& state = outbox_[slot(c.rank)].state;
   const std::uint32_t s = state.load(std::memory_order_acquire);
   if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(state, s, policy, scope_);
 }
@@ -429,7 +438,7 @@ std::chrono::milliseconds LinkEngine::barrier_patience() const {
 void LinkEngine::arrive(std::uint32_t participants) {
   if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;
   shared_->barrier_count.store(0, std::memory_order_relaxed);
-  for (int r = 0; r < config_.layout.ranks(); ++r) {
+  for (int r = 0; r < slots(); ++r) {
     auto& go = progress_[static_cast<std::size_t>(r)].go;
     // Not a plain fetch_add: after 2^31 barriers the count would reach the
     // abort bit. An abort may set that bit meanwhile; the CAS keeps it.
@@ -441,7 +450,7 @@ void LinkEngine::arrive(std::uint32_t participants) {
 }
 
 void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
-  auto& go = progress_[static_cast<std::size_t>(c.rank)].go;
+  auto& go = progress_[slot(c.rank)].go;
   const std::uint32_t old = go.load(std::memory_order_acquire);
   if (old & kAbortBit) throw LinkAborted{};
   arrive(participants);

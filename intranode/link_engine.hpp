@@ -52,7 +52,11 @@ namespace copse {
 // whether a virtual clock is kept, how long waits may last, what to do on
 // failure.
 struct LinkConfig {
-  RankMap layout;   // the ranks (layout.ranks()), their nodes and processes
+  RankMap layout;  // the ranks (layout.ranks()), their nodes and processes
+  // The ranks whose link state this engine's arena holds, ascending -- in an
+  // MPI run, the ranks of one node; empty: every rank of the layout. Each
+  // member has a slot (its index here) in the shared state; create_shared
+  // must have been called with members.size() (or layout.ranks()) ranks.
   CostModel model;  // level 0: same node, level 1: other node
   // Keep every rank's virtual clock (the emulator, the thread Team): each
   // transfer's end time travels with its ack. Real runs switch it off and
@@ -66,6 +70,13 @@ struct LinkConfig {
   std::chrono::milliseconds report_every{0};
   std::function<void(const std::string&)> on_wait_report;
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
+  std::vector<int> members;
+  // Whether `peer` can still answer: "" while it can, else why not (e.g.
+  // "process 2 (pid 4711) has died"). A waiting rank asks it about the peers
+  // it waits for at least every kWaitSleepSlice and fails with a SystemError
+  // naming the peer when the answer is not empty. Unset: peers never die
+  // (threads of one process).
+  std::function<std::string(int peer)> peer_gone;
   // Called by a rank that fails (not by those merely aborted), before it
   // aborts the engine, so that every rank woken by the abort can find the
   // error. May be called more than once, from several ranks: keep the first.
@@ -87,8 +98,9 @@ inline bool overlaps(const Transfer& a, const Transfer& b) {
 
 class LinkEngine final : public Link {
  public:
-  // Places and initialises the shared link state for `ranks` ranks in
-  // `arena`; returns its offset (to hand to the other processes' engines).
+  // Places and initialises the shared link state for `ranks` ranks (the
+  // engines' members) in `arena`; returns its offset (to hand to the other
+  // processes' engines).
   static Arena::Offset create_shared(Arena& arena, int ranks);
 
   // Attaches to shared state created by create_shared (in this process or,
@@ -146,6 +158,12 @@ class LinkEngine final : public Link {
   void ring(Inbox& inbox);
   std::string size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received, std::uint64_t offset) const;
   Picos cost(int a, int b, std::uint64_t elements, std::size_t eb) const;
+  int slots() const {
+    return config_.members.empty() ? config_.layout.ranks() : static_cast<int>(config_.members.size());
+  }
+  std::size_t slot(int rank) const {
+    return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
+  }
 
   Arena& arena_;
   LinkConfig config_;
@@ -154,6 +172,7 @@ class LinkEngine final : public Link {
   Outbox* outbox_;
   Inbox* inbox_;
   Progress* progress_;
+  std::vector<int> slot_of_;  // rank -> slot (-1: not a member); empty: slot = rank
 };
 
 }  // namespace copse

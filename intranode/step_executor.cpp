@@ -162,6 +162,7 @@ WaitPolicy StepExecutor::policy(LinkRank& c, Deadline deadline) const {
     const auto ms = config_.wait_timeout ? config_.wait_timeout->count() : 0;
     return describe_wait(c, link_to(c, c.peer), "timed out after " + std::to_string(ms) + " ms");
   };
+  if (config_.peer_gone) p.check = [this, &c] { check_peer(c, c.waiting); };
   if (config_.on_wait_report && config_.report_every.count() > 0) {
     p.report_every = config_.report_every;
     p.report = [this, &c] {
@@ -227,6 +228,7 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
   const Deadline deadline = config_.wait_timeout ? start + *config_.wait_timeout : Deadline::max();
   const WaitPolicy p = policy(c, deadline);
   auto next_report = p.report ? start + p.report_every : Deadline::max();
+  auto next_check = config_.peer_gone ? start + kWaitSleepSlice : Deadline::max();
   for (std::uint64_t i = 1;; ++i) {
     bool sent = !send || send->test_send(c);
     bool received = !recv || recv->test_recv(c);
@@ -248,6 +250,11 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
         next_report = now + p.report_every;
       }
       if (local_.aborted()) throw LinkAborted{};
+      if (now >= next_check) {
+        if (recv) check_peer(c, LinkRank::Wait::recv);
+        if (send) check_peer(c, LinkRank::Wait::ack);
+        next_check = now + kWaitSleepSlice;
+      }
       if (now - start > std::chrono::milliseconds(10)) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
         continue;
@@ -255,6 +262,14 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
     }
     sched_yield();
   }
+}
+
+void StepExecutor::check_peer(LinkRank& c, LinkRank::Wait what) const {
+  const int peer = (what == LinkRank::Wait::recv ? c.receiving : c.sending).peer;
+  const std::string why = config_.peer_gone(peer);
+  if (why.empty()) return;
+  note_wait(c, what);
+  throw SystemError(describe_wait(c, link_to(c, peer), "gave up") + ": " + why);
 }
 
 std::string StepExecutor::describe_wait(const LinkRank& c, const Link& link, std::string_view how) const {

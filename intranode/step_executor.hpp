@@ -15,7 +15,9 @@
 // briefly, then sleeps on the link's futex word; while a network request is
 // open it never sleeps on a futex alone but polls it, yielding the core
 // between polls, so that MPI keeps progressing. Every wait follows the
-// engine's deadline and report settings (LinkConfig).
+// engine's deadline and report settings (LinkConfig), and at least every
+// kWaitSleepSlice asks LinkConfig::peer_gone whether the peers it waits for
+// can still answer (a process of the node that died fails the wait).
 //
 // Failure: on any error (timeout, size mismatch, a throwing operator,
 // another rank's abort) the shared-memory engine is aborted, the rank's
@@ -56,6 +58,9 @@ class StepExecutor {
   WaitPolicy policy(LinkRank& c, Deadline deadline) const;
   void withdraw(LinkRank& c) noexcept;
   void note_wait(LinkRank& c, LinkRank::Wait what) const;
+  // Throws SystemError naming the peer of the pending receive (or send) when
+  // LinkConfig::peer_gone says it can no longer answer.
+  void check_peer(LinkRank& c, LinkRank::Wait what) const;
   std::string describe_wait(const LinkRank& c, const Link& link, std::string_view how) const;
 
   LinkEngine& local_;

@@ -15,7 +15,7 @@
 // Layout. Nodes are the communicator's shared-memory islands
 // (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), or -- virtual nodes, for
 // testing the inter-node path on one host -- blocks of `ranks_per_node`
-// consecutive ranks (the last node may be smaller). The processes of a node
+// consecutive processes of MPI_COMM_WORLD (the last node may be smaller). The processes of a node
 // share one Boost.Interprocess segment holding the shared-memory link and
 // every rank's working window; transfers within a node go through it,
 // transfers between nodes over MPI point-to-point on a private duplicate of
@@ -54,33 +54,43 @@
 #include <optional>
 #include <string>
 
+#include "common/cost_model.hpp"
 #include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
+#include "node/comm.hpp"
 #include "topology/plan.hpp"
 
 namespace copse::mpi {
 
 struct CommOptions {
-  // Inter-node algorithms among the off-node ranks (registry names).
-  std::string allreduce = "dual-root";
-  std::string reduce = "binary-tree";
-  std::string bcast = "binary-tree";
-  std::string barrier = "dual-root";
-  std::string allgather = "binary-tree";
-  std::string reduce_scatter = "binary-tree";
-  int blocks = 0;  // 0: autotuned per shape under the cost model
+  // Inter-node algorithms among the off-node ranks (registry names); the
+  // defaults are the thread Team's (team_defaults, node/comm.hpp).
+  std::string allreduce{team_defaults::allreduce};
+  std::string reduce{team_defaults::reduce};
+  std::string bcast{team_defaults::bcast};
+  std::string barrier{team_defaults::barrier};
+  std::string allgather{team_defaults::allgather};
+  std::string reduce_scatter{team_defaults::reduce_scatter};
+  int blocks = 0;   // 0: autotuned per shape under `model` (by rank 0, for everyone)
+  CostModel model;  // the cost model block autotuning plans with
   Grouping grouping;
   bool multi_leader = false;
   // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
-  // nodes of K consecutive ranks.
+  // nodes of K consecutive processes of MPI_COMM_WORLD within each island
+  // (the last may be smaller). A process's node does not depend on the
+  // communicator, as a host's would not.
   int ranks_per_node = 0;
-  // Each rank's window in the node's segment; larger vectors are reduced in
-  // pieces of this size.
+  // Each rank's window in the node's segment: half for the working vector,
+  // half for staging. A collective whose vector is larger runs in pieces of
+  // half a window (allgather and reduce_scatter: pieces of every block). The
+  // default, 4 MiB, keeps pieces (2 MiB) long enough that a piece's start-up
+  // (a few microseconds per tree level) is a few percent of its copy time,
+  // while a node of 64 ranks reserves 256 MiB of /dev/shm per communicator.
   std::size_t window_bytes = std::size_t{4} << 20;
-  std::size_t plan_cache = 64;                             // shapes kept per Comm
-  std::optional<std::chrono::milliseconds> wait_timeout;   // none: no deadline
-  std::chrono::milliseconds wait_report{60000};            // 0: never report
-  std::function<void(const std::string&)> on_wait_report;  // default: one line on stderr
+  std::size_t plan_cache = 64;                            // shapes kept per Comm (least recently used go first)
+  std::optional<std::chrono::milliseconds> wait_timeout;  // none: no deadline
+  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never report
+  std::function<void(const std::string&)> on_wait_report;             // default: one line on stderr
 };
 
 class Comm;
@@ -96,7 +106,10 @@ class Team {
   Team& operator=(const Team&) = delete;
 
   int size() const;  // copse ranks in all
+  // Every copse rank's node, process (= MPI rank), thread and MPI rank.
   const RankMap& layout() const;
+  // The hierarchy, over the ranks renumbered node by node (the communicator's
+  // own numbering when its nodes hold consecutive ranks).
   const HierarchyPlan& plan() const;
   // The calling thread must act as this thread rank of this process.
   Comm& comm(int thread = 0);
@@ -124,8 +137,13 @@ class Comm {
   // send == recv: in place (the whole input in recv, the result in its first
   // count elements).
   void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
-  // Blocks of different sizes: rank r gets counts[r] elements (size() of them).
+  // Blocks of different sizes: rank r gets counts[r] elements (size() of
+  // them), send holds them one after another. Runs as reduce_scatter_block
+  // over blocks of the largest count (the others padded).
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
+
+  // Shapes in this Comm's plan cache (at most CommOptions::plan_cache).
+  std::size_t cached_plans() const;
 
  private:
   friend class Team;

@@ -1,0 +1,936 @@
+#include "node/mpi_comm.hpp"
+
+#include <hwloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <list>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <utility>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "internode/mpi_link.hpp"
+#include "internode/registry.hpp"
+#include "intranode/arena.hpp"
+#include "intranode/link_engine.hpp"
+#include "intranode/step_executor.hpp"
+#include "node/hierarchical.hpp"
+#include "node/team_plan.hpp"
+
+namespace copse::mpi {
+
+// How the pieces fit:
+//  - Team: the private duplicate of the communicator (an MpiChannel), the
+//    node's segment (a ShmArena holding the shared-memory link state, a
+//    failure record and every rank's window), one LinkEngine over the node's
+//    ranks, and the hierarchy. copse ranks are the communicator's order
+//    (process by process, threads within); the hierarchy is planned over the
+//    same ranks renumbered node by node ("internal" ranks), which is the
+//    identity when nodes hold consecutive ranks.
+//  - Comm: one per thread rank, with its MpiLink (the executor's remote
+//    link), its window (half working vector, half staging) and its plan
+//    cache. A collective copies its input into the window, runs the
+//    schedule there (single copy between windows, whichever the link), and
+//    copies the result out; vectors larger than half a window run in pieces.
+//  - Schedules: hierarchical over internal ranks with peers renamed to copse
+//    ranks, or -- a non-commutative operator on a communicator whose nodes
+//    are not consecutive -- the inter-node algorithm itself over the copse
+//    ranks in the communicator's order, every pair on the link the rank map
+//    chooses.
+//  - Agreement: a Comm that plans a new shape first runs a small broadcast
+//    from rank 0 (a fixed binomial schedule) carrying rank 0's view of the
+//    call and its block count; every rank plans with that count (so all
+//    processes run the same schedule) and fails, naming both calls, if its
+//    own call differs.
+//  - Failure: the first error on a node is written to the segment's failure
+//    record (so every rank of the node rethrows it) and sent to every other
+//    process as a notice (so ranks of other nodes stop waiting too).
+
+namespace {
+
+constexpr int kAgreeFields = 8;  // the agreement record, in int64
+
+// ---- small helpers -------------------------------------------------------------
+
+std::string thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "thread level " + std::to_string(level);
+}
+
+[[noreturn]] void throw_as(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::usage: throw UsageError(message);
+    case ErrorKind::schedule: throw ScheduleError(message);
+    case ErrorKind::timeout: throw TimeoutError(message);
+    case ErrorKind::aborted: throw LinkAborted();
+    case ErrorKind::failed: throw RunFailure(message);
+    case ErrorKind::system: throw SystemError(message);
+  }
+  throw RunFailure(message);
+}
+
+std::pair<ErrorKind, std::string> describe_exception(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& x) {
+    return {x.kind(), x.what()};
+  } catch (const std::exception& x) {
+    return {ErrorKind::failed, x.what()};
+  } catch (...) {
+    return {ErrorKind::failed, "unknown exception"};
+  }
+}
+
+// Every process learns whether all set-up steps so far succeeded everywhere;
+// a process that failed rethrows its own error, the others say that another
+// failed (its own message is on its stderr or in its exception).
+void agree(MPI_Comm comm, std::exception_ptr local) {
+  int ok = local ? 0 : 1, all = 0;
+  check_mpi(PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (copse set-up)");
+  if (local) std::rethrow_exception(local);
+  if (!all) throw SystemError("another process of the communicator failed to set up copse (its error says why)");
+}
+
+// This process's binding as the logical index of a PU, when it is bound
+// within one core (then the core's first PU); -1 when unbound or bound more
+// widely (the planner then distributes the node's ranks by block).
+int bound_pu() {
+  hwloc_topology_t topology = nullptr;
+  if (hwloc_topology_init(&topology) != 0) return -1;
+  int pu = -1;
+  if (hwloc_topology_load(topology) == 0) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set && hwloc_get_cpubind(topology, set, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(set)) {
+      const hwloc_obj_t core = hwloc_get_obj_covering_cpuset(topology, set);
+      if (core && (core->type == HWLOC_OBJ_CORE || core->type == HWLOC_OBJ_PU)) {
+        const hwloc_obj_t first = hwloc_get_obj_inside_cpuset_by_type(topology, core->cpuset, HWLOC_OBJ_PU, 0);
+        if (first) pu = static_cast<int>(first->logical_index);
+      }
+    }
+    if (set) hwloc_bitmap_free(set);
+  }
+  hwloc_topology_destroy(topology);
+  return pu;
+}
+
+// Whether a process of this host is still there: a pidfd (readable once the
+// process has ended, zombie or not, and never confused by a reused pid), or
+// kill(pid, 0) where pidfds are missing.
+class ProcessWatch {
+ public:
+  explicit ProcessWatch(pid_t pid) : pid_(pid) {
+#ifdef SYS_pidfd_open
+    fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#endif
+  }
+  ~ProcessWatch() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ProcessWatch(const ProcessWatch&) = delete;
+  ProcessWatch& operator=(const ProcessWatch&) = delete;
+  pid_t pid() const { return pid_; }
+  bool gone() const {
+    if (fd_ >= 0) {
+      pollfd p{fd_, POLLIN, 0};
+      return poll(&p, 1, 0) > 0;
+    }
+    return kill(pid_, 0) != 0 && errno == ESRCH;
+  }
+
+ private:
+  pid_t pid_;
+  int fd_ = -1;
+};
+
+// What the processes of a node share in their segment besides the link
+// state: the node's first failure (kind and text), written once.
+struct NodeShared {
+  std::atomic<std::uint32_t> failure_claimed{0};
+  std::atomic<std::uint32_t> failure_ready{0};
+  std::int32_t failure_kind = 0;
+  char failure_text[2048] = {};
+};
+
+// Where the creator put things (the segment's root).
+struct SegmentRoot {
+  Arena::Offset node = 0;
+  Arena::Offset link = 0;
+  Arena::Offset windows = 0;  // the node's i-th rank's window at windows + i * window_stride
+  std::uint64_t window_stride = 0;
+};
+
+// Per process, as every process learns it in one allgather.
+struct ProcessInfo {
+  int threads = 1;
+  int level = MPI_THREAD_SINGLE;
+  int pid = 0;
+  int pu = -1;
+  int ok = 1;  // its options were valid
+};
+
+// ---- the hierarchy, planned per node and assembled ------------------------------
+//
+// Every process must plan the same schedules, so every node's part of the
+// hierarchy is planned once, by the node's leader on its own machine, and
+// sent to everyone as integers: [ok=1, levels, per level: groups, per group:
+// members, members..., offnode count, offnode..., pu_of..., level names,
+// machine] with strings as a length and their characters; or [ok=0,
+// message].
+
+void put_string(std::vector<int>& out, const std::string& text) {
+  out.push_back(static_cast<int>(text.size()));
+  for (char ch : text) out.push_back(static_cast<unsigned char>(ch));
+}
+
+std::string get_string(const int*& in) {
+  const int n = *in++;
+  std::string text;
+  for (int i = 0; i < n; ++i) text.push_back(static_cast<char>(*in++));
+  return text;
+}
+
+std::vector<int> serialise_node_plan(const HierarchyPlan& plan) {
+  std::vector<int> out{1, static_cast<int>(plan.levels[0].size())};
+  for (const auto& level : plan.levels[0]) {
+    out.push_back(static_cast<int>(level.size()));
+    for (const Group& g : level) {
+      out.push_back(static_cast<int>(g.members.size()));
+      out.insert(out.end(), g.members.begin(), g.members.end());
+    }
+  }
+  out.push_back(static_cast<int>(plan.offnode.size()));
+  out.insert(out.end(), plan.offnode.begin(), plan.offnode.end());
+  out.insert(out.end(), plan.pu_of.begin(), plan.pu_of.end());
+  put_string(out, plan.level_names[0]);
+  put_string(out, plan.machine[0]);
+  return out;
+}
+
+// Appends node `node` (its ranks from `first` on, `ranks` of them) to `plan`.
+void append_node_plan(HierarchyPlan& plan, int node, int first, int ranks, const int* in) {
+  if (*in++ != 1) throw_as(ErrorKind::usage, get_string(in));
+  auto& levels = plan.levels.emplace_back();
+  const int level_count = *in++;
+  for (int l = 0; l < level_count; ++l) {
+    auto& groups = levels.emplace_back();
+    const int group_count = *in++;
+    for (int g = 0; g < group_count; ++g) {
+      Group group{node, l, {}};
+      const int members = *in++;
+      for (int m = 0; m < members; ++m) group.members.push_back(first + *in++);
+      groups.push_back(std::move(group));
+    }
+  }
+  const int offnode = *in++;
+  for (int i = 0; i < offnode; ++i) plan.offnode.push_back(first + *in++);
+  for (int i = 0; i < ranks; ++i) {
+    plan.pu_of.push_back(*in++);
+    plan.node_of.push_back(node);
+  }
+  plan.first_rank.push_back(first);
+  plan.level_names.push_back(get_string(in));
+  plan.machine.push_back(get_string(in));
+}
+
+// The leader's view of its node: its machine, its ranks bound as the
+// processes are (all bound within a core), else by block distribution.
+std::vector<int> plan_own_node(const CommOptions& options, const std::vector<int>& pus) {
+  try {
+    NodeSpec spec{Machine::detect(), static_cast<int>(pus.size()), {}};
+    const bool bound = std::all_of(pus.begin(), pus.end(), [&](int pu) { return pu >= 0 && pu < spec.machine.pus(); });
+    if (bound) {
+      spec.binding = pus;
+      try {
+        return serialise_node_plan(plan_hierarchy({spec}, options.grouping, options.multi_leader));
+      } catch (const UsageError&) {
+        // Bound in an order that would make a group non-contiguous: plan as
+        // if unbound rather than refuse (the groups then follow rank order).
+        spec.binding.clear();
+      }
+    }
+    return serialise_node_plan(plan_hierarchy({spec}, options.grouping, options.multi_leader));
+  } catch (const std::exception& e) {
+    std::vector<int> out{0};
+    put_string(out, e.what());
+    return out;
+  }
+}
+
+}  // namespace
+
+// ---- the team (Team::Impl) ---------------------------------------------------------------------
+
+struct TeamState {
+  CommOptions options;
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  int process = 0;  // this process's MPI rank
+  int threads = 1;
+  int first_rank = 0;  // of this process's thread ranks
+  int ranks = 0;
+  RankMap layout;
+  std::vector<int> internal_of, user_of;  // copse rank <-> node-by-node rank
+  bool contiguous = true;                 // nodes hold consecutive copse ranks (internal == copse)
+  std::shared_ptr<const HierarchyPlan> plan;
+  RankMap plan_nodes;  // the plan's node map (internal ranks), for autotuning
+  std::unique_ptr<MpiChannel> channel;
+  std::unique_ptr<ShmArena> arena;
+  NodeShared* node = nullptr;
+  std::vector<int> node_members;                         // copse ranks of this node, ascending
+  std::map<int, std::unique_ptr<ProcessWatch>> watches;  // other processes of this node
+  std::vector<int> pid_of;                               // per process
+  std::unique_ptr<LinkEngine> engine;
+  std::byte* windows = nullptr;
+  std::size_t window_stride = 0;
+  std::vector<Comm> comms;
+
+  std::mutex error_mutex;
+  std::exception_ptr first_error;  // this process's, when it was the node's first
+
+  ~TeamState();
+  void set_up(MPI_Comm comm, int thread_count);
+  void open_segment();
+  std::string peer_gone(int peer) const;
+  void record_failure(std::exception_ptr e) noexcept;
+  [[noreturn]] void rethrow_failure();
+  std::byte* window_of(int rank) const {
+    const auto i = std::lower_bound(node_members.begin(), node_members.end(), rank) - node_members.begin();
+    return windows + static_cast<std::size_t>(i) * window_stride;
+  }
+};
+
+// ---- Comm::Impl -----------------------------------------------------------------------
+
+struct Comm::Impl {
+  struct Entry {
+    Collective collective;
+    std::uint64_t count;  // of the piece (per block for allgather and reduce_scatter)
+    DType dtype;
+    std::size_t element_bytes;
+    std::shared_ptr<const void> op_identity;  // held, so that the address is not reused while cached
+    bool commutative;
+    int root;
+    bool over_internal;  // planned over the node-by-node numbering (else the communicator's)
+    std::vector<Step> steps;
+    // Where rank v's block of `n` elements sits in the window's vector.
+    std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
+      const int at = over_internal ? t.internal_of[static_cast<std::size_t>(v)] : v;
+      return static_cast<std::size_t>(at) * static_cast<std::size_t>(n * element_bytes);
+    }
+  };
+
+  TeamState* team;
+  int rank;
+  LinkRank link;
+  MpiLink mpi;
+  std::byte* vector;   // the working half of the window
+  std::byte* staging;  // the other half
+  std::size_t half;
+  std::list<Entry> cache;  // most recently used first
+  std::vector<Step> agree_steps;
+  std::int64_t calls = 0;
+
+  Impl(TeamState* t, int r)
+      : team(t), rank(r), mpi(*t->channel, t->layout, r), vector(t->window_of(r)), half(t->window_stride / 2) {
+    staging = vector + half;
+    link.rank = r;
+    link.remote = &mpi;
+    // The agreement: a binomial broadcast of one record from rank 0, planned once.
+    const AlgorithmInfo& bcast = find_algorithm(Collective::bcast, "binomial");
+    const Shape shape{t->ranks, kAgreeFields, 1, t->internal_of[0]};
+    compile(plan_hierarchical(t->plan, bcast, shape), true, kAgreeFields, sizeof(std::int64_t), agree_steps);
+  }
+
+  int internal() const { return team->internal_of[static_cast<std::size_t>(rank)]; }
+
+  // This rank's steps of `plan`, over internal ranks (renamed to copse ranks)
+  // or over copse ranks.
+  void compile(const SchedulePlan& plan, bool over_internal, std::uint64_t elements, std::size_t eb,
+               std::vector<Step>& out) const {
+    // Staging holds at most one receive, and pieces keep every vector within
+    // half a window, so the other half always has room.
+    const std::uint64_t staged = compile_steps(plan, over_internal ? internal() : rank, team->ranks, elements, out);
+    if (staged * eb > half)
+      throw ScheduleError("rank " + std::to_string(rank) + "'s schedule stages more than half a window");
+    if (!over_internal || team->contiguous) return;
+    for (Step& s : out) {
+      if (s.send) s.send.peer = team->user_of[static_cast<std::size_t>(s.send.peer)];
+      if (s.recv) s.recv.peer = team->user_of[static_cast<std::size_t>(s.recv.peer)];
+    }
+  }
+
+  void run(const std::vector<Step>& steps, std::byte* y, const ReduceOp& op, Collective c) {
+    LinkEngine& engine = *team->engine;
+    if (engine.aborted()) team->rethrow_failure();
+    link.round = calls++;
+    link.activity = to_string(c);
+    try {
+      StepExecutor(engine).run(link, steps, y, staging, op);
+    } catch (...) {
+      team->rethrow_failure();
+    }
+  }
+
+  // Fails the whole team with `error` (recorded, every rank aborted), then throws it.
+  template <class E>
+  [[noreturn]] void fail(const E& error) {
+    team->engine->fail(std::make_exception_ptr(error));
+    throw error;
+  }
+
+  // The plan for one piece of a call: cached, or planned after agreeing with rank 0.
+  // `total` is the call's own count (for the agreement's message).
+  Entry& entry(Collective c, std::uint64_t total, std::uint64_t count, DType dtype, std::size_t eb, const ReduceOp* op,
+               int root) {
+    const void* identity = op ? op->identity.get() : nullptr;
+    const bool commutative = op ? op->commutative : true;
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->collective == c && it->count == count && it->dtype == dtype && it->element_bytes == eb &&
+          it->root == root && it->op_identity.get() == identity && it->commutative == commutative) {
+        cache.splice(cache.begin(), cache, it);
+        return cache.front();
+      }
+    if (team->engine->aborted()) team->rethrow_failure();
+    const int p = team->ranks;
+    if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
+      throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
+                       std::to_string(p) + ")");
+    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(team->options, c));
+    const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
+    if (reduces && op) check_operator(inter, op->name, op->commutative);
+    // A non-commutative operator must see the communicator's rank order,
+    // which the node-by-node numbering only keeps when nodes are consecutive.
+    const bool hierarchical = team->contiguous || !reduces || commutative;
+    Shape shape{p, count, 1, hierarchical ? team->internal_of[static_cast<std::size_t>(root)] : root};
+    validate_shape(inter, shape);
+
+    // Rank 0 decides the block count and tells everyone, with its view of the call.
+    std::int64_t mine[kAgreeFields] = {static_cast<std::int64_t>(c),
+                                       static_cast<std::int64_t>(total),
+                                       static_cast<std::int64_t>(count),
+                                       static_cast<std::int64_t>(eb),
+                                       static_cast<std::int64_t>(dtype),
+                                       root,
+                                       commutative ? 1 : 0,
+                                       0};
+    if (rank == 0)
+      mine[7] = team_blocks(inter, shape, team->options.blocks, team->options.model,
+                            hierarchical ? team->plan_nodes : RankMap::from_nodes(team->layout.node_table()), eb);
+    std::memcpy(vector, mine, sizeof mine);
+    ReduceOp record;
+    record.name = "copy";
+    record.dtype = DType::int64;
+    record.element_bytes = sizeof(std::int64_t);
+    run(agree_steps, vector, record, c);
+    std::int64_t zeros[kAgreeFields];
+    std::memcpy(zeros, vector, sizeof zeros);
+    if (!std::equal(mine, mine + 7, zeros)) {
+      auto call = [](const std::int64_t* f) {
+        std::string text = std::string(to_string(static_cast<Collective>(f[0]))) + " of " + std::to_string(f[1]) +
+                           " elements of " + std::to_string(f[3]) + " bytes (" +
+                           std::string(to_string(static_cast<DType>(f[4]))) + ")";
+        if (f[1] != f[2]) text += " in pieces of " + std::to_string(f[2]);
+        if (f[0] == static_cast<std::int64_t>(Collective::reduce) ||
+            f[0] == static_cast<std::int64_t>(Collective::bcast))
+          text += ", root " + std::to_string(f[5]);
+        if (!f[6]) text += ", non-commutative operator";
+        return text;
+      };
+      fail(ScheduleError("mismatched calls: rank " + std::to_string(rank) + " calls " + call(mine) +
+                         ", but rank 0 calls " + call(zeros)));
+    }
+    shape.blocks = static_cast<int>(std::max<std::int64_t>(zeros[7], 1));
+
+    Entry e{c, count, dtype, eb, op ? op->identity : nullptr, commutative, root, hierarchical, {}};
+    const std::uint64_t elements = vector_elements(c, shape);
+    if (hierarchical)
+      compile(plan_hierarchical(team->plan, inter, shape), true, elements, eb, e.steps);
+    else
+      compile(inter.plan(shape), false, elements, eb, e.steps);
+    cache.push_front(std::move(e));
+    while (cache.size() > team->options.plan_cache) cache.pop_back();
+    return cache.front();
+  }
+
+  // Elements of `eb` bytes per piece of a vector, and per block of a piece
+  // of p blocks.
+  std::uint64_t piece(std::size_t eb) const {
+    if (eb > half) throw UsageError("an element of " + std::to_string(eb) + " bytes does not fit half a window");
+    return eb == 0 ? 1 : half / eb;
+  }
+  std::uint64_t block_piece(std::size_t eb) const {
+    const std::uint64_t per = eb == 0 ? 1 : half / (eb * static_cast<std::uint64_t>(team->ranks));
+    if (per == 0)
+      throw UsageError("a window of " + std::to_string(team->window_stride) + " bytes is too small for blocks of " +
+                       std::to_string(eb) + "-byte elements from " + std::to_string(team->ranks) +
+                       " ranks: set window_bytes to at least " + std::to_string(2 * eb * team->ranks));
+    return per;
+  }
+
+  static ReduceOp data_op(DType dtype, std::size_t eb) {
+    ReduceOp op;
+    op.name = "copy";
+    op.dtype = dtype;
+    op.element_bytes = eb;
+    return op;
+  }
+
+  // Reduce-scatter over blocks of `block` elements; rank v's block holds
+  // counts[v] elements of `in` from displs[v] (the rest is padding).
+  void reduce_scatter_blocks(const std::byte* in, std::byte* out, const std::vector<std::uint64_t>& counts,
+                             const std::vector<std::uint64_t>& displs, std::uint64_t block, const ReduceOp& op);
+};
+
+// ---- Team set-up ----------------------------------------------------------------------
+
+TeamState::~TeamState() {
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  // After a failure, messages of the failed collective (data whose receive
+  // was withdrawn, another process's notice) may still be on their way to
+  // this process. Open MPI keeps a message for a communicator it does not
+  // know and delivers it to the next communicator that gets the same id,
+  // whose traffic it then disorders; so a failed team's duplicate stays
+  // allocated (one communicator per failure), with its notice receive posted.
+  const bool failed = (engine && engine->aborted()) || (!finalized && channel && channel->failed());
+  comms.clear();
+  engine.reset();
+  arena.reset();
+  if (failed) (void)channel.release();
+  channel.reset();
+  if (finalized) return;
+  if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
+  if (dup != MPI_COMM_NULL && !failed) PMPI_Comm_free(&dup);
+}
+
+void TeamState::set_up(MPI_Comm comm, int thread_count) {
+  int inter = 0;
+  check_mpi(PMPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter");
+  if (inter) throw UsageError("copse serves intracommunicators only");
+  // Everything of copse's travels on a private duplicate; its errors return
+  // (and become copse errors) rather than abort the job.
+  check_mpi(PMPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+  check_mpi(PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  int processes = 0;
+  check_mpi(PMPI_Comm_rank(dup, &process), "MPI_Comm_rank");
+  check_mpi(PMPI_Comm_size(dup, &processes), "MPI_Comm_size");
+  threads = thread_count;
+
+  // Options are checked before the first exchange, whose ok flag makes a
+  // mistake on one process an error on all (instead of a hang).
+  std::exception_ptr local;
+  ProcessInfo me;
+  try {
+    if (thread_count < 1)
+      throw UsageError("a process brings at least 1 thread rank, got " + std::to_string(thread_count));
+    if (options.ranks_per_node < 0)
+      throw UsageError("ranks_per_node must not be negative, got " + std::to_string(options.ranks_per_node));
+    if (options.window_bytes < 8192 || options.window_bytes > (std::size_t{1} << 30))
+      throw UsageError("window_bytes must lie in [8 KiB, 1 GiB], got " + std::to_string(options.window_bytes));
+    if (options.plan_cache < 1) throw UsageError("plan_cache must be at least 1");
+    if (options.wait_timeout && options.wait_timeout->count() <= 0)
+      throw UsageError("the wait timeout must be positive");
+    if (options.wait_report.count() < 0) throw UsageError("the wait report interval must not be negative");
+    for (Collective c : all_collectives()) (void)find_algorithm(c, algorithm_name(options, c));
+    check_mpi(PMPI_Query_thread(&me.level), "MPI_Query_thread");
+    me.threads = thread_count;
+    me.pid = static_cast<int>(getpid());
+    me.pu = bound_pu();
+  } catch (...) {
+    local = std::current_exception();
+    me.ok = 0;
+  }
+  std::vector<ProcessInfo> info(static_cast<std::size_t>(processes));
+  static_assert(sizeof(ProcessInfo) == 5 * sizeof(int));
+  check_mpi(PMPI_Allgather(&me, 5, MPI_INT, info.data(), 5, MPI_INT, dup), "MPI_Allgather (copse set-up)");
+  if (local) std::rethrow_exception(local);
+  for (int q = 0; q < processes; ++q)
+    if (!info[static_cast<std::size_t>(q)].ok)
+      throw UsageError("process " + std::to_string(q) +
+                       " of the communicator gave copse invalid options (its error says which)");
+  int max_threads = 1;
+  for (int q = 0; q < processes; ++q) {
+    const ProcessInfo& i = info[static_cast<std::size_t>(q)];
+    if (i.threads > 1 && i.level < MPI_THREAD_SERIALIZED)
+      throw UsageError("process " + std::to_string(q) + " brings " + std::to_string(i.threads) +
+                       " thread ranks, which needs MPI_THREAD_SERIALIZED or above (copse calls MPI from one thread "
+                       "at a time); MPI provides " +
+                       thread_level_name(i.level) + ": initialise it with MPI_Init_thread");
+    max_threads = std::max(max_threads, i.threads);
+    pid_of.push_back(i.pid);
+  }
+
+  // Nodes: the shared-memory islands, cut into virtual nodes of K
+  // consecutive processes if asked -- consecutive in MPI_COMM_WORLD, since a
+  // process's node is the process's, as a host is, whatever communicator it
+  // is seen through (a communicator split in another order then has nodes
+  // of non-consecutive ranks, as on a real cluster). Nodes are numbered by
+  // their lowest rank.
+  MPI_Comm island = MPI_COMM_NULL;
+  check_mpi(PMPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, process, MPI_INFO_NULL, &island), "MPI_Comm_split_type");
+  if (options.ranks_per_node > 0) {
+    int world_rank = 0;
+    check_mpi(PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank (MPI_COMM_WORLD)");
+    const int rc = PMPI_Comm_split(island, world_rank / options.ranks_per_node, process, &node_comm);
+    PMPI_Comm_free(&island);
+    check_mpi(rc, "MPI_Comm_split (virtual nodes)");
+  } else {
+    node_comm = island;
+  }
+  int leader = process;  // the node's lowest rank: rank 0 of node_comm (keys are ranks)
+  check_mpi(PMPI_Bcast(&leader, 1, MPI_INT, 0, node_comm), "MPI_Bcast (node leader)");
+  std::vector<int> leader_of(static_cast<std::size_t>(processes));
+  check_mpi(PMPI_Allgather(&leader, 1, MPI_INT, leader_of.data(), 1, MPI_INT, dup), "MPI_Allgather (nodes)");
+
+  // Copse ranks and their places; the node-by-node numbering.
+  std::vector<RankMap::Place> places;
+  std::vector<int> node_of_process = leader_of;  // renumbered by RankMap::from_places: nodes in order of first rank
+  for (int q = 0; q < processes; ++q) {
+    if (q == process) first_rank = static_cast<int>(places.size());
+    for (int t = 0; t < info[static_cast<std::size_t>(q)].threads; ++t)
+      places.push_back({leader_of[static_cast<std::size_t>(q)], q, t, q});
+  }
+  ranks = static_cast<int>(places.size());
+  layout = RankMap::from_places(std::move(places));
+  std::vector<std::vector<int>> members_of(static_cast<std::size_t>(layout.nodes()));
+  for (int r = 0; r < ranks; ++r) members_of[static_cast<std::size_t>(layout.node(r))].push_back(r);
+  for (const auto& members : members_of)
+    for (int r : members) user_of.push_back(r);
+  internal_of.assign(static_cast<std::size_t>(ranks), 0);
+  for (int i = 0; i < ranks; ++i) internal_of[static_cast<std::size_t>(user_of[static_cast<std::size_t>(i)])] = i;
+  for (int r = 0; r < ranks; ++r) contiguous = contiguous && internal_of[static_cast<std::size_t>(r)] == r;
+  const int my_node = layout.node(first_rank);
+  node_members = members_of[static_cast<std::size_t>(my_node)];
+
+  // The hierarchy: each leader plans its own node, everyone assembles.
+  std::vector<int> mine;
+  if (leader == process) {
+    std::vector<int> pus;
+    for (int r : node_members) pus.push_back(info[static_cast<std::size_t>(layout.process(r))].pu);
+    mine = plan_own_node(options, pus);
+  }
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(processes)), displs(static_cast<std::size_t>(processes));
+  check_mpi(PMPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, dup), "MPI_Allgather (plans)");
+  std::partial_sum(lengths.begin(), lengths.end() - 1, displs.begin() + 1);
+  std::vector<int> all(static_cast<std::size_t>(displs.back() + lengths.back()));
+  check_mpi(PMPI_Allgatherv(mine.data(), length, MPI_INT, all.data(), lengths.data(), displs.data(), MPI_INT, dup),
+            "MPI_Allgatherv (plans)");
+  auto whole = std::make_shared<HierarchyPlan>();
+  whole->ranks = ranks;
+  whole->multi_leader = options.multi_leader;
+  whole->grouping = options.grouping.to_string();
+  for (int n = 0, first = 0; n < layout.nodes(); ++n) {
+    const auto& members = members_of[static_cast<std::size_t>(n)];
+    const int node_leader = layout.process(members.front());
+    append_node_plan(*whole, n, first, static_cast<int>(members.size()),
+                     all.data() + displs[static_cast<std::size_t>(node_leader)]);
+    first += static_cast<int>(members.size());
+  }
+  plan = whole;
+  plan_nodes = RankMap::from_nodes(plan->node_of);
+
+  channel = std::make_unique<MpiChannel>(dup, max_threads);
+  for (int r : node_members) {
+    const int q = layout.process(r);
+    if (q != process && !watches.count(q))
+      watches.emplace(q, std::make_unique<ProcessWatch>(static_cast<pid_t>(pid_of[static_cast<std::size_t>(q)])));
+  }
+  open_segment();
+
+  LinkConfig link;
+  link.layout = layout;
+  link.members = node_members;
+  link.virtual_clock = false;
+  link.wait_timeout = options.wait_timeout;
+  link.report_every = options.wait_report;
+  link.on_wait_report = options.on_wait_report;
+  if (!link.on_wait_report)
+    link.on_wait_report = [](const std::string& message) { std::fprintf(stderr, "copse: %s\n", message.c_str()); };
+  link.round_name = "call";
+  link.peer_gone = [this](int peer) { return peer_gone(peer); };
+  link.on_failure = [this](std::exception_ptr e) { record_failure(std::move(e)); };
+  const auto* root = arena->at<SegmentRoot>(arena->root());
+  engine = std::make_unique<LinkEngine>(*arena, root->link, std::move(link));
+}
+
+// The node's segment: the leader creates it (every page reserved, mode
+// 0600) under a name no other segment of this host has -- its pid and a
+// per-process count -- and lays it out; the others open it; once all have
+// it mapped, the leader unlinks the name, so nothing is left in /dev/shm
+// whatever happens later.
+void TeamState::open_segment() {
+  static std::atomic<std::uint64_t> serial{0};
+  int node_rank = 0;
+  check_mpi(PMPI_Comm_rank(node_comm, &node_rank), "MPI_Comm_rank (node)");
+  const std::size_t local = node_members.size();
+  window_stride = round_up(options.window_bytes, 4096);
+  char name[64] = {};
+  std::exception_ptr failure;
+  if (node_rank == 0) {
+    try {
+      std::snprintf(name, sizeof name, "/copse-%d-%llu", static_cast<int>(getpid()),
+                    static_cast<unsigned long long>(serial++));
+      const std::size_t bytes =
+          4096 + sizeof(SegmentRoot) + sizeof(NodeShared) + 1024 * (local + 1) + local * window_stride + 4096;
+      arena = std::make_unique<ShmArena>(ShmArena::Create{}, name, bytes);
+      const Arena::Offset root_at = arena->allocate(sizeof(SegmentRoot), 64);
+      auto* root = new (arena->address(root_at)) SegmentRoot{};
+      root->node = arena->allocate(sizeof(NodeShared), 64);
+      new (arena->address(root->node)) NodeShared{};
+      root->link = LinkEngine::create_shared(*arena, static_cast<int>(local));
+      root->windows = arena->allocate(local * window_stride, 4096);
+      root->window_stride = window_stride;
+      arena->set_root(root_at);
+    } catch (...) {
+      failure = std::current_exception();
+      name[0] = '\0';
+    }
+  }
+  check_mpi(PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node_comm), "MPI_Bcast (segment name)");
+  if (node_rank != 0 && name[0] != '\0') {
+    try {
+      arena = std::make_unique<ShmArena>(ShmArena::Open{}, name);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  // Every process of the node has it mapped (or has failed): unlink.
+  const int barrier = PMPI_Barrier(node_comm);
+  if (node_rank == 0 && name[0] != '\0') ShmArena::remove(name);
+  check_mpi(barrier, "MPI_Barrier (segment)");
+  agree(dup, failure);
+  const auto* root = arena->at<SegmentRoot>(arena->root());
+  node = arena->at<NodeShared>(root->node);
+  windows = arena->address(root->windows);
+}
+
+// ---- failure ----------------------------------------------------------------------------
+
+std::string TeamState::peer_gone(int peer) const {
+  const int q = layout.process(peer);
+  const auto it = watches.find(q);
+  if (it == watches.end() || !it->second->gone()) return "";
+  return "its process (MPI rank " + std::to_string(q) + ", pid " + std::to_string(it->second->pid()) + ") has died";
+}
+
+void TeamState::record_failure(std::exception_ptr e) noexcept {
+  const auto [kind, text] = describe_exception(e);
+  bool from_peer = false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const PeerFailure&) {
+    from_peer = true;
+  } catch (...) {
+  }
+  if (node && node->failure_claimed.exchange(1, std::memory_order_acq_rel) == 0) {
+    {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      first_error = e;
+    }
+    node->failure_kind = static_cast<std::int32_t>(kind);
+    const std::size_t n = std::min(text.size(), sizeof node->failure_text - 1);
+    std::memcpy(node->failure_text, text.data(), n);
+    node->failure_text[n] = '\0';
+    node->failure_ready.store(1, std::memory_order_release);
+  }
+  // Ranks of other nodes may wait for this one: tell them (a notice that
+  // came from elsewhere has been told already).
+  if (!from_peer && channel) channel->notify(kind, text);
+}
+
+void TeamState::rethrow_failure() {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    if (first_error) std::rethrow_exception(first_error);
+  }
+  // Another process of the node failed first: it wrote the record before
+  // aborting the engine, so an aborted rank finds it (give a writer that is
+  // between its claim and its text a moment).
+  for (int i = 0; i < 1000 && node && node->failure_claimed.load(std::memory_order_acquire); ++i) {
+    if (node->failure_ready.load(std::memory_order_acquire))
+      throw_as(static_cast<ErrorKind>(node->failure_kind), node->failure_text);
+    sched_yield();
+  }
+  if (std::current_exception()) throw;
+  throw LinkAborted();
+}
+
+// ---- Team ---------------------------------------------------------------------------------
+
+struct Team::Impl : TeamState {};
+
+Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->set_up(comm, threads);
+  impl_->comms.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t)
+    impl_->comms.push_back(Comm(std::make_unique<Comm::Impl>(impl_.get(), impl_->first_rank + t)));
+}
+
+Team::~Team() = default;
+
+int Team::size() const { return impl_->ranks; }
+const RankMap& Team::layout() const { return impl_->layout; }
+const HierarchyPlan& Team::plan() const { return *impl_->plan; }
+
+Comm& Team::comm(int thread) {
+  if (thread < 0 || thread >= impl_->threads)
+    throw UsageError("thread " + std::to_string(thread) + " is not one of this process's " +
+                     std::to_string(impl_->threads) + " thread ranks");
+  return impl_->comms[static_cast<std::size_t>(thread)];
+}
+
+// ---- Comm -----------------------------------------------------------------------------------
+
+Comm::Comm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Comm::~Comm() = default;
+Comm::Comm(Comm&&) noexcept = default;
+
+int Comm::rank() const { return impl_->rank; }
+int Comm::size() const { return impl_->team->ranks; }
+std::size_t Comm::cached_plans() const { return impl_->cache.size(); }
+
+namespace {
+
+const std::byte* bytes_of(const void* p) { return static_cast<const std::byte*>(p); }
+std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0 && to != from) std::memmove(to, from, bytes);
+}
+
+// Calls body(offset, n) for consecutive pieces of at most `piece` of
+// `count` elements -- once, with n = 0, for an empty vector, so that every
+// rank runs (and agrees on) the same calls.
+template <class Body>
+void in_pieces(std::uint64_t count, std::uint64_t piece, Body&& body) {
+  std::uint64_t offset = 0;
+  do {
+    const std::uint64_t n = std::min(piece, count - offset);
+    body(offset, n);
+    offset += n;
+  } while (offset < count);
+}
+
+}  // namespace
+
+void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  Impl& m = *impl_;
+  const std::size_t eb = op.element_bytes;
+  const std::byte* in = send == recv ? bytes_of(recv) : bytes_of(send);
+  in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0);
+    copy_bytes(m.vector, in + at * eb, n * eb);
+    m.run(e.steps, m.vector, op, Collective::allreduce);
+    copy_bytes(bytes_of(recv) + at * eb, m.vector, n * eb);
+  });
+}
+
+void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  Impl& m = *impl_;
+  const std::size_t eb = op.element_bytes;
+  in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = m.entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
+    copy_bytes(m.vector, bytes_of(send) + at * eb, n * eb);
+    m.run(e.steps, m.vector, op, Collective::reduce);
+    if (m.rank == root) copy_bytes(bytes_of(recv) + at * eb, m.vector, n * eb);
+  });
+}
+
+void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
+  Impl& m = *impl_;
+  const std::size_t eb = dtype_size(dtype);
+  const ReduceOp op = Impl::data_op(dtype, eb);
+  in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = m.entry(Collective::bcast, count, n, dtype, eb, nullptr, root);
+    if (m.rank == root) copy_bytes(m.vector, bytes_of(buffer) + at * eb, n * eb);
+    m.run(e.steps, m.vector, op, Collective::bcast);
+    if (m.rank != root) copy_bytes(bytes_of(buffer) + at * eb, m.vector, n * eb);
+  });
+}
+
+void Comm::barrier() {
+  // One element of zero bytes: the schedule's messages carry no data.
+  Impl& m = *impl_;
+  auto& e = m.entry(Collective::barrier, 1, 1, DType::uint8, 0, nullptr, 0);
+  m.run(e.steps, m.vector, Impl::data_op(DType::uint8, 0), Collective::barrier);
+}
+
+void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  Impl& m = *impl_;
+  const std::size_t eb = dtype_size(dtype);
+  const ReduceOp op = Impl::data_op(dtype, eb);
+  const auto p = static_cast<std::size_t>(size());
+  const auto me = static_cast<std::size_t>(rank());
+  // In place: the contribution is already at its block of recv.
+  const std::byte* mine = send == recv ? bytes_of(recv) + me * count * eb : bytes_of(send);
+  in_pieces(count, m.block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = m.entry(Collective::allgather, count, n, dtype, eb, nullptr, 0);
+    // Blocks sit in the schedule's order in the window.
+    copy_bytes(m.vector + e.block_at(*m.team, rank(), n), mine + at * eb, n * eb);
+    m.run(e.steps, m.vector, op, Collective::allgather);
+    for (std::size_t v = 0; v < p; ++v)
+      copy_bytes(bytes_of(recv) + (v * count + at) * eb, m.vector + e.block_at(*m.team, static_cast<int>(v), n),
+                 n * eb);
+  });
+}
+
+void Comm::Impl::reduce_scatter_blocks(const std::byte* in, std::byte* out, const std::vector<std::uint64_t>& counts,
+                                       const std::vector<std::uint64_t>& displs, std::uint64_t block,
+                                       const ReduceOp& op) {
+  const std::size_t eb = op.element_bytes;
+  const auto me = static_cast<std::size_t>(rank);
+  in_pieces(block, block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = entry(Collective::reduce_scatter, block, n, op.dtype, eb, &op, 0);
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      const std::uint64_t real = counts[v] > at ? std::min(n, counts[v] - at) : 0;
+      std::byte* to = vector + e.block_at(*team, static_cast<int>(v), n);
+      copy_bytes(to, in + (displs[v] + at) * eb, real * eb);
+      if (real < n) std::memset(to + real * eb, 0, (n - real) * eb);  // padding: combined, never read
+    }
+    run(e.steps, vector, op, Collective::reduce_scatter);
+    // In place, this overwrites input only where this piece has read it.
+    const std::uint64_t real = counts[me] > at ? std::min(n, counts[me] - at) : 0;
+    copy_bytes(out + at * eb, vector + e.block_at(*team, rank, n), real * eb);
+  });
+}
+
+void Comm::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  const auto p = static_cast<std::size_t>(size());
+  std::vector<std::uint64_t> counts(p, count), displs(p);
+  for (std::size_t v = 0; v < p; ++v) displs[v] = v * count;
+  impl_->reduce_scatter_blocks(send == recv ? bytes_of(recv) : bytes_of(send), bytes_of(recv), counts, displs, count,
+                               op);
+}
+
+void Comm::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
+  const auto p = static_cast<std::size_t>(size());
+  std::vector<std::uint64_t> sizes(p), displs(p);
+  std::uint64_t block = 0, at = 0;
+  for (std::size_t v = 0; v < p; ++v) {
+    if (counts[v] < 0) throw UsageError("reduce_scatter: rank " + std::to_string(v) + "'s count is negative");
+    sizes[v] = static_cast<std::uint64_t>(counts[v]);
+    displs[v] = at;
+    at += sizes[v];
+    block = std::max(block, sizes[v]);
+  }
+  impl_->reduce_scatter_blocks(send == recv ? bytes_of(recv) : bytes_of(send), bytes_of(recv), sizes, displs, block,
+                               op);
+}
+
+}  // namespace copse::mpi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs a copse MPI test program under Open MPI's mpirun on this machine:
+#   tests/mpi/mpirun.sh NP PROGRAM [ARGS...]
+# As root (CI, containers) mpirun needs its two opt-in variables. More ranks
+# than cores: --oversubscribe, and mpi_yield_when_idle so that polling ranks
+# give their core away (Open MPI PR 8998). Shared memory and self only: the
+# tests are about one host.
+set -euo pipefail
+np=$1
+shift
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+exec mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 "$@"

@@ -1,7 +1,9 @@
 #include "cli/cluster_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "common/text.hpp"
 #include "common/units.hpp"
@@ -82,12 +84,52 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
         ->type_name("TIME")
         ->capture_default_str();
   }
+  add_arrival_options(cmd, c.arrival, c.arrival_error);
   cmd->add_option("--repetitions", c.repetitions, "timed runs; wall time is reported as min and median")
       ->type_name("R")
       ->capture_default_str();
   cmd->add_option("--timeout", c.timeout, "a rank waiting longer than this fails the run, naming peer and step")
       ->type_name("TIME")
       ->capture_default_str();
+}
+
+void add_arrival_options(CLI::App* cmd, std::string& arrival, std::string& arrival_error) {
+  cmd->add_option("--arrival", arrival,
+                  "per-rank start offsets in virtual time: none, one-late:DELAY (rank 1 late), "
+                  "rand-late:MAX[:SEED] (uniform in [0, MAX]) or file:PATH (one TIME per line)")
+      ->type_name("PATTERN")
+      ->capture_default_str();
+  cmd->add_option("--arrival-error", arrival_error,
+                  "error of the arrival predictions schedules are planned from: 0, E%[:SEED] (relative) or "
+                  "TIME[:SEED] (absolute)")
+      ->type_name("E")
+      ->capture_default_str();
+}
+
+std::pair<ArrivalPattern, std::vector<Picos>> arrival_setup(const std::string& arrival,
+                                                            const std::string& arrival_error, int ranks) {
+  ArrivalPattern pattern = parse_arrival(arrival, ranks);
+  const ArrivalError error = parse_arrival_error(arrival_error);
+  std::vector<Picos> predicted;
+  if (error.amount > 0)  // balanced arrival predicted wrongly: perturb zeros
+    predicted = predict_arrivals(
+        pattern.none() ? std::vector<Picos>(static_cast<std::size_t>(std::max(ranks, 0)), 0) : pattern.offsets, error);
+  return {std::move(pattern), std::move(predicted)};
+}
+
+void add_arrival_json(Json& json, const ArrivalPattern& pattern, const std::string& arrival_error,
+                      const std::vector<Picos>& finish) {
+  const ArrivalMeasures m = arrival_measures(finish, pattern.offsets);
+  const Picos last = pattern.none() ? 0 : *std::max_element(pattern.offsets.begin(), pattern.offsets.end());
+  json["arrival"] = Json{{"pattern", pattern.text}, {"error", arrival_error}, {"max_offset_ps", last}};
+  json["after_last_arrival_ps"] = m.after_last_arrival;
+  json["mean_elapsed_ps"] = m.mean_elapsed;
+}
+
+std::string arrival_summary(const ArrivalPattern& pattern, const std::vector<Picos>& finish) {
+  const ArrivalMeasures m = arrival_measures(finish, pattern.offsets);
+  return pattern.text + ": after the last arrival " + format_time(to_seconds(m.after_last_arrival)) +
+         ", mean elapsed " + format_time(to_seconds(m.mean_elapsed));
 }
 
 namespace {
@@ -117,6 +159,8 @@ ClusterSpec cluster_spec(const ClusterArgs& c) {
   spec.wait_timeout = std::chrono::milliseconds(static_cast<long long>(timeout_ms));
   spec.repetitions = c.repetitions;
 
+  std::tie(spec.arrival, spec.predicted_arrival) = arrival_setup(c.arrival, c.arrival_error, static_cast<int>(ranks));
+
   spec.hierarchical = !c.node_topology.empty() || !c.grouping.empty() || !c.ranks_per_node_list.empty();
   if (spec.hierarchical) {
     if (!c.node_topology.empty()) spec.machine = Machine::synthetic(c.node_topology);
@@ -137,7 +181,7 @@ EmulationSetup make_setup(const ClusterArgs& c) {
                      std::to_string(op.element_bytes) + "-byte elements (" + op.name + " on " +
                      std::string(to_string(op.dtype)) + ")");
   const std::uint64_t count = bytes / op.element_bytes;
-  return EmulationSetup{EmulatedCluster(std::move(spec)), std::move(op), bytes, count};
+  return EmulationSetup{EmulatedCluster(std::move(spec)), std::move(op), bytes, count, c.arrival_error};
 }
 
 Json emulation_json(const EmulationSetup& setup, const AlgorithmInfo& algorithm, const CheckedEmulation& run,
@@ -168,6 +212,7 @@ Json emulation_json(const EmulationSetup& setup, const AlgorithmInfo& algorithm,
             {"matches_simulator", run.matches_simulator},
             {"wall_time", {{"min", wall.min}, {"median", wall.median}}},
             {"repetitions", r.wall_seconds.size()}};
+  add_arrival_json(json, cluster.spec().arrival, setup.arrival_error, r.virtual_finish);
   if (const auto& hierarchy = cluster.hierarchy()) {
     Json levels = Json::array();
     for (const auto& node_levels : hierarchy->levels) {

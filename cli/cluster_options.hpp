@@ -4,6 +4,8 @@
 // EmulatedCluster they describe, and how a checked emulation is reported.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/options.hpp"
 #include "node/experiment.hpp"
@@ -26,7 +28,22 @@ struct ClusterArgs {
   int max_group = 4;
   bool multi_leader = false;
   std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)
+  std::string arrival = "none";     // per-rank start offsets (node/experiment.hpp, ArrivalPattern)
+  std::string arrival_error = "0";  // how wrong the predictions schedules are planned from are
 };
+
+// --arrival and --arrival-error, as sim, emulate and demo take them.
+void add_arrival_options(CLI::App* command, std::string& arrival, std::string& arrival_error);
+// The pattern for `ranks` ranks and the predictions planned from (empty: the
+// pattern itself). UsageError for malformed text.
+std::pair<ArrivalPattern, std::vector<Picos>> arrival_setup(const std::string& arrival,
+                                                            const std::string& arrival_error, int ranks);
+// The JSON keys every timed subcommand reports about arrival: `arrival`
+// {pattern, error, max_offset_ps}, `after_last_arrival_ps`, `mean_elapsed_ps`.
+void add_arrival_json(Json& json, const ArrivalPattern& pattern, const std::string& arrival_error,
+                      const std::vector<Picos>& finish);
+// "one-late:1ms: after the last arrival 12.3 us, mean elapsed 1.01 ms"
+std::string arrival_summary(const ArrivalPattern& pattern, const std::vector<Picos>& finish);
 
 // Defaults from the configuration in force. The hierarchy keys apply only
 // where a file or variable sets them: by default an emulated cluster runs its
@@ -44,6 +61,7 @@ struct EmulationSetup {
   ReduceOp op;
   std::uint64_t bytes = 0;
   std::uint64_t count = 0;
+  std::string arrival_error = "0";  // as given (the pattern itself is in the cluster's spec)
 };
 EmulationSetup make_setup(const ClusterArgs& args);  // UsageError for bad values
 

@@ -51,6 +51,8 @@ int run_emulate(const EmulateArgs& args) {
               << "  wall time     min " << format_time(wall.min) << ", median " << format_time(wall.median) << " over "
               << run.emulation.wall_seconds.size() << " repetitions\n"
               << "  result        " << (run.emulation.verified ? "verified" : "WRONG") << "\n";
+    if (!cluster.spec().arrival.none())
+      std::cout << "  arrival       " << arrival_summary(cluster.spec().arrival, run.emulation.virtual_finish) << "\n";
   }
   if (!run.ok) throw RunFailure(run.failure);
   return 0;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
 #include "common/units.hpp"
 #include "internode/autotune.hpp"
@@ -25,6 +26,8 @@ struct SimArgs {
   std::string gamma;
   std::string ports;
   int ranks_per_node = 0;
+  std::string arrival = "none";
+  std::string arrival_error = "0";
   bool json = false;
 };
 
@@ -61,12 +64,14 @@ int run_sim(const SimArgs& args) {
   // Without --ranks-per-node every rank is on a node of its own.
   if (args.ranks_per_node > 0 && args.ranks >= 1) options.layout = RankMap::uniform(args.ranks, args.ranks_per_node);
   options.element_bytes = 1;
+  auto [arrival, predicted] = arrival_setup(args.arrival, args.arrival_error, args.ranks);
+  options.start = arrival.offsets;
 
   Shape shape;
   shape.ranks = args.ranks;
   shape.count = bytes;
   shape.root = args.root;
-  shape.hints = planning_hints(options);
+  shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
   shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
 
   const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
@@ -93,6 +98,7 @@ int run_sim(const SimArgs& args) {
            {"intra_beta", intra.beta},
            {"gamma", gamma},
            {"ports", ports_name(ports)}};
+    add_arrival_json(j, arrival, args.arrival_error, result.finish);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -109,6 +115,7 @@ int run_sim(const SimArgs& args) {
     std::cout << "; same node (" << args.ranks_per_node << " ranks each): alpha " << format_time(intra.alpha)
               << ", beta " << format_time(intra.beta) << "/B";
   std::cout << "\n";
+  if (!arrival.none()) std::cout << "  arrival       " << arrival_summary(arrival, result.finish) << "\n";
   return 0;
 }
 
@@ -142,6 +149,7 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
       ->type_name("TIME");
   command->add_option("--intra-beta", args->intra_beta, "per-byte time within a node (default: --beta)")
       ->type_name("TIME");
+  add_arrival_options(command, args->arrival, args->arrival_error);
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, &run_parsed] { run_parsed = [args] { return run_sim(*args); }; });

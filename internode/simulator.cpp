@@ -31,6 +31,7 @@ class Simulation {
       auto& st = at(r);
       st.schedule = plan(r);
       st.clock = RankClock(options.model.ports());
+      if (!options.start.empty()) arrive_at(st.clock, options.start[static_cast<std::size_t>(r)]);
     }
     result_.finish.assign(ranks_.size(), 0);
   }
@@ -206,6 +207,16 @@ class Simulation {
 
 }  // namespace
 
+void check_start_offsets(const std::vector<Picos>& start, int ranks) {
+  if (!start.empty() && start.size() != static_cast<std::size_t>(ranks))
+    throw UsageError("arrival offsets: " + std::to_string(start.size()) + " given for " + std::to_string(ranks) +
+                     " ranks");
+  for (std::size_t r = 0; r < start.size(); ++r)
+    if (start[r] < 0)
+      throw UsageError("arrival offsets: rank " + std::to_string(r) + " arrives at a negative time (" +
+                       std::to_string(start[r]) + " ps)");
+}
+
 std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options,
                                                 std::vector<Picos> predicted_arrival) {
   auto hints = std::make_shared<PlanHints>();
@@ -220,6 +231,7 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
   if (options.layout && options.layout->ranks() != ranks)
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
+  check_start_offsets(options.start, ranks);
   return Simulation(plan, ranks, options, hooks).run();
 }
 

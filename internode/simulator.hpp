@@ -28,7 +28,22 @@ struct SimulationOptions {
   // level 1). Its rank count must be the simulation's.
   std::optional<RankMap> layout;
   std::uint64_t element_bytes = 1;
+  // Each rank's arrival at the collective (an arrival pattern), in virtual
+  // time: rank r's clock starts at start[r]. Empty: every rank at 0.
+  std::vector<Picos> start;
 };
+
+// A rank that arrives at `offset`: its clock starts as if it had computed
+// until then (one step of local work), so its ports are free from `offset`
+// on. Both engines start their clocks this way, so their times agree for any
+// arrival pattern.
+inline void arrive_at(RankClock& clock, Picos offset) {
+  clock.begin_step();
+  clock.end_step(offset);
+}
+
+// Throws UsageError unless `start` is empty or holds one non-negative offset per rank.
+void check_start_offsets(const std::vector<Picos>& start, int ranks);
 
 // Observes data movement (the verifier's symbolic execution).
 class DataHooks {
@@ -44,7 +59,7 @@ class DataHooks {
 };
 
 struct SimulationResult {
-  std::vector<Picos> finish;  // per rank
+  std::vector<Picos> finish;  // per rank (from the common origin of SimulationOptions::start)
   Picos time = 0;             // slowest rank
   int slowest_rank = 0;
   std::uint64_t max_steps = 0;  // longest rank's step count

@@ -231,6 +231,7 @@ void Cluster::rank_main(int rank) noexcept {
       c.round = rep;
       prepare(c, y);
       c.clock.reset();
+      if (!config_.start.empty()) arrive_at(c.clock, config_.start[r]);
       barrier(c);
       const auto t0 = std::chrono::steady_clock::now();
       executor.run(c, steps, y, scratch, op_);
@@ -366,6 +367,7 @@ EmulationResult run_emulation(const AlgorithmInfo& algorithm, const SchedulePlan
   if (config.layout.nodes() > 1 && config.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   if (shape.ranks > (1 << 30)) throw UsageError("the emulator supports at most 2^30 ranks");
+  check_start_offsets(config.start, shape.ranks);
   Cluster cluster(algorithm, plan, shape, op, config, expected);
   return cluster.run();
 }

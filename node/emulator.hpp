@@ -62,6 +62,10 @@ struct EmulatorConfig {
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout{60000};  // a wait past this raises an error naming peer and step
   RankThreads* threads = nullptr;  // if set: the ranks run on these (reused); else on threads of their own
+  // Each rank's arrival in virtual time (SimulationOptions::start): rank r's
+  // clock starts at start[r] in every repetition. Empty: all at 0. Wall
+  // time is not delayed.
+  std::vector<Picos> start;
 };
 
 struct EmulationResult {

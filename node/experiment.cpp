@@ -1,13 +1,156 @@
 #include "node/experiment.hpp"
 
+#include <cmath>
+#include <fstream>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "internode/autotune.hpp"
 #include "node/hierarchical.hpp"
 
 namespace copse {
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a tiny generator whose sequence is
+// fixed by its definition, so a seed gives the same pattern everywhere
+// (std::uniform_real_distribution is not specified bit for bit).
+class Uniform {
+ public:
+  explicit Uniform(std::uint64_t seed) : state_(seed) {}
+  double next() {  // in [0, 1)
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// "TEXT[:SEED]" -> TEXT and the seed (default 1).
+std::pair<std::string, std::uint64_t> split_seed(const std::string& text, const std::string& what) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return {text, 1};
+  const std::string seed = text.substr(colon + 1);
+  std::size_t used = 0;
+  std::uint64_t value = 0;
+  try {
+    value = std::stoull(seed, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (seed.empty() || used != seed.size() || seed[0] == '-')
+    throw UsageError(what + ": the seed \"" + seed + "\" is not a whole number >= 0");
+  return {text.substr(0, colon), value};
+}
+
+Picos time_picos(const std::string& text, const std::string& what) {
+  try {
+    return to_picos(parse_time(text));
+  } catch (const UsageError& e) {
+    throw UsageError(what + ": " + e.what());
+  }
+}
+
+std::vector<Picos> offsets_from_file(const std::string& path, int ranks) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--arrival file:" + path + ": cannot be read");
+  std::vector<Picos> offsets;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string where = path + ":" + std::to_string(number);
+    if (static_cast<int>(offsets.size()) == ranks)
+      throw UsageError(where + ": more offsets than the " + std::to_string(ranks) + " ranks");
+    offsets.push_back(time_picos(line.substr(first, last - first + 1), where));
+  }
+  if (static_cast<int>(offsets.size()) != ranks)
+    throw UsageError(path + ": " + std::to_string(offsets.size()) + " offsets for " + std::to_string(ranks) +
+                     " ranks (one TIME per line, rank 0 first)");
+  return offsets;
+}
+
+}  // namespace
+
+ArrivalPattern parse_arrival(const std::string& text, int ranks) {
+  ArrivalPattern pattern;
+  pattern.text = text;
+  const auto colon = text.find(':');
+  const std::string kind = text.substr(0, colon), rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const std::string what = "--arrival " + text;
+  if (kind == "none" && colon == std::string::npos) return pattern;
+  if (kind == "one-late" && colon != std::string::npos) {
+    if (ranks < 2) throw UsageError(what + ": one-late delays rank 1, and there is only one rank");
+    pattern.offsets.assign(static_cast<std::size_t>(ranks), 0);
+    pattern.offsets[1] = time_picos(rest, what);
+  } else if (kind == "rand-late" && colon != std::string::npos) {
+    const auto [max_text, seed] = split_seed(rest, what);
+    const Picos max = time_picos(max_text, what);
+    Uniform u(seed);
+    for (int r = 0; r < ranks; ++r)
+      pattern.offsets.push_back(static_cast<Picos>(std::floor(u.next() * static_cast<double>(max + 1))));
+  } else if (kind == "file" && colon != std::string::npos) {
+    pattern.offsets = offsets_from_file(rest, ranks);
+  } else {
+    throw UsageError("--arrival: unknown pattern \"" + text +
+                     "\" (expected none, one-late:DELAY, rand-late:MAX[:SEED] or file:PATH)");
+  }
+  return pattern;
+}
+
+ArrivalError parse_arrival_error(const std::string& text) {
+  ArrivalError error;
+  error.text = text;
+  const std::string what = "--arrival-error " + text;
+  const auto [amount, seed] = split_seed(text, what);
+  error.seed = seed;
+  if (!amount.empty() && amount.back() == '%') {
+    error.relative = true;
+    std::size_t used = 0;
+    try {
+      error.amount = std::stod(amount.substr(0, amount.size() - 1), &used) / 100;
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used + 1 != amount.size() || !(error.amount >= 0) || !std::isfinite(error.amount))
+      throw UsageError(what + ": expected a percentage >= 0 such as 10%, or a TIME");
+  } else {
+    error.amount = to_seconds(time_picos(amount, what));
+  }
+  return error;
+}
+
+std::vector<Picos> predict_arrivals(const std::vector<Picos>& actual, const ArrivalError& error) {
+  if (error.amount == 0) return actual;
+  Uniform u(error.seed);
+  std::vector<Picos> predicted;
+  for (Picos a : actual) {
+    const double w = 2 * u.next() - 1;  // in [-1, 1)
+    const double p = error.relative ? static_cast<double>(a) * (1 + w * error.amount)
+                                    : static_cast<double>(a) + w * error.amount * 1e12;
+    predicted.push_back(std::max<Picos>(0, static_cast<Picos>(std::llround(p))));
+  }
+  return predicted;
+}
+
+ArrivalMeasures arrival_measures(const std::vector<Picos>& finish, const std::vector<Picos>& offsets) {
+  ArrivalMeasures m;
+  if (finish.empty()) return m;
+  const auto arrival = [&](std::size_t r) { return offsets.empty() ? Picos{0} : offsets[r]; };
+  Picos last = 0, elapsed = 0;
+  for (std::size_t r = 0; r < finish.size(); ++r) last = std::max(last, arrival(r)), elapsed += finish[r] - arrival(r);
+  m.after_last_arrival = *std::max_element(finish.begin(), finish.end()) - last;
+  m.mean_elapsed = elapsed / static_cast<Picos>(finish.size());
+  return m;
+}
 
 EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
   if (spec_.ranks_per_node.empty()) throw UsageError("an emulated cluster needs at least one node");
@@ -30,6 +173,11 @@ EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
   config_.model = spec_.model;
   config_.repetitions = spec_.repetitions;
   config_.wait_timeout = spec_.wait_timeout;
+  config_.start = spec_.arrival.offsets;
+  check_start_offsets(config_.start, ranks_);
+  if (!spec_.predicted_arrival.empty() && spec_.predicted_arrival.size() != static_cast<std::size_t>(ranks_))
+    throw UsageError("predicted arrivals: " + std::to_string(spec_.predicted_arrival.size()) + " given for " +
+                     std::to_string(ranks_) + " ranks");
 }
 
 SimulationOptions EmulatedCluster::simulation(std::size_t element_bytes) const {
@@ -37,7 +185,13 @@ SimulationOptions EmulatedCluster::simulation(std::size_t element_bytes) const {
   options.model = spec_.model;
   options.layout = config_.layout;
   options.element_bytes = element_bytes;
+  options.start = spec_.arrival.offsets;
   return options;
+}
+
+std::shared_ptr<const PlanHints> EmulatedCluster::hints(std::size_t element_bytes) const {
+  return planning_hints(simulation(element_bytes),
+                        spec_.predicted_arrival.empty() ? spec_.arrival.offsets : spec_.predicted_arrival);
 }
 
 SchedulePlan EmulatedCluster::plan(const AlgorithmInfo& algorithm, const Shape& shape) const {
@@ -54,7 +208,7 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   check_operator(algorithm, op.name, op.commutative);
   const SimulationOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
-  out.shape = Shape{cluster.ranks(), count, 1, root, planning_hints(sim)};
+  out.shape = Shape{cluster.ranks(), count, 1, root, cluster.hints(op.element_bytes)};
   out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, out.shape,
                                     requested_blocks, sim);
   out.blocks = blocks_used(algorithm, out.shape);

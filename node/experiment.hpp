@@ -23,6 +23,48 @@
 
 namespace copse {
 
+// ---- Arrival patterns (Proficz 2018, §5.1's benchmark modes) -------------------
+//
+// Per-rank start offsets in virtual time: rank r's clock starts at offsets[r],
+// as if it had computed until then, so studies of imbalanced arrival are
+// deterministic. Written as
+//   none                  every rank at 0
+//   one-late:DELAY        rank 1 arrives DELAY after the others (the paper's "one-late")
+//   rand-late:MAX[:SEED]  every rank at a uniform time in [0, MAX] ("rand-late"),
+//                         the same for the same seed (default 1) on every machine
+//   file:PATH             one TIME per line, rank 0 first ('#' starts a comment)
+struct ArrivalPattern {
+  std::string text = "none";   // as written
+  std::vector<Picos> offsets;  // one per rank; empty for none
+  bool none() const { return offsets.empty(); }
+};
+// UsageError for a malformed pattern, one naming PATH:LINE for a bad file.
+ArrivalPattern parse_arrival(const std::string& text, int ranks);
+
+// How wrong the arrival predictions an arrival-aware schedule is planned
+// from are (studying bad predictions). Written as
+//   0                     exact: the predictions are the pattern's offsets
+//   E%[:SEED]             relative: each offset times (1 + u), u uniform in [-E/100, E/100]
+//   TIME[:SEED]           absolute: each offset plus u, u uniform in [-TIME, TIME], at least 0
+// with a seed (default 1) making the perturbation reproducible.
+struct ArrivalError {
+  std::string text = "0";
+  bool relative = false;
+  double amount = 0;  // a fraction (relative) or seconds (absolute)
+  std::uint64_t seed = 1;
+};
+ArrivalError parse_arrival_error(const std::string& text);  // UsageError for a malformed one
+// The predicted arrivals for `actual` offsets under `error` (empty for empty).
+std::vector<Picos> predict_arrivals(const std::vector<Picos>& actual, const ArrivalError& error);
+
+// Proficz's measures of a run with arrival offsets (his §3): finish f_i and
+// arrival a_i per rank.
+struct ArrivalMeasures {
+  Picos after_last_arrival = 0;  // max f_i - max a_i: how long the collective lasts once everyone is there
+  Picos mean_elapsed = 0;        // the average elapsed time (1/P) sum (f_i - a_i), rounded down
+};
+ArrivalMeasures arrival_measures(const std::vector<Picos>& finish, const std::vector<Picos>& offsets);
+
 struct ClusterSpec {
   std::vector<int> ranks_per_node{4, 4, 4, 4, 4, 4, 4, 4};  // one entry per node
   // With a hierarchy, each node's ranks form groups on `machine` and the
@@ -35,6 +77,10 @@ struct ClusterSpec {
   CostModel model;
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout = EmulatorConfig().wait_timeout;
+  // Each rank's arrival (start offset), and what arrival-aware schedules are
+  // planned from (empty: the arrival itself, a perfect prediction).
+  ArrivalPattern arrival;
+  std::vector<Picos> predicted_arrival;
 };
 
 class EmulatedCluster {
@@ -48,8 +94,10 @@ class EmulatedCluster {
   const ClusterSpec& spec() const { return spec_; }
   const std::shared_ptr<const HierarchyPlan>& hierarchy() const { return hierarchy_; }  // null: flat
   const EmulatorConfig& emulator_config() const { return config_; }
-  // The simulator's options for the same layout and model.
+  // The simulator's options for the same layout, model and arrival.
   SimulationOptions simulation(std::size_t element_bytes) const;
+  // What schedules are planned from: the model, and the predicted arrivals.
+  std::shared_ptr<const PlanHints> hints(std::size_t element_bytes) const;
 
   // `algorithm`'s schedule on this cluster: hierarchical or flat.
   SchedulePlan plan(const AlgorithmInfo& algorithm, const Shape& shape) const;

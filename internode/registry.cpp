@@ -38,6 +38,8 @@ SchedulePlan recursive_doubling_barrier(const Shape&);
 SchedulePlan uni_greedy_reduce(const Shape&);
 SchedulePlan bi_greedy_reduce(const Shape&);
 SchedulePlan bi_greedy_allreduce(const Shape&);
+SchedulePlan slt_allreduce(const Shape&);
+SchedulePlan prr_allreduce(const Shape&);
 }  // namespace builders
 
 namespace {
@@ -72,6 +74,14 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::allreduce, "bi-greedy",
                   "Lowery-Langou's bi-greedy reduce to rank 0, then the same rounds backwards as the broadcast", true,
                   true, a::bi_greedy_allreduce},
+    AlgorithmInfo{C::allreduce, "slt",
+                  "Proficz's sorted linear tree: a pipelined chain in order of predicted arrival, results on "
+                  "around the ring (--arrival)",
+                  true, true, a::slt_allreduce},
+    AlgorithmInfo{C::allreduce, "prr",
+                  "Proficz's pre-reduced ring: the ring in order of predicted arrival, early ranks reducing "
+                  "ahead (Fig. 7; --arrival)",
+                  true, true, a::prr_allreduce},
     AlgorithmInfo{C::allreduce, "flat",
                   "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)",
                   false, true, a::flat_allreduce},

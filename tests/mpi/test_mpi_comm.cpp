@@ -10,8 +10,8 @@
 //       split (with virtual nodes: nodes of non-consecutive ranks); repeated
 //       calls reusing plans and a bounded plan cache; bitwise identical float
 //       allreduce on random data; a slow rank (MPI keeps progressing, waits
-//       are reported); mismatched counts failing with both sizes named; a
-//       thread level too low for thread ranks refused.
+//       are reported); a deadline; mismatched counts failing with both sizes
+//       named; a thread level too low for thread ranks refused.
 //   copse_mpi_tests hybrid --threads T0,T1,... [--ranks-per-node K]
 //       process q brings Tq thread ranks (MPI_THREAD_MULTIPLE when every
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
@@ -429,6 +429,28 @@ void check_slow_rank(MPI_Comm comm, const Args& a) {
          where(c, "nobody reported waiting for the slow rank 0 (last report: " + sample + ")"));
 }
 
+// With a deadline, a rank that does not come fails everyone's collective
+// with a TimeoutError naming whom they waited for (rank 0 comes 600 ms late
+// and finds the team failed).
+void check_deadline(MPI_Comm comm, const Args& a) {
+  CommOptions o = options_for(a);
+  o.wait_timeout = std::chrono::milliseconds(200);
+  Team team(comm, o);
+  Comm& c = team.comm();
+  if (c.size() < 2) return;
+  if (c.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const ReduceOp op = builtin_op("sum", DType::int64);
+  Bytes x = input(op, c.rank(), 100);
+  try {
+    c.allreduce(x.data(), x.data(), 100, op);
+    fail(where(c, "an allreduce past its deadline returned"));
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    expect(e.kind() == ErrorKind::timeout && m.find("timed out after 200 ms waiting for rank") != std::string::npos,
+           where(c, std::string("deadline: unexpected error: ") + e.what()));
+  }
+}
+
 // Thread ranks need MPI_THREAD_SERIALIZED; this run initialised FUNNELED.
 void check_thread_level_refused(MPI_Comm comm, const Args& a) {
   try {
@@ -487,6 +509,8 @@ void run_all(const Args& a) {
   phase("mismatch");
   check_slow_rank(round_robin, a);
   phase("slow rank");
+  check_deadline(dup, a);
+  phase("deadline");
   check_thread_level_refused(world, a);
   phase("thread level");
   for (MPI_Comm* sub : {&dup, &reverse, &round_robin}) PMPI_Comm_free(sub);

@@ -4,6 +4,7 @@
 
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
+#include "common/text.hpp"
 #include "common/units.hpp"
 #include "internode/autotune.hpp"
 #include "internode/registry.hpp"
@@ -28,6 +29,7 @@ struct SimArgs {
   int ranks_per_node = 0;
   std::string arrival = "none";
   std::string arrival_error = "0";
+  bool unequal_segments = false;
   bool json = false;
 };
 
@@ -74,6 +76,11 @@ int run_sim(const SimArgs& args) {
   shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
   shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
 
+  std::optional<SegmentSearch> search;
+  if (args.unequal_segments) {
+    search = option_value("--unequal-segments", [&] { return best_unequal_segments(algorithm, shape, options); });
+    shape = with_segments(shape, search->segments);
+  }
   const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
 
@@ -99,6 +106,10 @@ int run_sim(const SimArgs& args) {
            {"gamma", gamma},
            {"ports", ports_name(ports)}};
     add_arrival_json(j, arrival, args.arrival_error, result.finish);
+    if (search) {
+      j["segments"] = search->segments;
+      j["equal_segments_time_ps"] = search->equal_time;
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -116,6 +127,9 @@ int run_sim(const SimArgs& args) {
               << ", beta " << format_time(intra.beta) << "/B";
   std::cout << "\n";
   if (!arrival.none()) std::cout << "  arrival       " << arrival_summary(arrival, result.finish) << "\n";
+  if (search)
+    std::cout << "  segments      " << join(search->segments, ", ")
+              << " (equal segments: " << format_time(to_seconds(search->equal_time)) << ")\n";
   return 0;
 }
 
@@ -150,6 +164,9 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   command->add_option("--intra-beta", args->intra_beta, "per-byte time within a node (default: --beta)")
       ->type_name("TIME");
   add_arrival_options(command, args->arrival, args->arrival_error);
+  command->add_flag("--unequal-segments", args->unequal_segments,
+                    "from the equal segments (--blocks, or auto: the best), move elements between segments while "
+                    "that lowers the simulated time (Lowery-Langou's unequal segmentation; uni-greedy)");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, &run_parsed] { run_parsed = [args] { return run_sim(*args); }; });

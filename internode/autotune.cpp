@@ -62,6 +62,54 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
   return static_cast<int>(best->first);
 }
 
+Shape with_segments(Shape shape, std::vector<std::uint64_t> segments) {
+  auto hints = shape.hints ? std::make_shared<PlanHints>(*shape.hints) : std::make_shared<PlanHints>();
+  shape.blocks = static_cast<int>(std::max<std::size_t>(segments.size(), 1));
+  hints->segments = std::move(segments);
+  shape.hints = std::move(hints);
+  return shape;
+}
+
+SegmentSearch best_unequal_segments(const AlgorithmInfo& algorithm, const Shape& shape,
+                                    const SimulationOptions& options) {
+  if (!algorithm.explicit_segments)
+    throw UsageError(std::string(to_string(algorithm.collective)) + " algorithm '" + std::string(algorithm.name) +
+                     "' does not take explicit segment sizes");
+  validate_shape(algorithm, shape);
+  SegmentSearch search;
+  const BlockPartition equal(shape.count, shape.blocks);
+  for (int j = 0; shape.count > 0 && j < equal.blocks; ++j) search.segments.push_back(equal.size(j));
+  auto time_of = [&](const std::vector<std::uint64_t>& segments) {
+    ++search.simulations;
+    const Shape s = with_segments(shape, segments);
+    return simulate(algorithm.plan(s), s.ranks, options).time;
+  };
+  search.time = search.equal_time = time_of(search.segments);
+  const std::size_t q = search.segments.size();
+  if (q < 2) return search;
+  // Moves of delta elements from segment `from` to `to`: between neighbours,
+  // both ways, and between the first and the last.
+  std::vector<std::pair<std::size_t, std::size_t>> moves;
+  for (std::size_t j = 0; j + 1 < q; ++j) moves.push_back({j, j + 1}), moves.push_back({j + 1, j});
+  if (q > 2) moves.push_back({0, q - 1}), moves.push_back({q - 1, 0});
+  for (std::uint64_t delta = std::max<std::uint64_t>(1, shape.count / q / 8);; delta /= 2) {
+    for (int improvements = 0; improvements < 64; ++improvements) {
+      std::vector<std::uint64_t> best;
+      Picos best_time = search.time;
+      for (auto [from, to] : moves) {
+        if (search.segments[from] <= delta) continue;  // no segment may become empty
+        std::vector<std::uint64_t> candidate = search.segments;
+        candidate[from] -= delta, candidate[to] += delta;
+        if (const Picos t = time_of(candidate); t < best_time) best_time = t, best = std::move(candidate);
+      }
+      if (best.empty()) break;
+      search.segments = std::move(best), search.time = best_time;
+    }
+    if (delta == 1) break;
+  }
+  return search;
+}
+
 int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
                    Shape shape, std::optional<int> requested, const SimulationOptions& options) {
   shape.blocks = 1;

@@ -77,11 +77,11 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::allreduce, "slt",
                   "Proficz's sorted linear tree: a pipelined chain in order of predicted arrival, results on "
                   "around the ring (--arrival)",
-                  true, true, a::slt_allreduce},
+                  true, true, a::slt_allreduce, 1, false, true},
     AlgorithmInfo{C::allreduce, "prr",
                   "Proficz's pre-reduced ring: the ring in order of predicted arrival, early ranks reducing "
                   "ahead (Fig. 7; --arrival)",
-                  true, true, a::prr_allreduce},
+                  true, true, a::prr_allreduce, 1, false, true},
     AlgorithmInfo{C::allreduce, "flat",
                   "every rank to rank 0 in turn, then rank 0 to every rank (linear; Bjorndalen's scripted trees)",
                   false, true, a::flat_allreduce},
@@ -103,7 +103,7 @@ constexpr std::array kAlgorithms = {
     AlgorithmInfo{C::reduce, "uni-greedy",
                   "Lowery-Langou Alg. 1: the two earliest-free ranks pair up, per segment in order, timed by the cost "
                   "model (optimal for unidirectional ports)",
-                  true, true, a::uni_greedy_reduce},
+                  true, true, a::uni_greedy_reduce, 1, true},
     AlgorithmInfo{C::reduce, "bi-greedy",
                   "Lowery-Langou Alg. 2: ports filled round by round, smaller segments first; ceil(log2 p)+q-1 rounds",
                   true, true, a::bi_greedy_reduce},

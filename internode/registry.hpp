@@ -18,6 +18,11 @@ struct AlgorithmInfo {
   bool pipelined;          // honours Shape::blocks (others run unsegmented)
   SchedulePlan (*plan)(const Shape&);
   int pipelined_parts = 1;  // the vector is cut into this many parts, each pipelined in blocks
+  // What the builder plans from besides the problem (PlanHints,
+  // common/schedule.hpp): explicit segment sizes (unequal segmentation), and
+  // the ranks' predicted arrival times.
+  bool explicit_segments = false;
+  bool arrival_aware = false;
 };
 
 // Elements of the vector a rank's schedule works on.

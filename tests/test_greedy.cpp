@@ -6,8 +6,11 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <tuple>
 
+#include "common/error.hpp"
+#include "internode/autotune.hpp"
 #include "internode/simulator.hpp"
 #include "internode/verifier.hpp"
 
@@ -206,4 +209,32 @@ TEST_CASE("uni-greedy against Table I over Lowery–Langou's sweep, p up to 256"
   std::vector<std::uint64_t> ms;
   for (int k = 2; k <= 16; ++k) ms.push_back(std::uint64_t{1} << k);
   check_uni_greedy_beats_table_one(ps, ms);
+}
+
+TEST_CASE("unequal segmentation: never worse than the best equal one, and better where Table IV says") {
+  // Lowery–Langou §VIII: m = 10, beta = 1, unidirectional ports.
+  struct Case {
+    int p;
+    Picos alpha, gamma;
+    bool improves;  // Table IV lists the case, and the search finds a better segmentation
+  };
+  for (const Case& c : {Case{6, 1, 1, true}, Case{8, 1, 1, true}, Case{16, 1, 0, true}, Case{256, 5, 1, true},
+                        Case{4, 100, 0, false}, Case{32, 1000, 1, false}}) {
+    const auto o = whole_picoseconds(c.alpha, 1, c.gamma, Ports::unidirectional);
+    const auto& greedy = reduce_named("uni-greedy");
+    Shape shape = planned_for(Shape{c.p, 10, 1, 0}, o);
+    shape.blocks = best_blocks(greedy, shape, o);
+    const SegmentSearch s = best_unequal_segments(greedy, shape, o);
+    INFO("p=" << c.p << " alpha=" << c.alpha << " gamma=" << c.gamma << ": " << s.equal_time << " -> " << s.time);
+    CHECK(s.equal_time == simulated(greedy, shape, o));
+    CHECK(s.time == simulated(greedy, with_segments(shape, s.segments), o));
+    CHECK(std::accumulate(s.segments.begin(), s.segments.end(), std::uint64_t{0}) == 10);
+    CHECK(std::find(s.segments.begin(), s.segments.end(), 0) == s.segments.end());
+    CHECK(verify(greedy, with_segments(shape, s.segments)).proven);
+    if (c.improves)
+      CHECK(s.time < s.equal_time);
+    else
+      CHECK(s.time == s.equal_time);
+  }
+  CHECK_THROWS_AS(best_unequal_segments(reduce_named("binomial"), Shape{8, 10, 2, 0}, SimulationOptions{}), UsageError);
 }

@@ -41,6 +41,11 @@
 #              .stats-<config>.jsonl (COPSE_MPI_STATS: calls served and passed)
 #   --no-copse both sides plain Open MPI ("tuned" and "tuned2"), without
 #              libcopse_mpi.so: the ratios then show the noise floor
+# COPSE_* variables in the environment reach the copse side, e.g.
+# COPSE_MPI_SERVE=allreduce,reduce,bcast,allgather,reduce_scatter_block times
+# copse's collectives between Open MPI's barriers (the timing loop's barrier
+# is otherwise copse's, and how far apart it lets ranks leave is charged to
+# the next call).
 # It builds what it needs with the release preset (build/release) and stops if
 # libcopse_mpi.so cannot be built (CMake defines it only when it finds MPI).
 # Exits non-zero if a build or run fails, a run times out, or a result is wrong.

@@ -19,6 +19,7 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
+#include "node/team_plan.hpp"
 
 extern char** environ;  // POSIX
 
@@ -700,15 +701,7 @@ std::string_view ConfigSource::kind_name() const {
 }
 
 const AlgorithmInfo& CollectiveOptions::algorithm(Collective collective) const {
-  switch (collective) {
-    case Collective::allreduce: return find_algorithm(collective, allreduce);
-    case Collective::reduce: return find_algorithm(collective, reduce);
-    case Collective::bcast: return find_algorithm(collective, bcast);
-    case Collective::barrier: return find_algorithm(collective, barrier);
-    case Collective::allgather: return find_algorithm(collective, allgather);
-    case Collective::reduce_scatter: break;
-  }
-  return find_algorithm(Collective::reduce_scatter, reduce_scatter);
+  return find_algorithm(collective, algorithm_name(*this, collective));
 }
 
 std::string_view to_string(MpiCollective c) {

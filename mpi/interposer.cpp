@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "internode/mpi_link.hpp"
 #include "internode/registry.hpp"
-#include "mpi/mpi_error.hpp"
 #include "mpi/options.hpp"
 #include "mpi/stats.hpp"
 

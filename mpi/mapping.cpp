@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "mpi/mpi_error.hpp"
+#include "internode/mpi_link.hpp"
 
 namespace copse::mpi {
 

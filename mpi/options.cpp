@@ -12,6 +12,7 @@ CommOptions make_comm_options(const Options& options) {
   comm.allgather = c.allgather;
   comm.reduce_scatter = c.reduce_scatter;
   comm.blocks = c.blocks.value_or(0);
+  comm.model = make_cost_model(options.model);
   comm.grouping = options.hierarchy.parsed_grouping();
   comm.multi_leader = options.hierarchy.multi_leader;
   comm.ranks_per_node = options.hierarchy.ranks_per_node;

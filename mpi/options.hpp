@@ -9,9 +9,8 @@
 namespace copse::mpi {
 
 // Every setting of `options` that a Team over MPI takes: the algorithm per
-// collective, blocks, grouping, multi-leader, virtual nodes
-// (hierarchy.ranks_per_node) and the waits. The cost model is not among
-// them: a Team's autotuning uses its own.
+// collective, blocks and the cost model they are tuned with, grouping,
+// multi-leader, virtual nodes (hierarchy.ranks_per_node) and the waits.
 CommOptions make_comm_options(const Options& options);
 
 }  // namespace copse::mpi

@@ -10,11 +10,16 @@
 #   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
 #                               stats: the Fortran bindings' calls were served
 #   run.sh c-api NP             tests/pmpi/c_api.c, linked with libcopse_mpi.so
+#   run.sh errors NP            tests/pmpi/errors.c under LD_PRELOAD: copse's
+#                               error in a served call through MPI_ERRORS_RETURN
+#                               and a handler of the program's own; then under
+#                               MPI_ERRORS_ARE_FATAL, the job stops with copse's
+#                               "copse: MPI_Allreduce failed on rank ..." line
 #   run.sh config-errors NP     a bad COPSE_* value, a misspelt variable and
 #                               settings that differ between processes: each
 #                               stops the job with exactly one "copse:" line
 #
-# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_FORTRAN (when
+# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_ERRORS, PMPI_FORTRAN (when
 # a Fortran compiler was found; otherwise the Fortran test exits 77, skipped)
 # and MPIEXEC. Exit status 0 when every check passed.
 set -uo pipefail
@@ -113,6 +118,21 @@ case "$what" in
     "${mpirun[@]}" ${runtime:+-x LD_PRELOAD="$runtime"} -np "$np" "$PMPI_C_API" ||
       { echo "FAIL the C API program reported errors"; exit 1; }
     echo "C API: every check passed"
+    ;;
+  errors)
+    preloaded -np "$np" "$PMPI_ERRORS" return || { echo "FAIL errors through MPI_ERRORS_RETURN or a handler"; exit 1; }
+    preloaded -np "$np" "$PMPI_ERRORS" fatal >"$tmp/out" 2>"$tmp/err" </dev/null
+    status=$?
+    # Each process that fails may say why before MPI_Abort ends the job:
+    # at least one line, and every copse line names the call and the mismatch.
+    said=$(grep -c '^copse: ' "$tmp/err")
+    named=$(grep -c '^copse: MPI_Allreduce failed on rank [0-9]* of its communicator: .*mismatched calls' "$tmp/err")
+    if ((status == 0)) || ((said == 0 || said != named)) || grep -q 'returned under' "$tmp/err"; then
+      echo "FAIL MPI_ERRORS_ARE_FATAL: exit $status, $said copse lines ($named as expected); stderr:"
+      sed 's/^/  /' "$tmp/err"
+      exit 1
+    fi
+    echo "errors: returned, handled, and fatal: $(grep -m1 '^copse: ' "$tmp/err")"
     ;;
   config-errors)
     failures=0

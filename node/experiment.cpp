@@ -228,4 +228,54 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   return out;
 }
 
+ProficzStudy run_proficz_study(const ProficzStudyOptions& o) {
+  const ReduceOp sum = builtin_op("sum", DType::float32);
+  auto run = [&](const std::string& name, std::uint64_t bytes, Picos delay, double error) {
+    ClusterSpec spec;
+    spec.ranks_per_node.assign(static_cast<std::size_t>(o.ranks), 1);
+    spec.model = o.model;
+    spec.arrival = parse_arrival(delay > 0 ? "one-late:" + std::to_string(delay) + "ps" : "none", o.ranks);
+    if (error > 0) {
+      ArrivalError e;
+      e.amount = error * to_seconds(delay);
+      spec.predicted_arrival = predict_arrivals(spec.arrival.offsets, e);
+    }
+    const EmulatedCluster cluster(std::move(spec));
+    const auto r = run_checked_emulation(cluster, find_algorithm(Collective::allreduce, name), sum,
+                                         bytes / sum.element_bytes, 0, std::nullopt);
+    ProficzRow row;
+    row.algorithm = name;
+    row.bytes = bytes;
+    row.delay = delay;
+    row.error = error;
+    row.blocks = r.blocks;
+    row.measures = arrival_measures(r.emulation.virtual_finish, cluster.spec().arrival.offsets);
+    row.ok = r.ok;
+    return row;
+  };
+  auto part = [&](const std::string& name, std::uint64_t bytes, Picos delay, const std::vector<std::string>& algos,
+                  const std::vector<double>& errors, ProficzStudy& study) {
+    const ProficzRow ring = run("ring", bytes, delay, 0);
+    for (const auto& algorithm : algos)
+      for (double error : errors) {
+        ProficzRow row = algorithm == "ring" ? ring : run(algorithm, bytes, delay, error);
+        row.part = name;
+        row.ring = ring.measures;
+        study.rows.push_back(std::move(row));
+      }
+  };
+  ProficzStudy study;
+  study.balanced_ring = run("ring", o.bytes, 0, 0).measures.after_last_arrival;
+  auto in_rings = [&](double d) {
+    return static_cast<Picos>(std::llround(d * static_cast<double>(study.balanced_ring)));
+  };
+  for (double d : o.delays) part("delay", o.bytes, in_rings(d), o.algorithms, {0}, study);
+  for (std::uint64_t b : o.sizes) part("size", b, in_rings(o.size_delay), o.algorithms, {0}, study);
+  std::vector<std::string> aware;
+  for (const auto& a : o.algorithms)
+    if (find_algorithm(Collective::allreduce, a).arrival_aware) aware.push_back(a);
+  part("error", o.bytes, in_rings(o.size_delay), aware, o.errors, study);
+  return study;
+}
+
 }  // namespace copse

@@ -130,4 +130,46 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
                                        const ReduceOp& op, std::uint64_t count, int root,
                                        std::optional<int> requested_blocks);
 
+// ---- Proficz 2018's benchmark on the emulator (`copse study proficz`) -----------
+//
+// Allreduce of float sums on `ranks` emulated nodes of one rank each (his
+// one process per node), every algorithm at its best block count for the
+// arrival pattern (autotuned under it), in virtual time:
+//  - "delay" (his Fig. 10 and Table 3): one rank late (one-late) by each of
+//    `delays` times the ring's balanced time at `bytes`;
+//  - "size" (Fig. 11): each of `sizes`, one rank late by `size_delay` times
+//    the ring's balanced time at `bytes`;
+//  - "error": the delay part at `size_delay`, the arrival-aware algorithms
+//    planned from predictions wrong by each of `errors` (absolute, in units
+//    of that delay, seed 1).
+// Every run is verified and its virtual time checked against the
+// simulator's; a row says whether it was.
+struct ProficzStudyOptions {
+  int ranks = 16;
+  std::uint64_t bytes = std::uint64_t{4} << 20;  // 1M floats, his Table 3
+  std::vector<double> delays = {0, 0.1, 0.25, 0.5, 1, 2, 5, 15};
+  std::vector<std::uint64_t> sizes = {std::uint64_t{64} << 10, std::uint64_t{256} << 10, std::uint64_t{1} << 20,
+                                      std::uint64_t{4} << 20, std::uint64_t{16} << 20};
+  double size_delay = 2;
+  std::vector<double> errors = {0, 0.25, 1, 4};
+  std::vector<std::string> algorithms = {"ring", "rabenseifner", "slt", "prr"};
+  CostModel model;  // one level between nodes
+};
+struct ProficzRow {
+  std::string part;  // "delay", "size" or "error"
+  std::string algorithm;
+  std::uint64_t bytes = 0;
+  Picos delay = 0;
+  double error = 0;  // prediction error, in units of the delay
+  int blocks = 1;
+  ArrivalMeasures measures;
+  ArrivalMeasures ring;  // the ring's, for the same bytes and delay
+  bool ok = false;       // verified, and equal to the simulator's time
+};
+struct ProficzStudy {
+  Picos balanced_ring = 0;  // the ring at `bytes`, everyone on time: the delays' unit
+  std::vector<ProficzRow> rows;
+};
+ProficzStudy run_proficz_study(const ProficzStudyOptions& options);
+
 }  // namespace copse

@@ -209,3 +209,40 @@ TEST_CASE("concurrency: on the emulator too, SLT and PRR beat the ring after one
   CHECK(after("slt") < ring);
   CHECK(after("prr") < ring);
 }
+
+TEST_CASE("concurrency: the Proficz study reproduces the shape of his Fig. 10 on the emulator") {
+  ProficzStudyOptions o;
+  o.ranks = 8;
+  o.bytes = std::uint64_t{1} << 20;
+  o.delays = {0, 20};
+  o.sizes = {};
+  o.errors = {0, 4};
+  const ProficzStudy study = run_proficz_study(o);
+  CHECK(study.balanced_ring > 0);
+  auto row = [&](const std::string& part, const std::string& name, Picos delay, double error = 0) {
+    for (const auto& r : study.rows)
+      if (r.part == part && r.algorithm == name && r.delay == delay && r.error == error) return r;
+    FAIL("no row " << part << " " << name << " " << delay);
+    return ProficzRow{};
+  };
+  for (const auto& r : study.rows) {
+    INFO(r.part << " " << r.algorithm << " delay " << r.delay);
+    CHECK(r.ok);
+  }
+  // Balanced: PRR within 5% of the ring, SLT slower.
+  const Picos ring = row("delay", "ring", 0).measures.after_last_arrival;
+  CHECK(ring == study.balanced_ring);
+  CHECK(static_cast<double>(row("delay", "prr", 0).measures.after_last_arrival) <= 1.05 * static_cast<double>(ring));
+  CHECK(row("delay", "slt", 0).measures.after_last_arrival > ring);
+  // One rank late by 20 ring times: both faster once it arrives, and on the mean elapsed time.
+  const Picos late = 20 * study.balanced_ring;
+  for (auto name : {"slt", "prr"}) {
+    const ProficzRow r = row("delay", name, late);
+    INFO(name);
+    CHECK(r.measures.after_last_arrival < r.ring.after_last_arrival);
+    CHECK(r.measures.mean_elapsed < r.ring.mean_elapsed);
+    // Predictions wrong by four times the delay throw the advantage away.
+    CHECK(row("error", name, 2 * study.balanced_ring, 4).measures.after_last_arrival >
+          row("error", name, 2 * study.balanced_ring, 0).measures.after_last_arrival);
+  }
+}

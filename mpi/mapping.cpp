@@ -126,7 +126,11 @@ Mapping::Mapping() {
       if (is_floating(t) && (o.name == "band" || o.name == "bor" || o.name == "bxor")) continue;
       by_dtype[index_of(t)] = std::make_unique<const ReduceOp>(builtin_op(o.name, t));
     }
-    predefined_.push_back(PredefinedOp{o.handle, static_cast<int>(builtin_.size())});
+    PredefinedOp p{o.handle, static_cast<int>(builtin_.size())};
+    for (TypeClass kind :
+         {TypeClass::c_integer, TypeClass::fortran_integer, TypeClass::floating, TypeClass::byte, TypeClass::character})
+      p.defined_on_kind[static_cast<std::size_t>(kind)] = defined_on(o.name, kind);
+    predefined_.push_back(p);
     builtin_.push_back(std::move(by_dtype));
   }
 }
@@ -150,7 +154,7 @@ const ReduceOp* Mapping::op(MPI_Op op, const ServedType& type) {
     if (p.handle != op) continue;
     if (p.builtin < 0) return nullptr;
     const auto& reduce_op = builtin_[static_cast<std::size_t>(p.builtin)][index_of(type.dtype)];
-    return reduce_op && defined_on(reduce_op->name, type.kind) ? reduce_op.get() : nullptr;
+    return reduce_op && p.defined_on_kind[static_cast<std::size_t>(type.kind)] ? reduce_op.get() : nullptr;
   }
 
   // A user operator.

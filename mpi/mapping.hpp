@@ -82,6 +82,9 @@ class Mapping {
   struct PredefinedOp {
     MPI_Op handle;
     int builtin;  // index into builtin_, or -1: not served
+    // Where MPI defines the operator, by TypeClass: decided once, so that a
+    // call's look-up compares no strings (a passed call must cost little).
+    std::array<bool, 5> defined_on_kind{};
   };
   std::vector<PredefinedOp> predefined_;
   // [operator][dtype], built once; empty where the operator is not defined.

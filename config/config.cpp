@@ -378,6 +378,11 @@ constexpr std::array kKeys = {
             "at MPI_Finalize every process appends one JSON line of served and passed calls; empty: none"},
            [](Options& o, const Raw& r) { o.mpi.stats = read_string(r); },
            [](const Options& o) -> ConfigValue { return o.mpi.stats; }},
+    KeyDef{{"mpi.trace", "COPSE_MPI_TRACE", "FILE",
+            "every process records each collective call it makes as one JSON line in this file (replaced at "
+            "MPI_Init), for copse replay; empty: none"},
+           [](Options& o, const Raw& r) { o.mpi.trace = read_string(r); },
+           [](const Options& o) -> ConfigValue { return o.mpi.trace; }},
 };
 
 constexpr std::size_t kKeyCount = kKeys.size();

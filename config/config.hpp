@@ -42,6 +42,7 @@
 //   mpi.min_bytes            SIZE    0        smaller calls go to the MPI library
 //   mpi.max_bytes            SIZE|none  none  larger calls go to the MPI library
 //   mpi.stats                FILE    ""       append one JSON line per process at MPI_Finalize; "" = none
+//   mpi.trace                FILE    ""       one JSON line per collective call per process (mpi/trace.hpp); "" = none
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
 // file it may also be a TOML number, in seconds. SIZE is its byte syntax
@@ -156,6 +157,7 @@ struct MpiOptions {
   std::uint64_t min_bytes = 0;
   std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none
+  std::string trace;                       // one JSON line per collective call (mpi/trace.hpp); empty: none
   bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
   bool operator==(const MpiOptions&) const = default;
 };

@@ -21,6 +21,7 @@
 #include "internode/registry.hpp"
 #include "mpi/options.hpp"
 #include "mpi/stats.hpp"
+#include "mpi/trace.hpp"
 
 namespace copse::mpi::interposer {
 
@@ -64,6 +65,7 @@ struct State {
   std::array<bool, kMpiCollectives.size()> keeps_order{};
   int keyval = MPI_KEYVAL_INVALID;
   Stats stats;
+  std::unique_ptr<Tracer> tracer;  // mpi.trace set: every application call is recorded
 
   std::mutex mutex;              // guards the two lists below
   std::vector<Record*> records;  // every live record, for MPI_Finalize
@@ -177,6 +179,7 @@ void start() {
   check_mpi(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_record, &state->keyval, nullptr),
             "MPI_Comm_create_keyval");
   find_fortran_constants();
+  if (!state->options.mpi.trace.empty()) state->tracer = std::make_unique<Tracer>(state->options.mpi.trace);
   g_state.store(state.release(), std::memory_order_release);
 }
 
@@ -208,6 +211,13 @@ void stop(State& s) {
       append_line(s.options.mpi.stats, s.stats.json_line(rank, size));
     } catch (const std::exception& e) {
       say(e.what());  // the program's own results are fine: say so, do not fail it
+    }
+  }
+  if (s.tracer) {
+    try {
+      s.tracer->flush();
+    } catch (const std::exception& e) {
+      say(e.what());
     }
   }
   g_state.store(nullptr, std::memory_order_release);
@@ -277,6 +287,7 @@ int fail(const char* call, const Record& r, const std::string& message, int erro
 template <class Body>
 int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
   s.stats.served(c);
+  TraceScope::mark_served();
   Nested nested;
   try {
     if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
@@ -435,6 +446,7 @@ int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op
   constexpr MpiCollective c = MpiCollective::allreduce;
   State* s = active();
   if (!s) return PMPI_Allreduce(send, recv, count, type, op, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, count, type, op, -1);
   if (recv != MPI_IN_PLACE)
     if (const auto reduce_op = reduction(*s, c, count, type, op);
         reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
@@ -450,6 +462,7 @@ int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op
   constexpr MpiCollective c = MpiCollective::reduce;
   State* s = active();
   if (!s) return PMPI_Reduce(send, recv, count, type, op, root, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, count, type, op, root);
   if (const auto reduce_op = reduction(*s, c, count, type, op); reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
     if (Record* r = record(*s, comm))
       // MPI_IN_PLACE is the root's only, as send buffer.
@@ -467,6 +480,7 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   constexpr MpiCollective c = MpiCollective::bcast;
   State* s = active();
   if (!s) return PMPI_Bcast(buffer, count, type, root, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, count, type, MPI_OP_NULL, root);
   if (s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
     if (const auto layout = layout_of(s->mapping, type, count); layout && s->in_bounds(layout->bytes))
       if (Record* r = record(*s, comm); r && root >= 0 && root < r->size)
@@ -488,6 +502,7 @@ int barrier(MPI_Comm comm) {
   constexpr MpiCollective c = MpiCollective::barrier;
   State* s = active();
   if (!s) return PMPI_Barrier(comm);
+  const TraceScope trace(s->tracer.get(), c, comm, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, -1);
   if (s->options.mpi.serves(c))
     if (Record* r = record(*s, comm)) return run(*s, c, "MPI_Barrier", *r, [](Comm& cc) { cc.barrier(); });
   s->stats.passed(c);
@@ -499,6 +514,7 @@ int allgather(const void* send, int send_count, MPI_Datatype send_type, void* re
   constexpr MpiCollective c = MpiCollective::allgather;
   State* s = active();
   if (!s) return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, recv_count, recv_type, MPI_OP_NULL, -1);
   const bool in_place = send == MPI_IN_PLACE;
   if (s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
     // One process's block, which is also what it contributes: the same bytes
@@ -539,6 +555,7 @@ int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype t
   constexpr MpiCollective c = MpiCollective::reduce_scatter_block;
   State* s = active();
   if (!s) return PMPI_Reduce_scatter_block(send, recv, count, type, op, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, count, type, op, -1);
   if (recv != MPI_IN_PLACE)
     if (const auto reduce_op = reduction(*s, c, count, type, op))
       if (Record* r = record(*s, comm);
@@ -556,6 +573,7 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
   constexpr MpiCollective c = MpiCollective::reduce_scatter;
   State* s = active();
   if (!s) return PMPI_Reduce_scatter(send, recv, counts, type, op, comm);
+  const TraceScope trace(s->tracer.get(), c, comm, s->tracer ? total_count(counts, comm) : 0, type, op, -1);
   if (recv != MPI_IN_PLACE && counts)
     if (const auto reduce_op = reduction(*s, c, 0, type, op))
       if (Record* r = record(*s, comm)) {

@@ -25,9 +25,10 @@ std::string Stats::json_line(int rank, int size) const {
          ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + "}\n";
 }
 
-void append_line(const std::string& path, std::string_view line) {
-  const auto fail = [&](const char* what) {
-    throw SystemError("cannot " + std::string(what) + " the stats file " + path + ": " + std::strerror(errno));
+void append_line(const std::string& path, std::string_view line, std::string_view what) {
+  const auto fail = [&](const char* action) {
+    throw SystemError("cannot " + std::string(action) + " the " + std::string(what) + " " + path + ": " +
+                      std::strerror(errno));
   };
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) fail("open");

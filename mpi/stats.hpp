@@ -37,7 +37,7 @@ class Stats {
 // Appends `line` to the file `path` (created with mode 0644 if absent) in one
 // write(2) on an O_APPEND descriptor, so that the lines of processes that
 // append at the same moment never interleave. Throws SystemError naming the
-// file and the reason.
-void append_line(const std::string& path, std::string_view line);
+// file (as `what`) and the reason. Also the trace file's writer (mpi/trace.hpp).
+void append_line(const std::string& path, std::string_view line, std::string_view what = "stats file");
 
 }  // namespace copse::mpi

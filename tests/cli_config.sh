@@ -20,7 +20,7 @@ keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta mode
 model.receive_overhead hierarchy.grouping hierarchy.max_group hierarchy.multi_leader hierarchy.node_topology
 hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bcast collectives.barrier
 collectives.allgather collectives.reduce_scatter collectives.blocks runtime.wait_timeout runtime.wait_report
-runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats"
+runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.trace"
 
 # ------------------------------------------------------------------ help
 expect 0 --help && stdout_has "config"

@@ -54,14 +54,15 @@ if [[ $sim -eq 1 ]]; then
   python3 - "$build/copse" "$table_counts" <<'EOF'
 import json, subprocess, sys
 copse, counts = sys.argv[1], [int(c) for c in sys.argv[2].split(",")]
-def sim(alg, count, blocks, collective="allreduce"):
+def sim(alg, count, blocks, collective="allreduce", extra=()):
     out = subprocess.run([copse, "sim", "--collective", collective, "--algorithm", alg, "--ranks", "288",
-                          "--ranks-per-node", "8", "--bytes", str(4 * count), "--blocks", str(blocks), "--json"],
+                          "--ranks-per-node", "8", "--bytes", str(4 * count), "--blocks", str(blocks), "--json", *extra],
                          check=True, capture_output=True, text=True).stdout
     j = json.loads(out)
     return j["time"] * 1e6, j["blocks"]
 print(f"{'count':>9} {'native (model)':>26} {'reduce+bcast':>13} {'tree 16000':>16} {'dual 16000':>16} "
       f"{'tree auto':>16} {'dual auto':>16} {'t/d 16000':>9} {'t/d auto':>9}")
+ratio = lambda a, b: a / b if b > 0 else float("nan")
 for n in counts:
     native = min((sim(a, n, 1)[0], a) for a in ("recursive-doubling", "rabenseifner", "ring"))
     rb = sim("binomial", n, 1, "reduce")[0] + sim("binomial", n, 1, "bcast")[0]
@@ -71,7 +72,13 @@ for n in counts:
     ta, bta = sim("binary-tree", n, "auto")
     da, bda = sim("dual-root", n, "auto")
     print(f"{n:>9} {native[0]:>12.2f} {native[1]:>13} {rb:>13.2f} {tp:>9.2f} (b={bp:<3}) {dp:>9.2f} (b={bp:<3})"
-          f" {ta:>9.2f} (b={bta:<3}) {da:>9.2f} (b={bda:<3}) {tp / dp:>9.3f} {ta / da:>9.3f}", flush=True)
+          f" {ta:>9.2f} (b={bta:<3}) {da:>9.2f} (b={bda:<3}) {ratio(tp, dp):>9.3f} {ratio(ta, da):>9.3f}", flush=True)
+# The beta term alone: no combine cost (gamma 0), the largest count, auto blocks.
+n = counts[-1]
+ta0, _ = sim("binary-tree", n, "auto", extra=["--gamma", "0"])
+da0, _ = sim("dual-root", n, "auto", extra=["--gamma", "0"])
+print(f"gamma 0 at {n}: tree {ta0:.2f} us, dual {da0:.2f} us, tree/dual {ratio(ta0, da0):.3f} "
+      f"(the 4/3 of the beta terms, less the latency terms)")
 EOF
 fi
 

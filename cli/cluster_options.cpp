@@ -7,6 +7,7 @@
 
 #include "common/text.hpp"
 #include "common/units.hpp"
+#include "internode/schedule_file.hpp"
 
 namespace copse {
 
@@ -91,6 +92,31 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
   cmd->add_option("--timeout", c.timeout, "a rank waiting longer than this fails the run, naming peer and step")
       ->type_name("TIME")
       ->capture_default_str();
+}
+
+void add_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) {
+  cmd->add_option("--algorithm", a.algorithm, "algorithm name (see 'copse algorithms'); or --schedule-file")
+      ->type_name("NAME");
+  cmd->add_option("--schedule-file", a.schedule_file,
+                  "run the tree or step list written in FILE instead (README, \"Schedule files\"); the verifier "
+                  "proves it first, and a bad file exits 2 naming FILE:LINE")
+      ->type_name("FILE");
+}
+
+void note_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) { a.collective_given = cmd->count("--collective") > 0; }
+
+const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& a, const std::string& collective) {
+  if (a.algorithm.empty() == a.schedule_file.empty())
+    throw UsageError(a.algorithm.empty() ? "give --algorithm NAME or --schedule-file FILE"
+                                         : "give --algorithm or --schedule-file, not both");
+  if (a.schedule_file.empty()) return find_algorithm(parse_collective(collective), a.algorithm);
+  const Collective c =
+      a.collective_given ? parse_collective(collective) : read_schedule_file(a.schedule_file).collectives.front();
+  return find_algorithm(c, std::string(kScheduleFilePrefix) + a.schedule_file);
+}
+
+int schedule_file_ranks(const AlgorithmArgs& a) {
+  return a.schedule_file.empty() ? 0 : read_schedule_file(a.schedule_file).ranks;
 }
 
 void add_arrival_options(CLI::App* cmd, std::string& arrival, std::string& arrival_error) {

@@ -32,6 +32,23 @@ struct ClusterArgs {
   std::string arrival_error = "0";  // how wrong the predictions schedules are planned from are
 };
 
+// --algorithm NAME or --schedule-file FILE (a schedule file,
+// internode/schedule_file.hpp), as sim, emulate and verify take them.
+struct AlgorithmArgs {
+  std::string algorithm;
+  std::string schedule_file;
+  bool collective_given = false;  // --collective was on the command line
+};
+void add_algorithm_options(CLI::App* command, AlgorithmArgs& args);
+// Call from the subcommand's callback (it records whether --collective was given).
+void note_algorithm_options(CLI::App* command, AlgorithmArgs& args);
+// The algorithm they name for the collective `collective` (--collective's
+// text); with --schedule-file and no --collective, the file's first
+// collective. Loading a file proves it (UsageError "FILE:LINE: ...").
+const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& args, const std::string& collective);
+// The rank count --schedule-file is written for (0 without one).
+int schedule_file_ranks(const AlgorithmArgs& args);
+
 // --arrival and --arrival-error, as sim, emulate and demo take them.
 void add_arrival_options(CLI::App* command, std::string& arrival, std::string& arrival_error);
 // The pattern for `ranks` ranks and the predictions planned from (empty: the

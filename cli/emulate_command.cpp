@@ -11,7 +11,7 @@ namespace {
 
 struct EmulateArgs {
   ClusterArgs cluster;
-  std::string algorithm;
+  AlgorithmArgs choice;
   std::string collective = "allreduce";
   int root = 0;
   std::string blocks = "auto";
@@ -19,7 +19,7 @@ struct EmulateArgs {
 };
 
 int run_emulate(const EmulateArgs& args) {
-  const AlgorithmInfo& algorithm = find_algorithm(parse_collective(args.collective), args.algorithm);
+  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
   const std::optional<int> requested = blocks_option(args.blocks, true);
   const EmulationSetup setup = make_setup(args.cluster);
   const CheckedEmulation run =
@@ -67,14 +67,15 @@ void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_par
   args->blocks = blocks ? std::to_string(*blocks) : "auto";
   auto* command = app.add_subcommand(
       "emulate", "run one algorithm on real data on an emulated cluster (one thread per rank), verify the result");
-  command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
-      ->type_name("NAME")
-      ->required();
+  add_algorithm_options(command, args->choice);
   add_collective_options(command, args->collective, args->root, args->blocks);
   add_cluster_options(command, args->cluster, true);
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
-  command->callback([args, &run_parsed] { run_parsed = [args] { return run_emulate(*args); }; });
+  command->callback([args, command, &run_parsed] {
+    note_algorithm_options(command, args->choice);
+    run_parsed = [args] { return run_emulate(*args); };
+  });
 }
 
 }  // namespace copse

@@ -14,9 +14,10 @@ namespace copse {
 namespace {
 
 struct SimArgs {
-  std::string algorithm;
+  AlgorithmArgs choice;
   std::string collective = "allreduce";
   int ranks = 0;
+  bool ranks_given = false;
   std::string bytes;
   int root = 0;
   std::string blocks = "1";
@@ -50,8 +51,13 @@ SimArgs configured_defaults(const Config& config) {
   return s;
 }
 
-int run_sim(const SimArgs& args) {
-  const AlgorithmInfo& algorithm = find_algorithm(parse_collective(args.collective), args.algorithm);
+int run_sim(SimArgs args) {
+  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
+  if (!args.ranks_given) {
+    args.ranks = schedule_file_ranks(args.choice);
+    if (args.ranks == 0)
+      throw UsageError("--ranks is required (or a --schedule-file, whose rank count is the default)");
+  }
   const std::uint64_t bytes = size_option("--bytes", args.bytes);
   const std::optional<int> requested = blocks_option(args.blocks, true);
   require_at_least("--ranks-per-node", args.ranks_per_node, 0);
@@ -139,10 +145,9 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   auto args = std::make_shared<SimArgs>(configured_defaults(config));
   auto* command =
       app.add_subcommand("sim", "simulate one algorithm under the cost model (no data; one element = one byte)");
-  command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
-      ->type_name("NAME")
-      ->required();
-  command->add_option("--ranks", args->ranks, "participants")->type_name("P")->required();
+  add_algorithm_options(command, args->choice);
+  command->add_option("--ranks", args->ranks, "participants (default with --schedule-file: the file's)")
+      ->type_name("P");
   command->add_option("--bytes", args->bytes, "bytes per rank")->type_name("SIZE")->required();
   add_collective_options(command, args->collective, args->root, args->blocks);
   command->add_option("--alpha", args->alpha, "per-message latency")->type_name("TIME")->capture_default_str();
@@ -169,7 +174,11 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
                     "that lowers the simulated time (Lowery-Langou's unequal segmentation; uni-greedy)");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
-  command->callback([args, &run_parsed] { run_parsed = [args] { return run_sim(*args); }; });
+  command->callback([args, command, &run_parsed] {
+    note_algorithm_options(command, args->choice);
+    args->ranks_given = command->count("--ranks") > 0;
+    run_parsed = [args] { return run_sim(*args); };
+  });
 }
 
 }  // namespace copse

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <iostream>
 
+#include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
 #include "internode/verifier.hpp"
 
@@ -10,17 +11,23 @@ namespace copse {
 namespace {
 
 struct VerifyArgs {
-  std::string algorithm;
+  AlgorithmArgs choice;
   std::string collective = "allreduce";
   int ranks = 0;
+  bool ranks_given = false;
   int root = 0;
   std::string blocks = "1";
   std::string count;  // empty: the default
   bool json = false;
 };
 
-int run_verify(const VerifyArgs& args) {
-  const AlgorithmInfo& algorithm = find_algorithm(parse_collective(args.collective), args.algorithm);
+int run_verify(VerifyArgs args) {
+  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
+  if (!args.ranks_given) {
+    args.ranks = schedule_file_ranks(args.choice);
+    if (args.ranks == 0)
+      throw UsageError("--ranks is required (or a --schedule-file, whose rank count is the default)");
+  }
   Shape shape;
   shape.ranks = args.ranks;
   shape.root = args.root;
@@ -61,10 +68,9 @@ void add_verify_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto args = std::make_shared<VerifyArgs>();
   auto* command =
       app.add_subcommand("verify", "prove one schedule correct by symbolic execution (exit 0 only when proven)");
-  command->add_option("--algorithm", args->algorithm, "algorithm name (see 'copse algorithms')")
-      ->type_name("NAME")
-      ->required();
-  command->add_option("--ranks", args->ranks, "participants")->type_name("P")->required();
+  add_algorithm_options(command, args->choice);
+  command->add_option("--ranks", args->ranks, "participants (default with --schedule-file: the file's)")
+      ->type_name("P");
   command
       ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
       ->type_name("C")
@@ -77,7 +83,11 @@ void add_verify_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->type_name("N");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
-  command->callback([args, &run_parsed] { run_parsed = [args] { return run_verify(*args); }; });
+  command->callback([args, command, &run_parsed] {
+    note_algorithm_options(command, args->choice);
+    args->ranks_given = command->count("--ranks") > 0;
+    run_parsed = [args] { return run_verify(*args); };
+  });
 }
 
 }  // namespace copse

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "internode/schedule_file.hpp"
 
 namespace copse {
 
@@ -147,6 +148,7 @@ std::uint64_t vector_elements(Collective collective, const Shape& shape) {
 }
 
 const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name) {
+  if (name.starts_with(kScheduleFilePrefix)) return file_algorithm(collective, name.substr(kScheduleFilePrefix.size()));
   std::string known;
   for (const auto& a : kAlgorithms) {
     if (a.collective != collective) continue;
@@ -154,7 +156,7 @@ const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name
     known += (known.empty() ? "" : ", ") + std::string(a.name);
   }
   throw UsageError("unknown " + std::string(to_string(collective)) + " algorithm '" + std::string(name) +
-                   "' (known: " + known + ")");
+                   "' (known: " + known + "; or file:PATH, a schedule file)");
 }
 
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {

@@ -29,7 +29,9 @@ struct AlgorithmInfo {
 std::uint64_t vector_elements(Collective collective, const Shape& shape);
 
 std::span<const AlgorithmInfo> algorithms();
-// Throws UsageError naming the known algorithms for that collective.
+// Throws UsageError naming the known algorithms for that collective. A name
+// "file:PATH" loads, proves and registers a schedule file
+// (internode/schedule_file.hpp, file_algorithm).
 const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name);
 
 // Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in range.

@@ -10,6 +10,7 @@ packages=(
   gfortran  # the Fortran test of libcopse_mpi.so (tests/pmpi/fortran.f90)
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libbenchmark-dev clang-format
   graphviz python3
+  clang-14 libclang-rt-14-dev  # libFuzzer for fuzz/run.sh (CTest fuzz_schedule_file)
 )
 
 missing=()

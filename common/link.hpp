@@ -66,6 +66,13 @@ struct LinkRank {
   bool send_done = true, recv_done = true;
   Picos send_end = 0, recv_end = 0;
   std::uint32_t recv_bell = 0;  // shared-memory link: the doorbell value last seen
+  // Shared-memory link with staged sends (LinkConfig::staged_sends): where
+  // this rank's sends are copied for their receivers to pull (in the arena),
+  // its size, and the send waiting to be copied there.
+  std::byte* stage = nullptr;
+  std::size_t stage_bytes = 0;
+  const std::byte* send_data = nullptr;
+  int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
 };
 
 class Link {

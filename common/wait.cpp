@@ -73,40 +73,62 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
 }  // namespace
 
 std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
-                               FutexScope scope) {
+                               FutexScope scope, std::atomic<std::uint32_t>* sleepers, const SpinPolicy* spin) {
   std::uint32_t v = word.load(std::memory_order_acquire);
   if (v != old) return v;
 
-  // Spin briefly (bounded in time, not iterations: pause costs 10 to 140
-  // cycles depending on the CPU) while a spinning slot is free.
-  const int slots = spin_slots();
-  if (slots > 0) {
-    if (g_spinners.fetch_add(1, std::memory_order_relaxed) < slots) {
-      const auto spin_end = std::chrono::steady_clock::now() + kSpinBudget;
+  if (spin) {
+    // The caller's spinning: a spin of pause instructions, then polls that
+    // yield the core (another rank on it gets to run), while a slot is free.
+    if (spin->slots > 0 && spin->spinners->fetch_add(1, std::memory_order_relaxed) < spin->slots) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto spin_end = start + spin->spin, poll_end = spin_end + spin->poll;
       for (int i = 1;; ++i) {
         cpu_relax();
         v = word.load(std::memory_order_acquire);
         if (v != old) break;
-        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
+        if ((i & 63) == 0) {
+          const auto now = std::chrono::steady_clock::now();
+          if (now >= poll_end) break;
+          if (now >= spin_end) sched_yield();
+        }
       }
     }
-    g_spinners.fetch_sub(1, std::memory_order_relaxed);
+    if (spin->slots > 0) spin->spinners->fetch_sub(1, std::memory_order_relaxed);
     if (v != old) return v;
+  } else {
+    // Spin briefly (bounded in time, not iterations: pause costs 10 to 140
+    // cycles depending on the CPU) while a spinning slot is free.
+    const int slots = spin_slots();
+    if (slots > 0) {
+      if (g_spinners.fetch_add(1, std::memory_order_relaxed) < slots) {
+        const auto spin_end = std::chrono::steady_clock::now() + kSpinBudget;
+        for (int i = 1;; ++i) {
+          cpu_relax();
+          v = word.load(std::memory_order_acquire);
+          if (v != old) break;
+          if ((i & 63) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
+        }
+      }
+      g_spinners.fetch_sub(1, std::memory_order_relaxed);
+      if (v != old) return v;
+    }
   }
 
   // Block. Register as a sleeper first (an RMW, so that a waker's RMW on the
   // same counter either sees us or we see its store to the word), then
-  // re-check the word inside the futex call. Shared words are not counted:
-  // their wakers may live in another process and always make the call.
+  // re-check the word inside the futex call. Shared words are counted only
+  // by a count beside them: their wakers may live in another process, and
+  // without one always make the call.
   const bool shared = scope == FutexScope::shared;
-  Stripe* stripe = shared ? nullptr : &stripe_of(&word);
-  if (stripe) stripe->sleepers.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic<std::uint32_t>* count = sleepers ? sleepers : shared ? nullptr : &stripe_of(&word).sleepers;
+  if (count) count->fetch_add(1, std::memory_order_acq_rel);
   struct Leave {
-    Stripe* s;
+    std::atomic<std::uint32_t>* n;
     ~Leave() {
-      if (s) s->sleepers.fetch_sub(1, std::memory_order_release);
+      if (n) n->fetch_sub(1, std::memory_order_release);
     }
-  } leave{stripe};
+  } leave{count};
   const int wait_op = shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE;
   const bool reports = policy.report && policy.report_every > std::chrono::steady_clock::duration::zero();
   auto next_report = reports ? std::chrono::steady_clock::now() + policy.report_every : Deadline::max();
@@ -133,15 +155,15 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
   }
 }
 
-void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope) {
-  if (scope == FutexScope::shared) {
-    futex(&word, FUTEX_WAKE, static_cast<std::uint32_t>(INT_MAX), nullptr);
-    return;
-  }
+void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope, std::atomic<std::uint32_t>* sleepers) {
+  const int wake_op = scope == FutexScope::shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE;
+  std::atomic<std::uint32_t>* count = sleepers                      ? sleepers
+                                      : scope == FutexScope::shared ? nullptr
+                                                                    : &stripe_of(&word).sleepers;
   // An RMW rather than a load: it is ordered after the caller's store to
   // `word` and totally ordered with the sleepers' increments (see above).
-  if (stripe_of(&word).sleepers.fetch_add(0, std::memory_order_acq_rel) == 0) return;
-  futex(&word, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+  if (count && count->fetch_add(0, std::memory_order_acq_rel) == 0) return;
+  futex(&word, wake_op, static_cast<std::uint32_t>(INT_MAX), nullptr);
 }
 
 }  // namespace copse

@@ -40,12 +40,33 @@ struct WaitPolicy {
 // and check again.
 inline constexpr std::chrono::milliseconds kWaitSleepSlice{100};
 
-// Blocks until `word` != `old`: a short spin, then a sleep on the futex, under
-// `policy`. Returns the new value.
-std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
-                               FutexScope scope = FutexScope::process);
+// How waits on shared words spin before they sleep, when the default (a
+// short spin per core of the process's affinity, see wait.cpp) does not fit:
+// processes pinned one per core each see a single core, though the ranks
+// they wait for run on other cores. `spinners` counts the spinning waiters of
+// every process sharing it (it lives in their shared memory), at most `slots`
+// at once; a waiter with a slot spins `spin`, then polls, yielding the core
+// between looks, for `poll` more before it sleeps on the futex.
+struct SpinPolicy {
+  std::atomic<std::int32_t>* spinners = nullptr;
+  int slots = 0;
+  std::chrono::nanoseconds spin{0};
+  std::chrono::nanoseconds poll{0};
+};
 
-// Wakes every thread blocked in wait_while_equal on `word` (with the same scope).
-void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope = FutexScope::process);
+// Blocks until `word` != `old`: a short spin, then a sleep on the futex, under
+// `policy`. Returns the new value. `sleepers`, when given, is the word's own
+// count of sleepers, kept beside it (for a word in shared memory, where the
+// process's own count cannot see other processes' sleepers): the waker passes
+// it too and skips the system call while it is 0. `spin`, when given,
+// replaces the default spinning.
+std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
+                               FutexScope scope = FutexScope::process, std::atomic<std::uint32_t>* sleepers = nullptr,
+                               const SpinPolicy* spin = nullptr);
+
+// Wakes every thread blocked in wait_while_equal on `word` (with the same
+// scope and sleepers count).
+void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope = FutexScope::process,
+              std::atomic<std::uint32_t>* sleepers = nullptr);
 
 }  // namespace copse

@@ -1,5 +1,7 @@
 #include "intranode/link_engine.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -54,6 +56,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std
 
 struct alignas(64) LinkEngine::Outbox {
   std::atomic<std::uint32_t> state{kIdle};
+  std::atomic<std::uint32_t> state_sleepers{0};  // ranks asleep on `state` (see wait.hpp)
   // Written by the sender before posting, read by the addressed receiver only.
   Arena::Offset data = 0;
   std::uint64_t count = 0;
@@ -65,6 +68,7 @@ struct alignas(64) LinkEngine::Outbox {
 struct alignas(64) LinkEngine::Inbox {
   std::atomic<std::uint32_t> state{kIdle};
   std::atomic<std::uint32_t> bell{0};  // rung by every post or delivery to this rank
+  std::atomic<std::uint32_t> bell_sleepers{0};
   // Written by the receiver before posting, read by the addressed sender only.
   Arena::Offset target = 0;
   std::uint64_t count = 0, offset = 0;
@@ -80,11 +84,13 @@ struct alignas(64) LinkEngine::Progress {
   std::atomic<std::uint64_t> step{0};   // index of the step being run
   std::atomic<bool> done{false};        // finished the steps of `round`
   std::atomic<std::uint32_t> go{0};     // the barrier releases the rank by changing it
+  std::atomic<std::uint32_t> go_sleepers{0};
 };
 
 struct alignas(64) LinkEngine::Shared {
   std::atomic<std::uint32_t> abort{0};
   std::int32_t ranks = 0;
+  std::atomic<std::int32_t> spinners{0};  // processes' waits spinning now (SpinPolicy)
   alignas(64) std::atomic<std::uint32_t> barrier_count{0};
   // Followed by Outbox[ranks], Inbox[ranks], Progress[ranks].
 };
@@ -131,6 +137,18 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   inbox_ = std::launder(reinterpret_cast<Inbox*>(base));
   base += p * sizeof(Inbox);
   progress_ = std::launder(reinterpret_cast<Progress*>(base));
+  // Processes of a node: as many spinners as the machine has cores, whatever
+  // each process's own affinity (pinned one per core, each sees one). While
+  // the node's ranks fit its cores, a waiter spins long -- its peer runs on
+  // another core and will answer within a copy's time -- then polls; with
+  // more ranks than cores it spins briefly and polls, yielding the core to
+  // the ranks it waits for, as MPI libraries do, before it sleeps.
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  spin_.spinners = &shared_->spinners;
+  spin_.slots = static_cast<int>(std::max(1L, cores));
+  const bool fits = slots() <= spin_.slots;
+  spin_.spin = fits ? std::chrono::microseconds(100) : std::chrono::microseconds(2);
+  spin_.poll = fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(500);
 }
 
 LinkEngine::~LinkEngine() = default;
@@ -144,13 +162,13 @@ void LinkEngine::abort() noexcept {
   const auto p = static_cast<std::size_t>(slots());
   for (std::size_t r = 0; r < p; ++r) {
     outbox_[r].state.fetch_or(kAbortBit, std::memory_order_acq_rel);
-    wake_all(outbox_[r].state, scope_);
+    wake_all(outbox_[r].state, scope_, &outbox_[r].state_sleepers);
     inbox_[r].bell.fetch_add(1, std::memory_order_acq_rel);
-    wake_all(inbox_[r].bell, scope_);
+    wake_all(inbox_[r].bell, scope_, &inbox_[r].bell_sleepers);
   }
   for (std::size_t r = 0; r < p; ++r) {
     progress_[r].go.fetch_or(kAbortBit, std::memory_order_acq_rel);
-    wake_all(progress_[r].go, scope_);
+    wake_all(progress_[r].go, scope_, &progress_[r].go_sleepers);
   }
 }
 
@@ -174,9 +192,9 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
   WaitPolicy policy;
   policy.deadline = std::chrono::steady_clock::now() + config_.wait_timeout.value_or(std::chrono::minutes(1));
   bool gave_up = false;
-  auto wait = [&](const std::atomic<std::uint32_t>& word, std::uint32_t old) {
+  auto wait = [&](const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t old) {
     try {
-      (void)wait_while_equal(word, old, policy, scope_);
+      (void)wait_while_equal(word, old, policy, scope_, &sleepers, spin());
     } catch (...) {
       gave_up = true;
     }
@@ -190,7 +208,10 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
       if (ob.state.compare_exchange_strong(s, s & kAbortBit, std::memory_order_acq_rel)) break;
       continue;
     }
-    wait(ob.state, s);
+    // Staged sends: a peer pulling reads our stage, never the caller's
+    // buffers, and may have died while at it.
+    if (config_.staged_sends) break;
+    wait(ob.state, ob.state_sleepers, s);
     s = ob.state.load(std::memory_order_acquire);
   }
   // Inbox: retract a posted receive; wait out a sender's delivery.
@@ -200,7 +221,7 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
     std::uint32_t s = ib.state.load(std::memory_order_acquire);
     if (is_posted(s) && ib.state.compare_exchange_strong(s, kIdle, std::memory_order_acq_rel)) break;
     if (s != kDelivering) break;
-    wait(ib.bell, bell);
+    wait(ib.bell, ib.bell_sleepers, bell);
   }
   c.send_done = c.recv_done = true;
   c.waiting = LinkRank::Wait::none;
@@ -250,13 +271,21 @@ Picos LinkEngine::cost(int a, int b, std::uint64_t elements, std::size_t eb) con
 
 void LinkEngine::ring(Inbox& inbox) {
   inbox.bell.fetch_add(1, std::memory_order_acq_rel);
-  wake_all(inbox.bell, scope_);
+  wake_all(inbox.bell, scope_, &inbox.bell_sleepers);
 }
 
 void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
   c.sending = send;
   c.send_done = false;
   c.send_end = 0;
+  if (config_.staged_sends) {
+    if (send.count * c.eb > c.stage_bytes)
+      throw ScheduleError(config_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
+                          " bytes, more than its stage of " + std::to_string(c.stage_bytes) + " bytes");
+    c.send_data = data;
+    (void)try_stage(c);
+    return;
+  }
   Outbox& ob = outbox_[slot(c.rank)];
   ob.data = arena_.offset_of(data);
   ob.count = send.count;
@@ -303,8 +332,28 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
   return true;
 }
 
+// Staged sends: once the receiver of our previous send has taken it (the
+// outbox is idle), copy this one into our stage and post it; it is done then.
+bool LinkEngine::try_stage(LinkRank& c) {
+  Outbox& ob = outbox_[slot(c.rank)];
+  std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s & kAbortBit) throw LinkAborted{};
+  if (s != kIdle) return false;
+  const Transfer& send = c.sending;
+  if (send.count > 0 && c.eb > 0) std::memcpy(c.stage, c.send_data, static_cast<std::size_t>(send.count * c.eb));
+  ob.data = arena_.offset_of(c.stage);
+  ob.count = send.count;
+  ob.sender_ready = 0;
+  if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
+  c.staged_to = send.peer;
+  ring(inbox_[slot(send.peer)]);
+  c.send_done = true;
+  return true;
+}
+
 bool LinkEngine::test_send(LinkRank& c) {
   if (c.send_done) return true;
+  if (config_.staged_sends) return try_stage(c);
   Outbox& ob = outbox_[slot(c.rank)];
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s == kIdle) {  // the receiver pulled and acked
@@ -321,7 +370,7 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
   // We hold the claim on the sender's outbox: every exit releases it.
   auto release = [&] {
     const std::uint32_t old = ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);
-    wake_all(ob.state, scope_);
+    wake_all(ob.state, scope_, &ob.state_sleepers);
     return old;
   };
   if (ob.count != recv.count) {
@@ -341,6 +390,9 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
   }
   ob.end = end;
   if (release() & kAbortBit) throw LinkAborted{};
+  // Staged sends: the sender may sleep on its bell for a receive while its
+  // next send waits for the stage we just freed.
+  if (config_.staged_sends) ring(inbox_[slot(recv.peer)]);
   c.recv_end = end;
   c.recv_done = true;
 }
@@ -351,6 +403,10 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
   c.recv_side = side;
   c.recv_done = false;
   c.recv_end = 0;
+  if (config_.staged_sends) {
+    (void)try_pull(c);
+    return;
+  }
   Outbox& ob = outbox_[slot(recv.peer)];
   Inbox& ib = inbox_[slot(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
@@ -371,8 +427,26 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
   ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
 }
 
+// Staged sends: pull the sender's staged send once it is posted for us.
+bool LinkEngine::try_pull(LinkRank& c) {
+  Outbox& ob = outbox_[slot(c.receiving.peer)];
+  const std::uint32_t for_me = posted(c.rank);
+  // Read the bell first: a post after this read rings it, so a block() on
+  // this value cannot miss it.
+  c.recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_seq_cst) != for_me ||
+      !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
+    if (aborted()) throw LinkAborted{};
+    return false;
+  }
+  pull(c, ob);
+  return true;
+}
+
 bool LinkEngine::test_recv(LinkRank& c) {
   if (c.recv_done) return true;
+  if (config_.staged_sends) return try_pull(c);
   const Transfer& recv = c.receiving;
   Outbox& ob = outbox_[slot(recv.peer)];
   Inbox& ib = inbox_[slot(c.rank)];
@@ -399,7 +473,7 @@ bool LinkEngine::test_recv(LinkRank& c) {
     expected = kClaimed;
     if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) {
       ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);  // release our claim
-      wake_all(ob.state, scope_);
+      wake_all(ob.state, scope_, &ob.state_sleepers);
       throw LinkAborted{};
     }
     ib.state.store(kIdle, std::memory_order_relaxed);
@@ -416,12 +490,20 @@ bool LinkEngine::test_recv(LinkRank& c) {
 
 void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) {
   if (what == LinkRank::Wait::recv) {
-    (void)wait_while_equal(inbox_[slot(c.rank)].bell, c.recv_bell, policy, scope_);
+    Inbox& ib = inbox_[slot(c.rank)];
+    // Staged sends: a send waiting for the stage must not sleep through its
+    // release (which rings the bell; this look covers a release before the
+    // bell was read).
+    if (config_.staged_sends && !c.send_done && config_.layout.shares_memory(c.rank, c.sending.peer)) {
+      const std::uint32_t s = outbox_[slot(c.rank)].state.load(std::memory_order_seq_cst);
+      if (s == kIdle || (s & kAbortBit)) return;
+    }
+    (void)wait_while_equal(ib.bell, c.recv_bell, policy, scope_, &ib.bell_sleepers, spin());
     return;
   }
-  const auto& state = outbox_[slot(c.rank)].state;
-  const std::uint32_t s = state.load(std::memory_order_acquire);
-  if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(state, s, policy, scope_);
+  Outbox& ob = outbox_[slot(c.rank)];
+  const std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(ob.state, s, policy, scope_, &ob.state_sleepers, spin());
 }
 
 // ---- barrier --------------------------------------------------------------------
@@ -439,18 +521,20 @@ void LinkEngine::arrive(std::uint32_t participants) {
   if (shared_->barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 != participants) return;
   shared_->barrier_count.store(0, std::memory_order_relaxed);
   for (int r = 0; r < slots(); ++r) {
-    auto& go = progress_[static_cast<std::size_t>(r)].go;
+    Progress& pr = progress_[static_cast<std::size_t>(r)];
+    auto& go = pr.go;
     // Not a plain fetch_add: after 2^31 barriers the count would reach the
     // abort bit. An abort may set that bit meanwhile; the CAS keeps it.
     std::uint32_t word = go.load(std::memory_order_relaxed);
     while (!go.compare_exchange_weak(word, next_generation(word), std::memory_order_acq_rel)) {
     }
-    wake_all(go, scope_);
+    wake_all(go, scope_, &pr.go_sleepers);
   }
 }
 
 void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
-  auto& go = progress_[slot(c.rank)].go;
+  Progress& pr = progress_[slot(c.rank)];
+  auto& go = pr.go;
   const std::uint32_t old = go.load(std::memory_order_acquire);
   if (old & kAbortBit) throw LinkAborted{};
   arrive(participants);
@@ -463,7 +547,7 @@ void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
       return config_.layout.describe(c.rank) + ": timed out after " + std::to_string(barrier_patience().count()) +
              " ms at the barrier before " + config_.round_name + " " + std::to_string(c.round);
     };
-    while (g == old) g = wait_while_equal(go, old, policy, scope_);
+    while (g == old) g = wait_while_equal(go, old, policy, scope_, &pr.go_sleepers, spin());
     c.waiting = LinkRank::Wait::none;
   }
   if (g & kAbortBit) throw LinkAborted{};

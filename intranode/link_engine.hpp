@@ -20,9 +20,10 @@
 //
 // Buffers: a rank's working buffer and scratch must be reachable by an arena
 // offset. For threads (HeapArena) that is any memory of the process, so the
-// working buffer may be the user's own buffer (single copy, no staging). For
-// processes (ShmArena) it must lie in the segment: the caller copies the
-// input in and the result out.
+// working buffer may be the user's own buffer (single copy, no staging).
+// Processes (ShmArena) run with staged sends (LinkConfig::staged_sends): a
+// send is copied into the sender's stage in the segment and pulled from
+// there by its receiver, so working buffers stay private (the user's own).
 //
 // Layout in the arena (create_shared): a header (abort flag, barrier
 // counter), then one outbox, one inbox and one progress record per rank, each
@@ -69,6 +70,15 @@ struct LinkConfig {
   std::optional<std::chrono::milliseconds> wait_timeout;
   std::chrono::milliseconds report_every{0};
   std::function<void(const std::string&)> on_wait_report;
+  // Staged sends (processes of a node, without a virtual clock): a send is
+  // copied into the sender's stage (LinkRank::stage, in the arena) as soon as
+  // the receiver has taken its previous one, and is done then; the receiver
+  // pulls it from there into any memory of its own. Working buffers and
+  // scratch may then be private memory (the user's own buffers), and no
+  // acknowledgement travels back. Otherwise (the default) a transfer is a
+  // rendezvous straight between the two ranks' buffers, which must lie in
+  // the arena.
+  bool staged_sends = false;
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
   std::vector<int> members;
   // Whether `peer` can still answer: "" while it can, else why not (e.g.
@@ -154,6 +164,8 @@ class LinkEngine final : public Link {
   struct Shared;
 
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
+  bool try_stage(LinkRank& c);
+  bool try_pull(LinkRank& c);
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);
   std::string size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received, std::uint64_t offset) const;
@@ -165,9 +177,14 @@ class LinkEngine final : public Link {
     return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
   }
 
+  // Processes' waits spin under spin_ (node-wide spinner slots); threads'
+  // keep wait.cpp's default.
+  const SpinPolicy* spin() const { return scope_ == FutexScope::shared ? &spin_ : nullptr; }
+
   Arena& arena_;
   LinkConfig config_;
   FutexScope scope_;
+  SpinPolicy spin_;
   Shared* shared_;
   Outbox* outbox_;
   Inbox* inbox_;

@@ -144,10 +144,19 @@ void StepExecutor::withdraw(LinkRank& c) noexcept {
 
 // ---- waiting ----------------------------------------------------------------------
 
+int StepExecutor::waited_for(const LinkRank& c, LinkRank::Wait what) const {
+  if (what == LinkRank::Wait::recv) return c.receiving.peer;
+  // A staged send waits for the stage, i.e. for the receiver of the send
+  // posted there before it.
+  if (config_.staged_sends && c.staged_to >= 0 && config_.layout.shares_memory(c.rank, c.sending.peer))
+    return c.staged_to;
+  return c.sending.peer;
+}
+
 void StepExecutor::note_wait(LinkRank& c, LinkRank::Wait what) const {
   const Transfer& t = what == LinkRank::Wait::recv ? c.receiving : c.sending;
   c.waiting = what;
-  c.peer = t.peer;
+  c.peer = waited_for(c, what);
   c.wait_count = t.count;
   c.wait_offset = t.offset;
   c.wait_started = std::chrono::steady_clock::now();
@@ -265,7 +274,7 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
 }
 
 void StepExecutor::check_peer(LinkRank& c, LinkRank::Wait what) const {
-  const int peer = (what == LinkRank::Wait::recv ? c.receiving : c.sending).peer;
+  const int peer = waited_for(c, what);
   const std::string why = config_.peer_gone(peer);
   if (why.empty()) return;
   note_wait(c, what);

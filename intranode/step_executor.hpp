@@ -58,6 +58,8 @@ class StepExecutor {
   WaitPolicy policy(LinkRank& c, Deadline deadline) const;
   void withdraw(LinkRank& c) noexcept;
   void note_wait(LinkRank& c, LinkRank::Wait what) const;
+  // The peer a wait for the pending receive (or send) depends on.
+  int waited_for(const LinkRank& c, LinkRank::Wait what) const;
   // Throws SystemError naming the peer of the pending receive (or send) when
   // LinkConfig::peer_gone says it can no longer answer.
   void check_peer(LinkRank& c, LinkRank::Wait what) const;

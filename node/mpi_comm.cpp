@@ -38,10 +38,11 @@ namespace copse::mpi {
 //    same ranks renumbered node by node ("internal" ranks), which is the
 //    identity when nodes hold consecutive ranks.
 //  - Comm: one per thread rank, with its MpiLink (the executor's remote
-//    link), its window (half working vector, half staging) and its plan
-//    cache. A collective copies its input into the window, runs the
-//    schedule there (single copy between windows, whichever the link), and
-//    copies the result out; vectors larger than half a window run in pieces.
+//    link), its window (its stage in the segment: a send to a node peer is
+//    copied there, and the peer pulls it straight into its own memory) and
+//    its plan cache. A collective runs the schedule on the user's buffers
+//    where their layout allows (else on private memory); vectors larger than
+//    half a window run in pieces.
 //  - Schedules: hierarchical over internal ranks with peers renamed to copse
 //    ranks, or -- a non-commutative operator on a communicator whose nodes
 //    are not consecutive -- the inter-node algorithm itself over the copse
@@ -338,17 +339,21 @@ struct Comm::Impl {
   int rank;
   LinkRank link;
   MpiLink mpi;
-  std::byte* vector;   // the working half of the window
-  std::byte* staging;  // the other half
-  std::size_t half;
+  std::byte* window;  // in the node's segment: this rank's stage (LinkConfig::staged_sends)
+  std::size_t half;   // pieces keep every vector within half a window
+  // Private working memory: the working vector where the user's buffer
+  // cannot serve (allgather's and reduce_scatter's block order, reduce's
+  // non-roots), and the executor's scratch.
+  std::vector<std::byte> work, scratch;
   std::list<Entry> cache;  // most recently used first
   std::vector<Step> agree_steps;
   std::int64_t calls = 0;
 
   Impl(TeamState* t, int r)
-      : team(t), rank(r), mpi(*t->channel, t->layout, r), vector(t->window_of(r)), half(t->window_stride / 2) {
-    staging = vector + half;
+      : team(t), rank(r), mpi(*t->channel, t->layout, r), window(t->window_of(r)), half(t->window_stride / 2) {
     link.rank = r;
+    link.stage = window;
+    link.stage_bytes = t->window_stride;
     link.remote = &mpi;
     // The agreement: a binomial broadcast of one record from rank 0, planned once.
     const AlgorithmInfo& bcast = find_algorithm(Collective::bcast, "binomial");
@@ -361,12 +366,10 @@ struct Comm::Impl {
   // This rank's steps of `plan`, over internal ranks (renamed to copse ranks)
   // or over copse ranks.
   void compile(const SchedulePlan& plan, bool over_internal, std::uint64_t elements, std::size_t eb,
-               std::vector<Step>& out) const {
-    // Staging holds at most one receive, and pieces keep every vector within
-    // half a window, so the other half always has room.
+               std::vector<Step>& out) {
+    // Scratch holds at most one receive.
     const std::uint64_t staged = compile_steps(plan, over_internal ? internal() : rank, team->ranks, elements, out);
-    if (staged * eb > half)
-      throw ScheduleError("rank " + std::to_string(rank) + "'s schedule stages more than half a window");
+    if (staged * eb > scratch.size()) scratch.resize(static_cast<std::size_t>(staged * eb));
     if (!over_internal || team->contiguous) return;
     for (Step& s : out) {
       if (s.send) s.send.peer = team->user_of[static_cast<std::size_t>(s.send.peer)];
@@ -380,7 +383,7 @@ struct Comm::Impl {
     link.round = calls++;
     link.activity = to_string(c);
     try {
-      StepExecutor(engine).run(link, steps, y, staging, op);
+      StepExecutor(engine).run(link, steps, y, scratch.data(), op);
     } catch (...) {
       team->rethrow_failure();
     }
@@ -431,14 +434,13 @@ struct Comm::Impl {
     if (rank == 0)
       mine[7] = team_blocks(inter, shape, team->options.blocks, team->options.model,
                             hierarchical ? team->plan_nodes : RankMap::from_nodes(team->layout.node_table()), eb);
-    std::memcpy(vector, mine, sizeof mine);
+    std::int64_t zeros[kAgreeFields];
+    std::memcpy(zeros, mine, sizeof mine);
     ReduceOp record;
     record.name = "copy";
     record.dtype = DType::int64;
     record.element_bytes = sizeof(std::int64_t);
-    run(agree_steps, vector, record, c);
-    std::int64_t zeros[kAgreeFields];
-    std::memcpy(zeros, vector, sizeof zeros);
+    run(agree_steps, reinterpret_cast<std::byte*>(zeros), record, c);
     if (!std::equal(mine, mine + 7, zeros)) {
       auto call = [](const std::int64_t* f) {
         std::string text = std::string(to_string(static_cast<Collective>(f[0]))) + " of " + std::to_string(f[1]) +
@@ -480,6 +482,12 @@ struct Comm::Impl {
                        std::to_string(eb) + "-byte elements from " + std::to_string(team->ranks) +
                        " ranks: set window_bytes to at least " + std::to_string(2 * eb * team->ranks));
     return per;
+  }
+
+  // Private working memory of at least `bytes`.
+  std::byte* work_vector(std::size_t bytes) {
+    if (work.size() < std::max<std::size_t>(bytes, 1)) work.resize(std::max<std::size_t>(bytes, 1));
+    return work.data();
   }
 
   static ReduceOp data_op(DType dtype, std::size_t eb) {
@@ -657,6 +665,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.layout = layout;
   link.members = node_members;
   link.virtual_clock = false;
+  link.staged_sends = true;  // working vectors are the user's buffers or private memory
   link.wait_timeout = options.wait_timeout;
   link.report_every = options.wait_report;
   link.on_wait_report = options.on_wait_report;
@@ -835,9 +844,10 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
   const std::byte* in = send == recv ? bytes_of(recv) : bytes_of(send);
   in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0);
-    copy_bytes(m.vector, in + at * eb, n * eb);
-    m.run(e.steps, m.vector, op, Collective::allreduce);
-    copy_bytes(bytes_of(recv) + at * eb, m.vector, n * eb);
+    // The user's receive buffer is the working vector.
+    std::byte* y = bytes_of(recv) + at * eb;
+    copy_bytes(y, in + at * eb, n * eb);
+    m.run(e.steps, y, op, Collective::allreduce);
   });
 }
 
@@ -846,9 +856,10 @@ void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceO
   const std::size_t eb = op.element_bytes;
   in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = m.entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
-    copy_bytes(m.vector, bytes_of(send) + at * eb, n * eb);
-    m.run(e.steps, m.vector, op, Collective::reduce);
-    if (m.rank == root) copy_bytes(bytes_of(recv) + at * eb, m.vector, n * eb);
+    // The root works in its receive buffer, the others in private memory.
+    std::byte* y = m.rank == root ? bytes_of(recv) + at * eb : m.work_vector(n * eb);
+    copy_bytes(y, bytes_of(send) + at * eb, n * eb);
+    m.run(e.steps, y, op, Collective::reduce);
   });
 }
 
@@ -858,9 +869,7 @@ void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
   const ReduceOp op = Impl::data_op(dtype, eb);
   in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = m.entry(Collective::bcast, count, n, dtype, eb, nullptr, root);
-    if (m.rank == root) copy_bytes(m.vector, bytes_of(buffer) + at * eb, n * eb);
-    m.run(e.steps, m.vector, op, Collective::bcast);
-    if (m.rank != root) copy_bytes(bytes_of(buffer) + at * eb, m.vector, n * eb);
+    m.run(e.steps, bytes_of(buffer) + at * eb, op, Collective::bcast);
   });
 }
 
@@ -868,7 +877,7 @@ void Comm::barrier() {
   // One element of zero bytes: the schedule's messages carry no data.
   Impl& m = *impl_;
   auto& e = m.entry(Collective::barrier, 1, 1, DType::uint8, 0, nullptr, 0);
-  m.run(e.steps, m.vector, Impl::data_op(DType::uint8, 0), Collective::barrier);
+  m.run(e.steps, m.work_vector(0), Impl::data_op(DType::uint8, 0), Collective::barrier);
 }
 
 void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
@@ -882,11 +891,15 @@ void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtyp
   in_pieces(count, m.block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = m.entry(Collective::allgather, count, n, dtype, eb, nullptr, 0);
     // Blocks sit in the schedule's order in the window.
-    copy_bytes(m.vector + e.block_at(*m.team, rank(), n), mine + at * eb, n * eb);
-    m.run(e.steps, m.vector, op, Collective::allgather);
-    for (std::size_t v = 0; v < p; ++v)
-      copy_bytes(bytes_of(recv) + (v * count + at) * eb, m.vector + e.block_at(*m.team, static_cast<int>(v), n),
-                 n * eb);
+    // The user's receive buffer is the working vector when its blocks are
+    // in the schedule's order and the call runs in one piece.
+    const bool direct = n == count && (m.team->contiguous || !e.over_internal);
+    std::byte* y = direct ? bytes_of(recv) : m.work_vector(p * n * eb);
+    copy_bytes(y + e.block_at(*m.team, rank(), n), mine + at * eb, n * eb);
+    m.run(e.steps, y, op, Collective::allgather);
+    if (!direct)
+      for (std::size_t v = 0; v < p; ++v)
+        copy_bytes(bytes_of(recv) + (v * count + at) * eb, y + e.block_at(*m.team, static_cast<int>(v), n), n * eb);
   });
 }
 
@@ -897,16 +910,17 @@ void Comm::Impl::reduce_scatter_blocks(const std::byte* in, std::byte* out, cons
   const auto me = static_cast<std::size_t>(rank);
   in_pieces(block, block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::reduce_scatter, block, n, op.dtype, eb, &op, 0);
+    std::byte* y = work_vector(counts.size() * n * eb);
     for (std::size_t v = 0; v < counts.size(); ++v) {
       const std::uint64_t real = counts[v] > at ? std::min(n, counts[v] - at) : 0;
-      std::byte* to = vector + e.block_at(*team, static_cast<int>(v), n);
+      std::byte* to = y + e.block_at(*team, static_cast<int>(v), n);
       copy_bytes(to, in + (displs[v] + at) * eb, real * eb);
       if (real < n) std::memset(to + real * eb, 0, (n - real) * eb);  // padding: combined, never read
     }
-    run(e.steps, vector, op, Collective::reduce_scatter);
+    run(e.steps, y, op, Collective::reduce_scatter);
     // In place, this overwrites input only where this piece has read it.
     const std::uint64_t real = counts[me] > at ? std::min(n, counts[me] - at) : 0;
-    copy_bytes(out + at * eb, vector + e.block_at(*team, rank, n), real * eb);
+    copy_bytes(out + at * eb, y + e.block_at(*team, rank, n), real * eb);
   });
 }
 

@@ -21,6 +21,16 @@ ClusterArgs configured_cluster_args(const Config& config) {
   c.gamma = exact_time_text(o.model.gamma);
   c.ports = std::string(ports_name(o.model.ports));
   c.receive_overhead = exact_time_text(o.model.receive_overhead);
+  c.timing = o.model.timing == Timing::hockney ? "hockney" : "loggp";
+  c.intra_overhead = exact_time_text(o.model.intra_overhead);
+  c.inter_overhead = exact_time_text(o.model.inter_overhead);
+  c.intra_gap = exact_time_text(o.model.intra_gap);
+  c.inter_gap = exact_time_text(o.model.inter_gap);
+  c.nic_beta = exact_time_text(o.model.nic_beta);
+  c.nic_rails = o.model.nic_rails;
+  c.group_size = o.model.group_size;
+  c.group_alpha = exact_time_text(o.model.group_alpha);
+  c.group_beta = exact_time_text(o.model.group_beta);
   const auto emulator_timeout = std::chrono::duration<double>(EmulatorConfig().wait_timeout).count();
   c.timeout = exact_time_text(o.runtime.wait_timeout.value_or(emulator_timeout));
   const auto set = [&](std::string_view key) {
@@ -83,6 +93,33 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
         ->type_name("K,K,...");
     cmd->add_option("--receive-overhead", c.receive_overhead, "fixed cost to the receiver of every message")
         ->type_name("TIME")
+        ->capture_default_str();
+    cmd->add_option("--timing", c.timing,
+                    "hockney: rendezvous, alpha + beta*n; loggp: eager sends, overhead and gap per message, "
+                    "wire latencies overlap")
+        ->type_name("hockney|loggp")
+        ->capture_default_str();
+    const std::pair<const char*, std::string*> times[] = {{"--intra-overhead", &c.intra_overhead},
+                                                          {"--inter-overhead", &c.inter_overhead},
+                                                          {"--intra-gap", &c.intra_gap},
+                                                          {"--inter-gap", &c.inter_gap},
+                                                          {"--nic-beta", &c.nic_beta},
+                                                          {"--group-alpha", &c.group_alpha},
+                                                          {"--group-beta", &c.group_beta}};
+    const char* help[] = {"LogGP o per message at each end, same node",
+                          "LogGP o per message at each end, other node",
+                          "LogGP g between messages of a port, same node",
+                          "LogGP g between messages of a port, other node",
+                          "per-byte time of one lane of a node's shared network interface (0s: none)",
+                          "per-message latency within a --group-size group",
+                          "per-byte time within a --group-size group"};
+    for (std::size_t i = 0; i < std::size(times); ++i)
+      cmd->add_option(times[i].first, *times[i].second, help[i])->type_name("TIME")->capture_default_str();
+    cmd->add_option("--nic-rails", c.nic_rails, "lanes of a node's shared interface")
+        ->type_name("R")
+        ->capture_default_str();
+    cmd->add_option("--group-size", c.group_size, "K > 0: K consecutive ranks form a group with its own link level")
+        ->type_name("K")
         ->capture_default_str();
   }
   add_arrival_options(cmd, c.arrival, c.arrival_error);
@@ -174,10 +211,26 @@ ClusterSpec cluster_spec(const ClusterArgs& c) {
   if (ranks > std::numeric_limits<int>::max())
     throw UsageError("--nodes x --ranks-per-node is too many ranks (" + std::to_string(ranks) + ")");
 
-  const LinkCost intra{time_option("--intra-alpha", c.intra_alpha), time_option("--intra-beta", c.intra_beta)};
-  const LinkCost inter{time_option("--inter-alpha", c.inter_alpha), time_option("--inter-beta", c.inter_beta)};
-  spec.model = CostModel({intra, inter}, time_option("--gamma", c.gamma), ports_option(c.ports),
-                         time_option("--receive-overhead", c.receive_overhead));
+  ModelOptions m;
+  m.intra_alpha = time_option("--intra-alpha", c.intra_alpha);
+  m.intra_beta = time_option("--intra-beta", c.intra_beta);
+  m.inter_alpha = time_option("--inter-alpha", c.inter_alpha);
+  m.inter_beta = time_option("--inter-beta", c.inter_beta);
+  m.gamma = time_option("--gamma", c.gamma);
+  m.ports = ports_option(c.ports);
+  m.receive_overhead = time_option("--receive-overhead", c.receive_overhead);
+  if (c.timing != "hockney" && c.timing != "loggp") throw UsageError("--timing: expected hockney or loggp");
+  m.timing = c.timing == "hockney" ? Timing::hockney : Timing::loggp;
+  m.intra_overhead = time_option("--intra-overhead", c.intra_overhead);
+  m.inter_overhead = time_option("--inter-overhead", c.inter_overhead);
+  m.intra_gap = time_option("--intra-gap", c.intra_gap);
+  m.inter_gap = time_option("--inter-gap", c.inter_gap);
+  m.nic_beta = time_option("--nic-beta", c.nic_beta);
+  m.nic_rails = c.nic_rails;
+  m.group_size = c.group_size;
+  m.group_alpha = time_option("--group-alpha", c.group_alpha);
+  m.group_beta = time_option("--group-beta", c.group_beta);
+  spec.model = make_cost_model(m);
   const double timeout = time_option("--timeout", c.timeout);
   if (!(timeout > 0)) throw UsageError("--timeout must be positive");
   const double timeout_ms = std::ceil(timeout * 1000);
@@ -261,9 +314,18 @@ Json emulation_json(const EmulationSetup& setup, const AlgorithmInfo& algorithm,
 
 std::string model_summary(const CostModel& m) {
   std::ostringstream o;
-  o << "same node " << format_time(m.level(0).alpha) << " + " << format_time(m.level(0).beta) << "/B, other node "
-    << format_time(m.level(1).alpha) << " + " << format_time(m.level(1).beta) << "/B, combine "
+  const int node = m.off_node_level() - 1;
+  if (m.group_size() > 0)
+    o << "same group of " << m.group_size() << " " << format_time(m.level(0).alpha) << " + "
+      << format_time(m.level(0).beta) << "/B, ";
+  o << "same node " << format_time(m.level(node).alpha) << " + " << format_time(m.level(node).beta) << "/B, other node "
+    << format_time(m.level(node + 1).alpha) << " + " << format_time(m.level(node + 1).beta) << "/B, combine "
     << format_time(m.gamma()) << "/B, " << ports_name(m.ports()) << "directional ports";
+  if (m.timing() == Timing::loggp)
+    o << ", LogGP (overhead " << format_time(m.level(node).overhead) << " / " << format_time(m.level(node + 1).overhead)
+      << ", gap " << format_time(m.level(node).gap) << " / " << format_time(m.level(node + 1).gap) << ")";
+  if (m.nic().beta > 0)
+    o << ", shared interface " << format_time(m.nic().beta) << "/B x " << m.nic().rails << " rail(s)";
   return o.str();
 }
 

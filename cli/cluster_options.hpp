@@ -19,6 +19,10 @@ struct ClusterArgs {
   std::string dtype = "int32";
   std::string op = "sum";
   std::string intra_alpha, intra_beta, inter_alpha, inter_beta, gamma, ports, receive_overhead;
+  // The extended model (common/cost_model.hpp): timing rule, LogGP overheads
+  // and gaps, the shared interface, the group level.
+  std::string timing, intra_overhead, inter_overhead, intra_gap, inter_gap, nic_beta, group_alpha, group_beta;
+  int nic_rails = 1, group_size = 0;
   int repetitions = 3;
   std::string timeout;
   // The hierarchy (any of these turns it on): intranode groups feeding the

@@ -265,8 +265,10 @@ std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std:
 
 // ---- the protocol -----------------------------------------------------------------
 
-Picos LinkEngine::cost(int a, int b, std::uint64_t elements, std::size_t eb) const {
-  return config_.virtual_clock ? config_.model.transfer(config_.layout.level(a, b), elements * eb) : 0;
+TransferEnds LinkEngine::ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
+                              Picos receiver_ready) const {
+  if (!config_.virtual_clock) return {};
+  return config_.model.transfer_ends(config_.layout, src, dst, elements * eb, sender_ready, receiver_ready);
 }
 
 void LinkEngine::ring(Inbox& inbox) {
@@ -316,7 +318,7 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
     ring(ib);
     throw ScheduleError(size_mismatch(c.rank, send.count, send.peer, ib.count, ib.offset));
   }
-  const Picos end = transfer_end(ob.sender_ready, ib.recv_ready, cost(c.rank, send.peer, send.count, c.eb));
+  const TransferEnds end = ends(c.rank, send.peer, send.count, c.eb, ob.sender_ready, ib.recv_ready);
   try {
     apply_received(c, arena_.address(ib.target), data, send.count, ib.side);
   } catch (...) {
@@ -325,10 +327,10 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
     ring(ib);
     throw;
   }
-  ib.end = end;
+  ib.end = end.recv_end;
   ib.state.store(kDone, std::memory_order_release);
   ring(ib);
-  c.send_end = end;
+  c.send_end = end.send_end;
   return true;
 }
 
@@ -379,8 +381,8 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     release();
     throw error;
   }
-  const Picos end = transfer_end(ob.sender_ready, config_.virtual_clock ? c.clock.recv_ready() : 0,
-                                 cost(recv.peer, c.rank, recv.count, c.eb));
+  const TransferEnds end =
+      ends(recv.peer, c.rank, recv.count, c.eb, ob.sender_ready, config_.virtual_clock ? c.clock.recv_ready() : 0);
   try {
     apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
   } catch (...) {
@@ -388,12 +390,12 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     release();
     throw;
   }
-  ob.end = end;
+  ob.end = end.send_end;
   if (release() & kAbortBit) throw LinkAborted{};
   // Staged sends: the sender may sleep on its bell for a receive while its
   // next send waits for the stage we just freed.
   if (config_.staged_sends) ring(inbox_[slot(recv.peer)]);
-  c.recv_end = end;
+  c.recv_end = end.recv_end;
   c.recv_done = true;
 }
 

@@ -169,7 +169,9 @@ class LinkEngine final : public Link {
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);
   std::string size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received, std::uint64_t offset) const;
-  Picos cost(int a, int b, std::uint64_t elements, std::size_t eb) const;
+  // The virtual-clock ends of a matched transfer (the cost model's), or zeros without a clock.
+  TransferEnds ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
+                    Picos receiver_ready) const;
   int slots() const {
     return config_.members.empty() ? config_.layout.ranks() : static_cast<int>(config_.members.size());
   }

@@ -9,4 +9,12 @@ set -euo pipefail
 np=$1
 shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Built with AddressSanitizer (the asan preset): Open MPI keeps allocations
+# until exit by design, many of them from components it has already unloaded
+# (LeakSanitizer cannot name them, so no suppression can match them); leak
+# checking stays on for copse's own code in the thread and emulator tests,
+# and every other AddressSanitizer check stays on here.
+if ldd "$1" 2>/dev/null | grep -q libasan; then
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 exec mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 "$@"

@@ -51,12 +51,12 @@ std::shared_ptr<const HierarchyPlan> plan_for(const Scheme& s) {
 }
 
 // Virtual time of one scheme: simulated, and emulated when `emulate_too`.
-struct Timing {
+struct RunTimes {
   Picos simulated = 0, emulated = -1;
   bool verified = true;
 };
 
-Timing run(const Scheme& s, const CostModel& m, bool emulate_too) {
+RunTimes run(const Scheme& s, const CostModel& m, bool emulate_too) {
   const Shape shape{32, 1, 1, 0};
   const auto plan = plan_for(s);
   const AlgorithmInfo& inter = find_algorithm(Collective::allreduce, s.grouping ? "flat" : "binomial");
@@ -65,7 +65,7 @@ Timing run(const Scheme& s, const CostModel& m, bool emulate_too) {
   o.model = m;
   o.layout = RankMap::from_nodes(plan->node_of);
   o.element_bytes = 4;
-  Timing t;
+  RunTimes t;
   t.simulated = simulate(schedule, 32, o).time;
   if (emulate_too) {
     EmulatorConfig c;
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   double baseline = 0;
   bool ok = true;
   for (const Scheme& s : kSchemes) {
-    const Timing t = run(s, m, true);
+    const RunTimes t = run(s, m, true);
     const double us = to_seconds(t.simulated) * 1e6;
     if (baseline == 0) baseline = us;
     ok = ok && t.verified && t.emulated == t.simulated;

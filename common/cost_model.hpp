@@ -1,29 +1,62 @@
 #pragma once
 // The cost model shared by the simulator and the emulator's virtual clock.
 //
-// Hockney per message: a transfer of n bytes over link level L takes
-// alpha[L] + beta[L]*n; combining n received bytes into held data takes
-// gamma*n; optionally every received message also costs its receiver a fixed
-// overhead o (CPU time spent handling it, as in LogP), charged after the
-// transfer like the combine. Levels are indexed by distance (0: same node, 1: other node; more
-// levels may be appended). Ports are either bidirectional (a rank sends one
-// message and receives one message at a time, concurrently) or
-// unidirectional (one message at a time, in either direction).
+// Two timing rules, chosen per model (Timing):
 //
-// A transfer is a rendezvous: it starts when both the sender's and the
-// receiver's ports are free and both ranks have reached the step holding it:
+// Hockney (the default, and the old figures): a transfer of n bytes over link
+// level L takes alpha[L] + beta[L]*n and is a rendezvous: it starts when both
+// the sender's and the receiver's ports are free and both ranks have reached
+// the step holding it, and it ends for both at the same moment:
 //   start = max(sender_ready, receiver_ready),  end = start + alpha + beta*n.
-// A step ends at max(step start, end of its transfers) + gamma * combined bytes
-// (a local copy costs gamma per byte as well).
+//
+// LogGP (Alexandrov et al. 1995), per level: L = alpha (wire latency), G = beta
+// (per byte), o = overhead (CPU time per message at each end), g = gap (least
+// time between two messages of one port). A send is eager: the sender's port
+// is busy for max(o + G*n, g) from its ready time S and is then free, whether
+// or not the receiver has arrived; the message arrives at S + o + G*n + L; the
+// receiver, ready at R, is done at max(R + max(o + G*n, g), arrival + o).
+// Wire latencies of concurrent messages therefore overlap, and only o (and G)
+// serialise at a busy port: a root hearing from f children that sent at once
+// is done after L + (f+1)*o (+ G*n per message), not f*L as under Hockney.
+//
+// Combining n received bytes into held data takes gamma*n; optionally every
+// received message also costs its receiver a fixed overhead (receive_overhead,
+// charged after the transfer like the combine, under either rule). A step ends
+// at max(step start, end of its transfers) + gamma * combined bytes (a local
+// copy costs gamma per byte as well).
+//
+// Levels: by default 0 = same node, 1 = other node. With a group size K
+// (with_group_size) there are three: 0 = same group (K consecutive ranks on
+// one node, counted from rank 0 -- the shared-cache groups of the hierarchy
+// planner when node sizes are multiples of K), 1 = same node, 2 = other node.
+//
+// Shared network interface (with_nic): off-node messages of one node share
+// the node's interface, `rails` lanes of 1/nic.beta bytes per second each.
+// The share is fair and static: an off-node message pays per byte
+//   max(beta[level], nic.beta * max(1, k / rails))
+// where k is the larger of the number of ranks of the sender's node that send
+// off-node in this schedule and the number of ranks of the receiver's node
+// that receive off-node in it (NicLoad, measured from the schedule before it
+// runs). Why static: the emulator runs ranks as real threads, so a queue at a
+// shared interface would need a global order of events that threads do not
+// have; counting the node's off-node talkers is a rule each rank evaluates
+// alone, identically in both engines. It is exact when those talkers use the
+// interface at the same time (lane decompositions, multi-leader hierarchies,
+// recursive doubling and halving across nodes) and pessimistic when they take
+// turns (a pipelined tree whose off-node edges are busy at different times).
+// An engine given no NicLoad (the thread Team, which runs many schedules on
+// one link) charges k = 1.
 //
 // Time is kept in integer picoseconds so that virtual times are exact and
 // bit-identical between engines, whatever order the host runs them in.
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/rank_map.hpp"
 #include "common/schedule.hpp"
 
 namespace copse {
@@ -35,8 +68,34 @@ inline Picos to_picos(double seconds) { return static_cast<Picos>(seconds * 1e12
 enum class Ports : std::uint8_t { bidirectional, unidirectional };
 
 struct LinkCost {
-  double alpha = 0;  // seconds per message
-  double beta = 0;   // seconds per byte
+  double alpha = 0;     // seconds per message (LogGP: L, the wire latency)
+  double beta = 0;      // seconds per byte (LogGP: G)
+  double overhead = 0;  // LogGP only: o, the CPU time per message at each end
+  double gap = 0;       // LogGP only: g, the least time between two messages of one port
+};
+
+enum class Timing : std::uint8_t { hockney, loggp };
+
+// A node's shared network interface: `rails` lanes of `beta` seconds per byte
+// each; beta 0: none (every rank has a private port to the network).
+struct NicCost {
+  double beta = 0;
+  int rails = 1;
+};
+
+// How many of each node's ranks send (receive) off-node in one schedule.
+struct NicLoad {
+  std::vector<int> senders, receivers;  // per node
+};
+// Counts them by running every rank's schedule once (without data). Peers out
+// of range are skipped (the engines report them).
+NicLoad measure_nic_load(const SchedulePlan& plan, int ranks, const RankMap& layout);
+
+// When a matched transfer ends for its sender and for its receiver (the same
+// moment under Hockney).
+struct TransferEnds {
+  Picos send_end = 0;
+  Picos recv_end = 0;
 };
 
 // The documented defaults (README, "The cost model"): the one place they are
@@ -59,7 +118,28 @@ class CostModel {
   // One-level model: every pair of ranks is `link` apart (the simulator's default).
   static CostModel uniform(LinkCost link, double gamma, Ports ports);
 
+  // Options beside the constructor's (see the top of this file).
+  CostModel& with_timing(Timing timing);
+  CostModel& with_nic(NicCost nic);  // UsageError for a negative beta or fewer than one rail
+  // Three levels (same group, same node, other node); needs three LinkCosts.
+  CostModel& with_group_size(int ranks);
+  // This model with `plan`'s NicLoad attached if it has a shared interface and
+  // none is attached yet; else an unchanged copy. Both engines call it.
+  CostModel for_schedule(const SchedulePlan& plan, int ranks, const RankMap& layout) const;
+
+  // The Hockney duration of a transfer at `level` (no interface sharing).
   Picos transfer(int level, std::uint64_t bytes) const;
+  // The level between two ranks of `layout`.
+  int level_of(const RankMap& layout, int a, int b) const;
+  int off_node_level() const { return group_size_ > 0 ? 2 : 1; }
+  // The one call both engines make per matched transfer of `bytes` bytes from
+  // src (ready at sender_ready) to dst (ready at receiver_ready).
+  TransferEnds transfer_ends(const RankMap& layout, int src, int dst, std::uint64_t bytes, Picos sender_ready,
+                             Picos receiver_ready) const;
+  Timing timing() const { return timing_; }
+  const NicCost& nic() const { return nic_; }
+  const std::shared_ptr<const NicLoad>& nic_load() const { return nic_load_; }
+  int group_size() const { return group_size_; }
   Picos combine(std::uint64_t bytes) const;
   // A step's local work after its transfers: combining and copying at gamma
   // per byte, plus the receive overhead if it received. Both engines charge it.
@@ -74,7 +154,10 @@ class CostModel {
   struct Scaled {
     Picos alpha;
     double beta;  // picoseconds per byte
+    Picos overhead;
+    Picos gap;
   };
+  double per_byte_ps(const RankMap& layout, int level, int src, int dst) const;
   std::vector<LinkCost> levels_;
   std::vector<Scaled> scaled_;
   double gamma_;
@@ -82,6 +165,10 @@ class CostModel {
   double receive_overhead_;
   Picos receive_overhead_ps_;
   Ports ports_;
+  Timing timing_ = Timing::hockney;
+  NicCost nic_;
+  std::shared_ptr<const NicLoad> nic_load_;
+  int group_size_ = 0;
 };
 
 // One rank's ports and step clock. Both engines drive it with the same calls
@@ -120,11 +207,6 @@ class RankClock {
   Picos send_port_ = 0;
   Picos recv_port_ = 0;
 };
-
-// The rendezvous rule: when a matched transfer ends.
-inline Picos transfer_end(Picos sender_ready, Picos receiver_ready, Picos duration) {
-  return std::max(sender_ready, receiver_ready) + duration;
-}
 
 // With unidirectional ports a step's send and receive share one port, so one
 // must go first. Every engine uses this rule, and it is symmetric, so both

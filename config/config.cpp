@@ -159,6 +159,14 @@ Ports read_ports(const Raw& r) {
   throw BadValue{"expected bi or uni"};
 }
 
+Timing read_timing(const Raw& r) {
+  if (is_text(r)) {
+    if (r.str == "hockney") return Timing::hockney;
+    if (r.str == "loggp") return Timing::loggp;
+  }
+  throw BadValue{"expected hockney or loggp"};
+}
+
 // A grouping as Grouping::parse reads it (its message says what is accepted).
 std::string read_grouping(const Raw& r) {
   const std::string& text = read_string(r);
@@ -281,6 +289,45 @@ constexpr std::array kKeys = {
             "time the receiver spends per received message"},
            [](Options& o, const Raw& r) { o.model.receive_overhead = read_time(r, "1us"); },
            [](const Options& o) -> ConfigValue { return o.model.receive_overhead; }},
+    KeyDef{{"model.timing", "COPSE_MODEL_TIMING", "hockney|loggp",
+            "hockney: rendezvous, alpha + beta*n; loggp: eager, overhead o and gap g per message, latencies overlap"},
+           [](Options& o, const Raw& r) { o.model.timing = read_timing(r); },
+           [](const Options& o) -> ConfigValue {
+             return std::string(o.model.timing == Timing::hockney ? "hockney" : "loggp");
+           }},
+    KeyDef{{"model.intra_overhead", "COPSE_MODEL_INTRA_OVERHEAD", "TIME",
+            "LogGP: CPU time per message at each end, same node"},
+           [](Options& o, const Raw& r) { o.model.intra_overhead = read_time(r, "100ns"); },
+           [](const Options& o) -> ConfigValue { return o.model.intra_overhead; }},
+    KeyDef{{"model.inter_overhead", "COPSE_MODEL_INTER_OVERHEAD", "TIME",
+            "LogGP: CPU time per message at each end, other node"},
+           [](Options& o, const Raw& r) { o.model.inter_overhead = read_time(r, "1us"); },
+           [](const Options& o) -> ConfigValue { return o.model.inter_overhead; }},
+    KeyDef{
+        {"model.intra_gap", "COPSE_MODEL_INTRA_GAP", "TIME", "LogGP: least time between messages of a port, same node"},
+        [](Options& o, const Raw& r) { o.model.intra_gap = read_time(r, "100ns"); },
+        [](const Options& o) -> ConfigValue { return o.model.intra_gap; }},
+    KeyDef{{"model.inter_gap", "COPSE_MODEL_INTER_GAP", "TIME",
+            "LogGP: least time between messages of a port, other node"},
+           [](Options& o, const Raw& r) { o.model.inter_gap = read_time(r, "1us"); },
+           [](const Options& o) -> ConfigValue { return o.model.inter_gap; }},
+    KeyDef{{"model.nic_beta", "COPSE_MODEL_NIC_BETA", "TIME",
+            "per-byte time of one lane of a node's shared network interface; 0s: a private port per rank"},
+           [](Options& o, const Raw& r) { o.model.nic_beta = read_time(r, "40ps"); },
+           [](const Options& o) -> ConfigValue { return o.model.nic_beta; }},
+    KeyDef{{"model.nic_rails", "COPSE_MODEL_NIC_RAILS", "int >= 1", "lanes (rails) of a node's shared interface"},
+           [](Options& o, const Raw& r) { o.model.nic_rails = read_int(r, 1); },
+           [](const Options& o) { return int_value(o.model.nic_rails); }},
+    KeyDef{{"model.group_size", "COPSE_MODEL_GROUP_SIZE", "int >= 0",
+            "K > 0: K consecutive ranks of a node form a group with its own link level; 0: none"},
+           [](Options& o, const Raw& r) { o.model.group_size = read_int(r, 0); },
+           [](const Options& o) { return int_value(o.model.group_size); }},
+    KeyDef{{"model.group_alpha", "COPSE_MODEL_GROUP_ALPHA", "TIME", "per-message latency within a group"},
+           [](Options& o, const Raw& r) { o.model.group_alpha = read_time(r, "100ns"); },
+           [](const Options& o) -> ConfigValue { return o.model.group_alpha; }},
+    KeyDef{{"model.group_beta", "COPSE_MODEL_GROUP_BETA", "TIME", "per-byte time within a group"},
+           [](Options& o, const Raw& r) { o.model.group_beta = read_time(r, "25ps"); },
+           [](const Options& o) -> ConfigValue { return o.model.group_beta; }},
     KeyDef{{"hierarchy.grouping", "COPSE_HIERARCHY_GROUPING", "auto|numa|package|l3|l2|core|size:K",
             "how ranks on a node form reduction groups"},
            [](Options& o, const Raw& r) { o.hierarchy.grouping = read_grouping(r); },
@@ -739,8 +786,13 @@ std::optional<std::chrono::milliseconds> RuntimeOptions::wait_timeout_ms() const
 std::chrono::milliseconds RuntimeOptions::wait_report_ms() const { return whole_milliseconds(wait_report); }
 
 CostModel make_cost_model(const ModelOptions& m) {
-  return CostModel({LinkCost{m.intra_alpha, m.intra_beta}, LinkCost{m.inter_alpha, m.inter_beta}}, m.gamma, m.ports,
-                   m.receive_overhead);
+  std::vector<LinkCost> levels{LinkCost{m.intra_alpha, m.intra_beta, m.intra_overhead, m.intra_gap},
+                               LinkCost{m.inter_alpha, m.inter_beta, m.inter_overhead, m.inter_gap}};
+  if (m.group_size > 0)
+    levels.insert(levels.begin(), LinkCost{m.group_alpha, m.group_beta, m.intra_overhead, m.intra_gap});
+  CostModel model(std::move(levels), m.gamma, m.ports, m.receive_overhead);
+  model.with_timing(m.timing).with_nic(NicCost{m.nic_beta, m.nic_rails}).with_group_size(m.group_size);
+  return model;
 }
 
 TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node) {

@@ -22,6 +22,16 @@
 //   model.gamma              TIME    25ps     per combined (or copied) byte
 //   model.ports              bi|uni  bi       bidirectional or unidirectional ports
 //   model.receive_overhead   TIME    0s       receiver's cost per received message
+//   model.timing             hockney|loggp  hockney  rendezvous alpha+beta*n, or LogGP (o, g, L overlaps)
+//   model.intra_overhead     TIME    0s       LogGP o per message at each end, same node
+//   model.inter_overhead     TIME    0s       LogGP o per message at each end, other node
+//   model.intra_gap          TIME    0s       LogGP g, least time between messages of a port, same node
+//   model.inter_gap          TIME    0s       LogGP g, other node
+//   model.nic_beta           TIME    0s       per-byte time of one lane of a node's shared interface; 0s = none
+//   model.nic_rails          int>=1  1        lanes of the shared interface
+//   model.group_size         int>=0  0        K>0: a third level, K consecutive ranks sharing a cache
+//   model.group_alpha        TIME    100ns    per-message latency within a group
+//   model.group_beta         TIME    25ps     per-byte time within a group
 //   hierarchy.grouping       auto|numa|package|l3|l2|core|size:K   auto
 //   hierarchy.max_group      int>=1  4        auto grouping: most ranks per group
 //   hierarchy.multi_leader   bool    false    every group leader talks off-node
@@ -86,6 +96,13 @@ struct ModelOptions {
   double gamma = model_defaults::gamma;                   // per combined or copied byte
   Ports ports = model_defaults::ports;
   double receive_overhead = model_defaults::receive_overhead;  // per received message
+  Timing timing = Timing::hockney;
+  double intra_overhead = 0, inter_overhead = 0;  // LogGP o
+  double intra_gap = 0, inter_gap = 0;            // LogGP g
+  double nic_beta = 0;                            // per byte per lane; 0: no shared interface
+  int nic_rails = 1;
+  int group_size = 0;  // > 0: a group level below the node
+  double group_alpha = 1e-7, group_beta = 2.5e-11;
   bool operator==(const ModelOptions&) const = default;
 };
 
@@ -173,8 +190,9 @@ struct Options {
   bool operator==(const Options&) const = default;
 };
 
-// The two-level cost model (0: same node, 1: other node) the model section
-// describes, receive overhead included.
+// The cost model the model section describes: two levels (0: same node, 1:
+// other node), or three with a group size (0: same group), its timing rule,
+// overheads, gaps and shared interface.
 CostModel make_cost_model(const ModelOptions& model);
 
 // The Team that `options` describe, on nodes holding ranks_per_node[i] ranks

@@ -26,7 +26,11 @@ struct RankState {
 class Simulation {
  public:
   Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks)
-      : options_(options), hooks_(hooks), ranks_(static_cast<std::size_t>(ranks)) {
+      : options_(options),
+        layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
+        model_(options.model.for_schedule(plan, ranks, layout_)),
+        hooks_(hooks),
+        ranks_(static_cast<std::size_t>(ranks)) {
     for (int r = 0; r < ranks; ++r) {
       auto& st = at(r);
       st.schedule = plan(r);
@@ -139,14 +143,13 @@ class Simulation {
     }
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
-    const int level = options_.layout ? options_.layout->level(src, dst) : 1;
-    const Picos end = transfer_end(s.clock.send_ready(), d.clock.recv_ready(),
-                                   options_.model.transfer(level, s.send_count * options_.element_bytes));
+    const TransferEnds ends = model_.transfer_ends(layout_, src, dst, s.send_count * options_.element_bytes,
+                                                   s.clock.send_ready(), d.clock.recv_ready());
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
     s.send_open = false;
-    s.clock.send_done(end);
+    s.clock.send_done(ends.send_end);
     d.recv_open = false;
-    d.clock.recv_done(end);
+    d.clock.recv_done(ends.recv_end);
     ++result_.messages;
     result_.elements_moved += s.send_count;
     wake(src);
@@ -198,6 +201,8 @@ class Simulation {
   }
 
   const SimulationOptions& options_;
+  RankMap layout_;   // options_.layout, or every rank on a node of its own
+  CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> woken_;  // ranks that may be able to progress

@@ -298,7 +298,7 @@ EmulationResult Cluster::run() {
   buffers_ = arena_.address(arena_.allocate(std::max<std::size_t>(arena_bytes, 4096), 4096));
   LinkConfig link;
   link.layout = config_.layout;
-  link.model = config_.model;
+  link.model = config_.model.for_schedule(plan_, p_, config_.layout);  // the same NicLoad as the simulator's
   link.virtual_clock = true;
   link.wait_timeout = config_.wait_timeout;
   link.round_name = "repetition";

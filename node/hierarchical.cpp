@@ -193,7 +193,90 @@ RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, Tr
   }
 }
 
+// Lanes (plan_lanes): a schedule over `global` ranks on elements [base, ...).
+RankSchedule on_slice(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, std::uint64_t base) {
+  for (auto g = on_ranks(std::move(inner), std::move(global)); g.next();) {
+    Step s = g.value();
+    s.send.offset += base;
+    s.recv.offset += base;
+    s.copy.from += base;
+    s.copy.to += base;
+    co_yield s;
+  }
+}
+
+struct Lanes {
+  int k = 1;                                                  // ranks per node
+  std::vector<int> first;                                     // node -> first rank
+  std::vector<std::shared_ptr<const std::vector<int>>> lane;  // local index -> its ranks, by node
+  std::vector<SchedulePlan> inter;                            // local index -> allreduce of its slice
+  BlockPartition part;                                        // the k slices
+};
+
+RankSchedule lanes_rank(std::shared_ptr<const Lanes> l, int node, int i) {
+  const int k = l->k;
+  const int first = l->first[static_cast<std::size_t>(node)];
+  auto slice = [&](long t, int peer) { return (t >= 0 && t < k) ? l->part.transfer(t, peer) : Transfer{}; };
+  // (1a) The chain: at step s, rank i receives slice s-i from i-1 and sends slice s-i-1 (complete up to i) to i+1.
+  for (long s = 0; s <= 2L * (k - 1) && k > 1; ++s) {
+    Step st;
+    if (i > 0) st.recv = slice(s - i, first + i - 1);
+    if (i < k - 1) st.send = slice(s - i - 1, first + i + 1);
+    st.combine = Combine::left;
+    if (!st.empty()) co_yield st;
+  }
+  // (1b) Rank k-1 hands each slice to its owner.
+  for (int t = 0; t + 1 < k; ++t) {
+    Step st;
+    if (i == k - 1) st.send = slice(t, first + t);
+    if (i == t) st.recv = slice(t, first + k - 1);
+    if (!st.empty()) co_yield st;
+  }
+  // (2) The lane's inter-node allreduce on slice i.
+  if (l->inter[static_cast<std::size_t>(i)])
+    for (auto g = on_slice(l->inter[static_cast<std::size_t>(i)](node), l->lane[static_cast<std::size_t>(i)],
+                           l->part.offset(i));
+         g.next();)
+      co_yield g.value();
+  // (3) Ring allgather: at step s, send slice i-s to i+1, receive slice i-s-1 from i-1 (mod k).
+  for (int s = 0; s + 1 < k; ++s) {
+    Step st;
+    st.send = slice(((i - s) % k + k) % k, first + (i + 1) % k);
+    st.recv = slice(((i - s - 1) % k + k) % k, first + (i + k - 1) % k);
+    if (!st.empty()) co_yield st;
+  }
+}
+
 }  // namespace
+
+SchedulePlan plan_lanes(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter, const Shape& shape) {
+  if (!plan || plan->ranks != shape.ranks)
+    throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
+                     std::to_string(shape.ranks));
+  if (inter.collective != Collective::allreduce)
+    throw UsageError("lanes decompose an allreduce, not a " + std::string(to_string(inter.collective)));
+  auto l = std::make_shared<Lanes>();
+  l->first = plan->first_rank;
+  const int nodes = static_cast<int>(l->first.size());
+  l->k = plan->ranks / std::max(nodes, 1);
+  for (int n = 0; n < nodes; ++n) {
+    const int next = n + 1 < nodes ? l->first[static_cast<std::size_t>(n + 1)] : plan->ranks;
+    if (next - l->first[static_cast<std::size_t>(n)] != l->k)
+      throw UsageError("lanes need the same number of ranks on every node");
+  }
+  l->part = BlockPartition(shape.count, l->k);
+  for (int i = 0; i < l->k; ++i) {
+    std::vector<int> ranks;
+    for (int n = 0; n < nodes; ++n) ranks.push_back(l->first[static_cast<std::size_t>(n)] + i);
+    l->lane.push_back(std::make_shared<const std::vector<int>>(std::move(ranks)));
+    const std::uint64_t size = i < l->part.blocks ? l->part.size(i) : 0;
+    l->inter.push_back(nodes > 1 ? inter.plan(Shape{nodes, size, shape.blocks, 0}) : SchedulePlan{});
+  }
+  return [l, node_of = plan->node_of](int rank) {
+    const int node = node_of[static_cast<std::size_t>(rank)];
+    return lanes_rank(l, node, rank - l->first[static_cast<std::size_t>(node)]);
+  };
+}
 
 HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots)
     : plan_(std::move(plan)) {

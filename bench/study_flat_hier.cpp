@@ -3,7 +3,10 @@
 // (per-message overheads, overlapping wire latencies) and one shared network
 // interface per node of 25 GB/s (40 ps/B, one rail) while one rank alone
 // reaches 10 GB/s (100 ps/B, the inter-node beta). Every algorithm runs at its
-// best block count (autotuned under the model). The 4x8 rows run on the
+// best block count (autotuned under the model). Hierarchical forms: one node
+// leader, one leader per group of four (multi-leader), and lanes (Träff and
+// Hunold 2020: node reduce-scatter, k inter-node allreduces on slices, node
+// allgather). The 4x8 rows run on the
 // emulator (verified, virtual time checked equal to the simulator's); the
 // larger clusters on the simulator alone. Independent points run in parallel
 // with oneTBB. Prints a table per (cluster, size) and writes
@@ -20,6 +23,7 @@
 
 #include "internode/autotune.hpp"
 #include "node/experiment.hpp"
+#include "node/hierarchical.hpp"
 
 namespace {
 
@@ -51,6 +55,10 @@ const std::vector<Form> kForms = {
     {"hier 1 leader, one group, rabenseifner", "rabenseifner", "node", false},
     {"hier multi-leader, groups of 4, rabenseifner", "rabenseifner", "size:4", true},
     {"hier multi-leader, groups of 4, dual-root", "dual-root", "size:4", true},
+    {"lanes, rabenseifner", "rabenseifner", "lanes", false},
+    {"lanes, ring", "ring", "lanes", false},
+    {"lanes, dual-root", "dual-root", "lanes", false},
+    {"lanes, recursive-doubling", "recursive-doubling", "lanes", false},
 };
 
 struct Point {
@@ -77,10 +85,36 @@ EmulatedCluster make_cluster(const Point& p) {
   return EmulatedCluster(spec);
 }
 
+// Lanes (node/hierarchical.hpp, plan_lanes) on the simulator, and on the
+// emulator too when `p.emulated` (verified, virtual time = simulator's).
+void run_lanes(Point& p, const AlgorithmInfo& algo, std::uint64_t count) {
+  std::vector<NodeSpec> nodes(
+      static_cast<std::size_t>(p.nodes),
+      NodeSpec{Machine::synthetic("core:" + std::to_string(p.per_node) + " pu:1"), p.per_node, {}});
+  const auto plan = std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, Grouping::parse("size:2"), false));
+  SimulationOptions options;
+  options.model = cluster_model();
+  options.layout = RankMap::from_nodes(plan->node_of);
+  options.element_bytes = 4;
+  Shape shape{plan->ranks, count, 1, 0};
+  shape.blocks = best_blocks([&](const Shape& s) { return plan_lanes(plan, algo, s); }, algo.pipelined, shape, options);
+  p.blocks = shape.blocks;
+  const SchedulePlan schedule = plan_lanes(plan, algo, shape);
+  p.time = simulate(schedule, plan->ranks, options).time;
+  if (p.emulated) {
+    EmulatorConfig c;
+    c.layout = *options.layout;
+    c.model = options.model;
+    const EmulationResult e = emulate(algo, schedule, shape, builtin_op("sum", DType::int32), c);
+    p.ok = e.verified && e.virtual_time == p.time;
+  }
+}
+
 void run_point(Point& p) {
-  const EmulatedCluster cluster = make_cluster(p);
   const AlgorithmInfo& algo = find_algorithm(Collective::allreduce, kForms[p.form].algorithm);
   const std::uint64_t count = p.bytes / 4;
+  if (kForms[p.form].grouping && std::string(kForms[p.form].grouping) == "lanes") return run_lanes(p, algo, count);
+  const EmulatedCluster cluster = make_cluster(p);
   if (p.emulated) {
     const CheckedEmulation run =
         run_checked_emulation(cluster, algo, builtin_op("sum", DType::int32), count, 0, std::nullopt);

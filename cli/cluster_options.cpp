@@ -140,7 +140,10 @@ void add_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) {
       ->type_name("FILE");
 }
 
-void note_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) { a.collective_given = cmd->count("--collective") > 0; }
+void note_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) {
+  a.collective_given = cmd->count("--collective") > 0;
+  if (const auto* ranks = cmd->get_option_no_throw("--ranks")) a.ranks_given = ranks->count() > 0;
+}
 
 const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& a, const std::string& collective) {
   if (a.algorithm.empty() == a.schedule_file.empty())
@@ -152,8 +155,11 @@ const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& a, const std::string&
   return find_algorithm(c, std::string(kScheduleFilePrefix) + a.schedule_file);
 }
 
-int schedule_file_ranks(const AlgorithmArgs& a) {
-  return a.schedule_file.empty() ? 0 : read_schedule_file(a.schedule_file).ranks;
+int chosen_ranks(const AlgorithmArgs& a, int ranks) {
+  if (a.ranks_given) return ranks;
+  if (a.schedule_file.empty())
+    throw UsageError("--ranks is required (or a --schedule-file, whose rank count it takes)");
+  return read_schedule_file(a.schedule_file).ranks;
 }
 
 void add_arrival_options(CLI::App* cmd, std::string& arrival, std::string& arrival_error) {

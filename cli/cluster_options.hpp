@@ -42,16 +42,19 @@ struct AlgorithmArgs {
   std::string algorithm;
   std::string schedule_file;
   bool collective_given = false;  // --collective was on the command line
+  bool ranks_given = false;       // --ranks was (sim, verify)
 };
 void add_algorithm_options(CLI::App* command, AlgorithmArgs& args);
-// Call from the subcommand's callback (it records whether --collective was given).
+// Call from the subcommand's callback (it records whether --collective and
+// --ranks were given).
 void note_algorithm_options(CLI::App* command, AlgorithmArgs& args);
 // The algorithm they name for the collective `collective` (--collective's
 // text); with --schedule-file and no --collective, the file's first
 // collective. Loading a file proves it (UsageError "FILE:LINE: ...").
 const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& args, const std::string& collective);
-// The rank count --schedule-file is written for (0 without one).
-int schedule_file_ranks(const AlgorithmArgs& args);
+// `ranks` if --ranks was given, else the rank count --schedule-file is
+// written for; UsageError when there is neither.
+int chosen_ranks(const AlgorithmArgs& args, int ranks);
 
 // --arrival and --arrival-error, as sim, emulate and demo take them.
 void add_arrival_options(CLI::App* command, std::string& arrival, std::string& arrival_error);

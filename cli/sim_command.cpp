@@ -17,7 +17,6 @@ struct SimArgs {
   AlgorithmArgs choice;
   std::string collective = "allreduce";
   int ranks = 0;
-  bool ranks_given = false;
   std::string bytes;
   int root = 0;
   std::string blocks = "1";
@@ -53,11 +52,7 @@ SimArgs configured_defaults(const Config& config) {
 
 int run_sim(SimArgs args) {
   const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
-  if (!args.ranks_given) {
-    args.ranks = schedule_file_ranks(args.choice);
-    if (args.ranks == 0)
-      throw UsageError("--ranks is required (or a --schedule-file, whose rank count is the default)");
-  }
+  args.ranks = chosen_ranks(args.choice, args.ranks);
   const std::uint64_t bytes = size_option("--bytes", args.bytes);
   const std::optional<int> requested = blocks_option(args.blocks, true);
   require_at_least("--ranks-per-node", args.ranks_per_node, 0);
@@ -176,7 +171,6 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
-    args->ranks_given = command->count("--ranks") > 0;
     run_parsed = [args] { return run_sim(*args); };
   });
 }

@@ -14,7 +14,6 @@ struct VerifyArgs {
   AlgorithmArgs choice;
   std::string collective = "allreduce";
   int ranks = 0;
-  bool ranks_given = false;
   int root = 0;
   std::string blocks = "1";
   std::string count;  // empty: the default
@@ -23,11 +22,7 @@ struct VerifyArgs {
 
 int run_verify(VerifyArgs args) {
   const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
-  if (!args.ranks_given) {
-    args.ranks = schedule_file_ranks(args.choice);
-    if (args.ranks == 0)
-      throw UsageError("--ranks is required (or a --schedule-file, whose rank count is the default)");
-  }
+  args.ranks = chosen_ranks(args.choice, args.ranks);
   Shape shape;
   shape.ranks = args.ranks;
   shape.root = args.root;
@@ -85,7 +80,6 @@ void add_verify_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
-    args->ranks_given = command->count("--ranks") > 0;
     run_parsed = [args] { return run_verify(*args); };
   });
 }

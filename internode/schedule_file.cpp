@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -352,6 +353,13 @@ ScheduleFile parse_schedule_file(std::string_view text, const std::string& path)
 }
 
 std::string read_schedule_text(const std::string& path) {
+  // Only regular files: a directory reads as nothing, and opening a FIFO
+  // would wait for a writer.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (std::filesystem::exists(path, ec)) throw UsageError(path + ": not a regular file, so not a schedule file");
+    throw UsageError(path + ": cannot open the schedule file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(path + ": cannot open the schedule file");
   // Read at most one byte past the limit: a device or a huge file is refused

@@ -56,6 +56,8 @@ expect 2 emulate --schedule-file "$four" --nodes 2 --ranks-per-node 8 --bytes 64
   stderr_has "$four:6: the schedule is written for 32 ranks, but is run on 16"
 expect 2 sim --schedule-file "$four" --ranks 31 --bytes 64 && stderr_has "$four:6:"
 expect 2 verify --schedule-file "$tmp/nonexistent.txt" && stderr_has "cannot open"
+expect 2 verify --schedule-file "$tmp" && stderr_has "not a regular file"
+mkfifo "$tmp/fifo" && expect 2 verify --schedule-file "$tmp/fifo" && stderr_has "not a regular file"  # no wait
 expect 2 verify --schedule-file "$four" --collective allgather && stderr_has "serves allreduce, reduce, bcast"
 expect 2 verify --schedule-file "$four" --algorithm ring && stderr_has "not both"
 expect 2 verify --ranks 4 && stderr_has "--schedule-file"

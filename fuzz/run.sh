@@ -31,8 +31,19 @@ sources=("$src/fuzz/schedule_file_fuzzer.cpp" "$src/internode/schedule_file.cpp"
   "$src/common/schedule.cpp")
 newest=$(ls -t "${sources[@]}" "$src/internode/schedule_file.hpp" "$binary" 2>/dev/null | head -1)
 if [[ "$newest" != "$binary" ]]; then
-  "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$src" "${sources[@]}" -o "$binary" || { echo "fuzz: the fuzz target does not build" >&2; exit 1; }
+  # One compiler per source, side by side, then the link.
+  flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$src")
+  pids=() objects=()
+  for source in "${sources[@]}"; do
+    object="$work/$(basename "$source" .cpp).o"
+    objects+=("$object")
+    "$cxx" "${flags[@]}" -c "$source" -o "$object" &
+    pids+=($!)
+  done
+  built=1
+  for pid in "${pids[@]}"; do wait "$pid" || built=0; done
+  ((built)) && "$cxx" "${flags[@]}" "${objects[@]}" -o "$binary" ||
+    { echo "fuzz: the fuzz target does not build" >&2; exit 1; }
 fi
 
 cp "$src"/examples/schedules/*.txt "$work/corpus/"

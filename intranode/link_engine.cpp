@@ -139,16 +139,17 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   progress_ = std::launder(reinterpret_cast<Progress*>(base));
   // Processes of a node: as many spinners as the machine has cores, whatever
   // each process's own affinity (pinned one per core, each sees one). While
-  // the node's ranks fit its cores, a waiter spins long -- its peer runs on
-  // another core and will answer within a copy's time -- then polls; with
-  // more ranks than cores it spins briefly and polls, yielding the core to
-  // the ranks it waits for, as MPI libraries do, before it sleeps.
+  // the node's ranks fit its cores, a waiter spins long without giving up
+  // its core -- its peer runs on another one and will answer within a copy's
+  // time, and a yield on a busy machine costs a whole time slice; with more
+  // ranks than cores it spins briefly, then polls, yielding the core to the
+  // ranks it waits for, as MPI libraries do, before it sleeps.
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   spin_.spinners = &shared_->spinners;
   spin_.slots = static_cast<int>(std::max(1L, cores));
-  const bool fits = slots() <= spin_.slots;
-  spin_.spin = fits ? std::chrono::microseconds(100) : std::chrono::microseconds(2);
-  spin_.poll = fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(500);
+  const bool fits = std::max(slots(), config_.ranks_on_host) <= spin_.slots;
+  spin_.spin = fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(2);
+  spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::microseconds(500);
 }
 
 LinkEngine::~LinkEngine() = default;

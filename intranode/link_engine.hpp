@@ -79,6 +79,10 @@ struct LinkConfig {
   // rendezvous straight between the two ranks' buffers, which must lie in
   // the arena.
   bool staged_sends = false;
+  // Ranks running on this machine, of this engine and others (virtual nodes
+  // of one host each have an engine): with more than its cores, waiting
+  // processes spin briefly and yield. 0: the engine's own ranks.
+  int ranks_on_host = 0;
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
   std::vector<int> members;
   // Whether `peer` can still answer: "" while it can, else why not (e.g.

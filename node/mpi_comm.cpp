@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <map>
@@ -284,6 +285,7 @@ struct TeamState {
   int threads = 1;
   int first_rank = 0;  // of this process's thread ranks
   int ranks = 0;
+  int ranks_on_host = 0;
   RankMap layout;
   std::vector<int> internal_of, user_of;  // copse rank <-> node-by-node rank
   bool contiguous = true;                 // nodes hold consecutive copse ranks (internal == copse)
@@ -413,7 +415,10 @@ struct Comm::Impl {
     if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
       throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
-    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(team->options, c));
+    const std::string& configured = algorithm_name(team->options, c);
+    // One node: flat exchange patterns where they beat the hierarchy (team_plan.hpp).
+    const AlgorithmInfo* flat = one_node_choice(c, team->layout.nodes(), count * eb, configured, commutative);
+    const AlgorithmInfo& inter = flat ? *flat : find_algorithm(c, configured);
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
     if (reduces && op) check_operator(inter, op->name, op->commutative);
     // A non-commutative operator must see the communicator's rank order,
@@ -460,7 +465,9 @@ struct Comm::Impl {
 
     Entry e{c, count, dtype, eb, op ? op->identity : nullptr, commutative, root, hierarchical, {}};
     const std::uint64_t elements = vector_elements(c, shape);
-    if (hierarchical)
+    if (flat)
+      compile(inter.plan(shape), hierarchical, elements, eb, e.steps);
+    else if (hierarchical)
       compile(plan_hierarchical(team->plan, inter, shape), true, elements, eb, e.steps);
     else
       compile(inter.plan(shape), false, elements, eb, e.steps);
@@ -591,6 +598,14 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   // their lowest rank.
   MPI_Comm island = MPI_COMM_NULL;
   check_mpi(PMPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, process, MPI_INFO_NULL, &island), "MPI_Comm_split_type");
+  // Ranks on this host, for the waits' spinning: the job's processes here
+  // (as the launcher says), else the communicator's.
+  int island_size = 1;
+  check_mpi(PMPI_Comm_size(island, &island_size), "MPI_Comm_size (island)");
+  ranks_on_host = island_size * thread_count;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name); v && std::atoi(v) > 0)
+      ranks_on_host = std::max(ranks_on_host, std::atoi(v) * thread_count);
   if (options.ranks_per_node > 0) {
     int world_rank = 0;
     check_mpi(PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank (MPI_COMM_WORLD)");
@@ -666,6 +681,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.members = node_members;
   link.virtual_clock = false;
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
+  link.ranks_on_host = ranks_on_host;
   link.wait_timeout = options.wait_timeout;
   link.report_every = options.wait_report;
   link.on_wait_report = options.on_wait_report;

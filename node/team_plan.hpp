@@ -4,7 +4,9 @@
 // options name for it, and how many pipeline blocks it runs with.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/cost_model.hpp"
 #include "common/rank_map.hpp"
@@ -34,6 +36,22 @@ const std::string& algorithm_name(const Options& options, Collective c) {
 // hierarchical schedule pipelines the same blocks through the groups, so the
 // flat optimum is a fair stand-in and best_blocks stays the one autotuner;
 // else 1.
+// The selection for a team whose ranks all share one node (issue 8, item 1),
+// while the team runs its default algorithm for the collective (`configured`
+// == the team default; a configured algorithm is obeyed):
+//  - allreduce and barrier of at most kSmallVectorBytes per rank: one flat
+//    recursive-doubling allreduce -- ceil(log2 T) exchanges of the whole
+//    vector, in rank order -- rather than the hierarchy's phased
+//    reduce-scatter and allgather, whose extra exchanges cost more than the
+//    bytes they save;
+//  - allgather, and reduce_scatter with a commutative operator: the flat
+//    ring, every rank sending and receiving one block per step, rather than
+//    gathering the whole vector at the top of a tree and sending it down.
+// Returns nullptr when the hierarchy's plan stands.
+inline constexpr std::uint64_t kSmallVectorBytes = 16 << 10;
+const AlgorithmInfo* one_node_choice(Collective c, int nodes, std::uint64_t bytes, std::string_view configured,
+                                     bool commutative);
+
 int team_blocks(const AlgorithmInfo& inter, const Shape& shape, int requested, const CostModel& model,
                 const RankMap& nodes, std::size_t element_bytes);
 

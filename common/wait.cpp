@@ -78,24 +78,30 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
   if (v != old) return v;
 
   if (spin) {
-    // The caller's spinning: a spin of pause instructions, then polls that
-    // yield the core (another rank on it gets to run), while a slot is free.
+    // The caller's spinning: a spin of pause instructions while a slot is
+    // free, then -- slot or not -- polls that yield the core (another rank
+    // on it gets to run) before the futex.
+    const auto start = std::chrono::steady_clock::now();
     if (spin->slots > 0 && spin->spinners->fetch_add(1, std::memory_order_relaxed) < spin->slots) {
-      const auto start = std::chrono::steady_clock::now();
-      const auto spin_end = start + spin->spin, poll_end = spin_end + spin->poll;
+      const auto spin_end = start + spin->spin;
       for (int i = 1;; ++i) {
         cpu_relax();
         v = word.load(std::memory_order_acquire);
         if (v != old) break;
-        if ((i & 63) == 0) {
-          const auto now = std::chrono::steady_clock::now();
-          if (now >= poll_end) break;
-          if (now >= spin_end) sched_yield();
-        }
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
       }
     }
     if (spin->slots > 0) spin->spinners->fetch_sub(1, std::memory_order_relaxed);
     if (v != old) return v;
+    if (spin->poll.count() > 0) {
+      const auto poll_end = std::chrono::steady_clock::now() + spin->poll;
+      for (int i = 1;; ++i) {
+        sched_yield();
+        v = word.load(std::memory_order_acquire);
+        if (v != old) return v;
+        if ((i & 7) == 0 && std::chrono::steady_clock::now() >= poll_end) break;
+      }
+    }
   } else {
     // Spin briefly (bounded in time, not iterations: pause costs 10 to 140
     // cycles depending on the CPU) while a spinning slot is free.

@@ -149,7 +149,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   spin_.slots = static_cast<int>(std::max(1L, cores));
   const bool fits = std::max(slots(), config_.ranks_on_host) <= spin_.slots;
   spin_.spin = fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(2);
-  spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::microseconds(500);
+  spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
 }
 
 LinkEngine::~LinkEngine() = default;

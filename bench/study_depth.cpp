@@ -32,12 +32,6 @@ using namespace copse;
 
 constexpr int kPerNode = 8;
 
-CostModel cluster_model() {
-  CostModel m({LinkCost{2e-7, 5e-11, 5e-8, 0}, LinkCost{1.5e-6, 1e-10, 5e-7, 0}}, 2.5e-11, Ports::bidirectional);
-  m.with_timing(Timing::loggp).with_nic(NicCost{4e-11, 1});
-  return m;
-}
-
 struct Form {
   std::string label;
   std::string algorithm;  // flat: the algorithm; hierarchical: the inter-node one
@@ -71,7 +65,7 @@ void run_point(Point& pt) {
   const AlgorithmInfo& algo = find_algorithm(Collective::allreduce, f.algorithm);
   const int p = pt.nodes * kPerNode;
   SimulationOptions options;
-  options.model = cluster_model();
+  options.model = CostModel::cluster();
   options.layout = RankMap::uniform(p, kPerNode);
   options.element_bytes = 4;
   std::function<SchedulePlan(const Shape&)> plan_for = [&](const Shape& s) { return algo.plan(s); };

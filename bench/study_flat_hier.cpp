@@ -29,12 +29,6 @@ namespace {
 
 using namespace copse;
 
-CostModel cluster_model() {
-  CostModel m({LinkCost{2e-7, 5e-11, 5e-8, 0}, LinkCost{1.5e-6, 1e-10, 5e-7, 0}}, 2.5e-11, Ports::bidirectional);
-  m.with_timing(Timing::loggp).with_nic(NicCost{4e-11, 1});
-  return m;
-}
-
 struct Form {
   std::string label;
   std::string algorithm;
@@ -73,7 +67,7 @@ struct Point {
 EmulatedCluster make_cluster(const Point& p) {
   ClusterSpec spec;
   spec.ranks_per_node.assign(static_cast<std::size_t>(p.nodes), p.per_node);
-  spec.model = cluster_model();
+  spec.model = CostModel::cluster();
   const Form& f = kForms[p.form];
   if (f.grouping) {
     spec.hierarchical = true;
@@ -93,7 +87,7 @@ void run_lanes(Point& p, const AlgorithmInfo& algo, std::uint64_t count) {
       NodeSpec{Machine::synthetic("core:" + std::to_string(p.per_node) + " pu:1"), p.per_node, {}});
   const auto plan = std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, Grouping::parse("size:2"), false));
   SimulationOptions options;
-  options.model = cluster_model();
+  options.model = CostModel::cluster();
   options.layout = RankMap::from_nodes(plan->node_of);
   options.element_bytes = 4;
   Shape shape{plan->ranks, count, 1, 0};

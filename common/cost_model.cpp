@@ -36,6 +36,13 @@ CostModel::CostModel(std::vector<LinkCost> levels, double gamma, Ports ports, do
 
 CostModel CostModel::uniform(LinkCost link, double gamma, Ports ports) { return CostModel({link, link}, gamma, ports); }
 
+CostModel CostModel::cluster() {
+  CostModel m({LinkCost{model_defaults::same_node.alpha, model_defaults::same_node.beta, 5e-8, 0},
+               LinkCost{model_defaults::other_node.alpha, model_defaults::other_node.beta, 5e-7, 0}});
+  m.with_timing(Timing::loggp).with_nic(NicCost{4e-11, 1});
+  return m;
+}
+
 CostModel& CostModel::with_timing(Timing timing) {
   timing_ = timing;
   return *this;

@@ -117,6 +117,10 @@ class CostModel {
 
   // One-level model: every pair of ranks is `link` apart (the simulator's default).
   static CostModel uniform(LinkCost link, double gamma, Ports ports);
+  // The studies' cluster model: the default levels with LogGP timing (o 50 ns
+  // on a node, 0.5 us between nodes) and one shared 25 GB/s interface per
+  // node (40 ps/B, one rail) while one rank alone reaches 10 GB/s.
+  static CostModel cluster();
 
   // Options beside the constructor's (see the top of this file).
   CostModel& with_timing(Timing timing);

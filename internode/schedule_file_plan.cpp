@@ -6,7 +6,6 @@
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -114,31 +113,58 @@ SchedulePlan plan_of(std::shared_ptr<const ScheduleFile> f, Collective c, const 
   return [m](int rank) { return replay(m, rank); };
 }
 
+// What a verifier message names: the first "rank R step S" or "rank R is
+// stuck in step S", and the first "rank R". A hand scan, not std::regex:
+// GCC 12 warns inside libstdc++'s regex compiler under the sanitizer
+// builds' -O1, and the two patterns are simple. -1: not named, or a number
+// longer than nine digits.
+struct NamedInMessage {
+  long step_rank = -1, step = -1;  // from "rank R [is stuck in ]step S"
+  long rank = -1;                  // from the first "rank R"
+};
+
+NamedInMessage named_in(const std::string& message) {
+  auto number_at = [&](std::size_t& i) {
+    const std::size_t start = i;
+    while (i < message.size() && message[i] >= '0' && message[i] <= '9') ++i;
+    if (i == start) return -2L;  // no digits
+    return i - start > 9 ? -1L : std::stol(message.substr(start, i - start));
+  };
+  auto skip = [&](std::size_t& i, std::string_view word) {
+    if (message.compare(i, word.size(), word) != 0) return false;
+    i += word.size();
+    return true;
+  };
+  NamedInMessage out;
+  bool have_rank = false, have_step = false;
+  for (std::size_t at = message.find("rank "); at != std::string::npos; at = message.find("rank ", at + 1)) {
+    std::size_t i = at + 5;
+    const long r = number_at(i);
+    if (r == -2) continue;
+    if (!have_rank) out.rank = r, have_rank = true;
+    skip(i, " is stuck in");
+    if (!have_step && skip(i, " step ")) {
+      const long s = number_at(i);
+      if (s != -2) out.step_rank = r, out.step = s, have_step = true;
+    }
+    if (have_step) break;
+  }
+  return out;
+}
+
 // The line a verifier message is about: the step it names ("rank R step S",
 // "rank R is stuck in step S"), else the rank's own line, else the body line.
 int line_of_failure(const ScheduleFile& f, const Materialised* m, const std::string& message) {
-  static const std::regex step_pattern(R"(rank (\d+) (?:is stuck in )?step (\d+))");
-  static const std::regex rank_pattern(R"(rank (\d+))");
-  std::smatch match;
-  auto number = [&](std::size_t i) {
-    const std::string text = match[i].str();
-    return text.size() > 9 ? -1L : std::stol(text);
-  };
-  if (std::regex_search(message, match, step_pattern)) {
-    const long r = number(1), s = number(2);
-    if (r >= 0 && r < f.ranks) {
-      if (m && s >= 0 && static_cast<std::size_t>(s) < m->lines[u(static_cast<int>(r))].size())
-        return m->lines[u(static_cast<int>(r))][static_cast<std::size_t>(s)];
-      if (f.form == ScheduleFile::Form::tree) return f.line_of[static_cast<std::size_t>(r)];
-    }
+  const NamedInMessage named = named_in(message);
+  if (const long r = named.step_rank, s = named.step; r >= 0 && r < f.ranks) {
+    if (m && s >= 0 && static_cast<std::size_t>(s) < m->lines[u(static_cast<int>(r))].size())
+      return m->lines[u(static_cast<int>(r))][static_cast<std::size_t>(s)];
+    if (f.form == ScheduleFile::Form::tree) return f.line_of[static_cast<std::size_t>(r)];
   }
-  if (std::regex_search(message, match, rank_pattern)) {
-    const long r = number(1);
-    if (r >= 0 && r < f.ranks) {
-      if (f.form == ScheduleFile::Form::tree) return f.line_of[static_cast<std::size_t>(r)];
-      const auto& lines = m ? m->lines[static_cast<std::size_t>(r)] : std::vector<int>{};
-      return lines.empty() ? f.first_line[static_cast<std::size_t>(r)] : lines.back();
-    }
+  if (const long r = named.rank; r >= 0 && r < f.ranks) {
+    if (f.form == ScheduleFile::Form::tree) return f.line_of[static_cast<std::size_t>(r)];
+    const auto& lines = m ? m->lines[static_cast<std::size_t>(r)] : std::vector<int>{};
+    return lines.empty() ? f.first_line[static_cast<std::size_t>(r)] : lines.back();
   }
   return f.body_line;
 }

@@ -4,9 +4,9 @@
  * difference per call is the interposer's cost. Run it on one process, so the
  * MPI library's own work is as small as it gets:
  *
- *   mpirun -np 1 build/default/pmpi_passthrough
- *   mpirun -np 1 -x LD_PRELOAD=$PWD/build/default/libcopse_mpi.so build/default/pmpi_passthrough
- *   mpirun -np 1 -x LD_PRELOAD=... -x COPSE_MPI_SERVE=none build/default/pmpi_passthrough
+ *   mpirun -np 1 build/release/pmpi_passthrough
+ *   mpirun -np 1 -x LD_PRELOAD=$PWD/build/release/libcopse_mpi.so build/release/pmpi_passthrough
+ *   mpirun -np 1 -x LD_PRELOAD=... -x COPSE_MPI_SERVE=none build/release/pmpi_passthrough
  *
  * Each line: the call, then nanoseconds per call (the fastest of 15 runs of
  * 200000 calls). The calls: MPI_Allreduce of one element of a derived

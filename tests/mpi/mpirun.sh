@@ -14,7 +14,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # (LeakSanitizer cannot name them, so no suppression can match them); leak
 # checking stays on for copse's own code in the thread and emulator tests,
 # and every other AddressSanitizer check stays on here.
-if ldd "$1" 2>/dev/null | grep -q libasan; then
+# (ldd's output whole, not piped into grep -q: under pipefail, grep's early
+# exit could fail ldd with SIGPIPE and the test would see no ASan.)
+libraries=$(ldd "$1" 2>/dev/null || true)
+if [[ $libraries == *libasan* ]]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
 exec mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 "$@"

@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "internode/autotune.hpp"
 #include "internode/registry.hpp"
 #include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
+#include "node/team_plan.hpp"
 
 namespace copse {
 
@@ -62,34 +62,15 @@ struct TeamState {
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure; every aborted rank rethrows it
 
-  const std::string& algorithm_name(Collective c) const {
-    switch (c) {
-      case Collective::allreduce: return options.allreduce;
-      case Collective::reduce: return options.reduce;
-      case Collective::bcast: return options.bcast;
-      case Collective::barrier: return options.barrier;
-      case Collective::allgather: return options.allgather;
-      case Collective::reduce_scatter: return options.reduce_scatter;
-    }
-    return options.allreduce;
-  }
-
   const SharedShape& shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes, int root) {
     std::lock_guard<std::mutex> lock(shapes_mutex);
     for (const auto& s : shapes)
       if (s->collective == c && s->count == count && s->element_bytes == element_bytes && s->root == root) return *s;
-    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(c));
+    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(options, c));
     Shape shape{ranks, count, 1, root};
     validate_shape(inter, shape);
-    if (options.blocks > 0) {
-      shape.blocks = options.blocks;
-    } else if (inter.pipelined && c != Collective::barrier) {
-      SimulationOptions sim;
-      sim.model = options.model;
-      sim.layout = RankMap::from_nodes(plan->node_of);
-      sim.element_bytes = std::max<std::size_t>(element_bytes, 1);
-      shape.blocks = best_blocks(inter, shape, sim);
-    }
+    shape.blocks =
+        team_blocks(inter, shape, options.blocks, options.model, RankMap::from_nodes(plan->node_of), element_bytes);
     auto s = std::make_unique<SharedShape>(SharedShape{c, count, element_bytes, root, &inter, shape, {}});
     s->plan = plan_hierarchical(plan, inter, shape);
     shapes.push_back(std::move(s));
@@ -292,7 +273,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   if (t.plan->first_rank.size() > 1 && t.options.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   // Unknown algorithm names are refused now, not at the first call.
-  for (Collective c : all_collectives()) (void)find_algorithm(c, t.algorithm_name(c));
+  for (Collective c : all_collectives()) (void)find_algorithm(c, algorithm_name(t.options, c));
 
   LinkConfig link;
   link.layout = RankMap::from_nodes(t.plan->node_of);

@@ -13,6 +13,7 @@
 #include "internode/autotune.hpp"
 #include "internode/registry.hpp"
 #include "node/comm.hpp"
+#include "node/team_plan.hpp"
 
 namespace copse {
 
@@ -294,15 +295,8 @@ class Replayer {
   std::string algorithm_name(Collective c) const {
     const auto it = options_.algorithms.find(c);
     if (it != options_.algorithms.end()) return it->second;
-    switch (c) {
-      case Collective::allreduce: return std::string(team_defaults::allreduce);
-      case Collective::reduce: return std::string(team_defaults::reduce);
-      case Collective::bcast: return std::string(team_defaults::bcast);
-      case Collective::barrier: return std::string(team_defaults::barrier);
-      case Collective::allgather: return std::string(team_defaults::allgather);
-      case Collective::reduce_scatter: return std::string(team_defaults::reduce_scatter);
-    }
-    return {};
+    static const TeamOptions defaults;  // the thread Team's algorithm per collective
+    return copse::algorithm_name(defaults, c);
   }
   const AlgorithmInfo& algorithm(Collective c) const { return find_algorithm(c, algorithm_name(c)); }
 

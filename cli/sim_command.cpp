@@ -99,6 +99,7 @@ int run_sim(SimArgs args) {
            {"slowest_rank", result.slowest_rank},
            {"messages", result.messages},
            {"elements_moved", result.elements_moved},
+           {"max_bytes_moved_per_rank", result.max_elements_received},
            {"ranks_per_node", args.ranks_per_node},
            {"alpha", inter.alpha},
            {"beta", inter.beta},
@@ -121,6 +122,7 @@ int run_sim(SimArgs args) {
             << ")\n"
             << "  steps         " << result.max_steps << " (longest rank)\n"
             << "  messages      " << result.messages << "\n"
+            << "  most received " << format_bytes(result.max_elements_received) << " (one rank, from its peers)\n"
             << "  cost model    alpha " << format_time(inter.alpha) << ", beta " << format_time(inter.beta)
             << "/B, gamma " << format_time(gamma) << "/B, " << ports_name(ports) << "directional ports";
   if (args.ranks_per_node > 0)

@@ -1,5 +1,6 @@
 #include "internode/simulator.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <sstream>
 
@@ -16,6 +17,7 @@ struct RankState {
   RankClock clock;
   std::uint64_t steps = 0;  // steps begun
   std::uint64_t send_count = 0, recv_count = 0;
+  std::uint64_t elements_received = 0;
   std::int32_t send_peer = -1, recv_peer = -1;
   bool send_open = false, recv_open = false;        // posted, not yet matched
   bool send_waiting = false, recv_waiting = false;  // unidirectional: not yet posted
@@ -152,6 +154,8 @@ class Simulation {
     d.clock.recv_done(ends.recv_end);
     ++result_.messages;
     result_.elements_moved += s.send_count;
+    d.elements_received += s.send_count;
+    result_.max_elements_received = std::max(result_.max_elements_received, d.elements_received);
     wake(src);
     wake(dst);
   }

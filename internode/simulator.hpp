@@ -65,6 +65,10 @@ struct SimulationResult {
   std::uint64_t max_steps = 0;  // longest rank's step count
   std::uint64_t messages = 0;
   std::uint64_t elements_moved = 0;
+  // Elements that reached the rank that received most from its peers: the
+  // per-rank traffic lower bounds are stated in (e.g. 2(p-1)/p of the vector
+  // for an allreduce).
+  std::uint64_t max_elements_received = 0;
 };
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,

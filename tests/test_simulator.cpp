@@ -1,5 +1,6 @@
 // The simulator against the papers' closed forms, the beta coefficients of
 // Träff 2021 §1.2, port models, and the block autotuner.
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -131,4 +132,25 @@ TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises")
     else
       CHECK(empty == 0);
   }
+}
+
+TEST_CASE("the most a rank receives: ring and Rabenseifner allreduce meet the 2(p-1)/p m bound") {
+  // Every rank must receive at least (p-1)/p of the vector to reduce its
+  // share and again to gather the others' shares: 2(p-1)/p m in all.
+  const auto o = model(kAlpha, kBeta, kGamma);
+  for (int p : {2, 3, 5, 8, 16, 64}) {
+    const std::uint64_t m = 1000 * static_cast<std::uint64_t>(p);
+    const std::uint64_t bound = 2 * (static_cast<std::uint64_t>(p) - 1) * m / static_cast<std::uint64_t>(p);
+    INFO("p=" << p);
+    CHECK(simulate(find_algorithm(Collective::allreduce, "ring").plan(Shape{p, m, 1, 0}), p, o).max_elements_received ==
+          bound);
+    const auto rabenseifner =
+        simulate(find_algorithm(Collective::allreduce, "rabenseifner").plan(Shape{p, m, 1, 0}), p, o);
+    CHECK(rabenseifner.max_elements_received >= bound);
+    if (std::has_single_bit(static_cast<unsigned>(p))) CHECK(rabenseifner.max_elements_received == bound);
+  }
+  // A binomial reduce: the root hears the whole vector from ceil(log2 p) children.
+  CHECK(
+      simulate(find_algorithm(Collective::reduce, "binomial").plan(Shape{9, 100, 1, 0}), 9, o).max_elements_received ==
+      400);
 }

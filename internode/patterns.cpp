@@ -1,6 +1,9 @@
 #include "internode/patterns.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "internode/algorithms/power_of_two_fold.hpp"
 
 namespace copse::patterns {
 
@@ -138,6 +141,89 @@ RankSchedule forward(int rank, int from, int to, BlockPartition part) {
     if (!s.empty()) co_yield s;
   }
 }
+
+namespace {
+
+using builders::fold_in;
+using builders::fold_out;
+using builders::PowerOfTwoFold;
+using builders::region;
+
+// The halvings of butterfly rank n (of fold.p2): the region held before each
+// one, and the share held after the last.
+struct Halvings {
+  std::array<Share, 32> before{};
+  Share mine;
+  int levels = 0;
+};
+
+Halvings halvings(int n, int p2, std::uint64_t count) {
+  Halvings h;
+  h.mine = {0, count};
+  for (int mask = 1; mask < p2; mask <<= 1, ++h.levels) {
+    h.before[static_cast<std::size_t>(h.levels)] = h.mine;
+    const std::uint64_t mid = h.mine.lo + (h.mine.hi - h.mine.lo) / 2;
+    h.mine = (n & mask) == 0 ? Share{h.mine.lo, mid} : Share{mid, h.mine.hi};  // bit clear: the lower half
+  }
+  return h;
+}
+
+// Retraces the halvings of `rank`; `to_zero`: only towards butterfly rank 0.
+RankSchedule doubling(int rank, int p, std::uint64_t count, bool to_zero) {
+  const PowerOfTwoFold fold(p);
+  if (const int n = fold.new_rank(rank); n >= 0) {
+    const Halvings h = halvings(n, fold.p2, count);
+    Share mine = h.mine;
+    for (int level = h.levels - 1; level >= 0; --level) {
+      const int bit = 1 << level;
+      if (to_zero && (n & ~((bit << 1) - 1)) != 0) continue;  // already handed its region on
+      const int partner = fold.old_rank(n ^ bit);
+      const Share whole_region = h.before[static_cast<std::size_t>(level)];
+      const bool kept_lower = (n & bit) == 0;
+      const Share theirs = kept_lower ? Share{mine.hi, whole_region.hi} : Share{whole_region.lo, mine.lo};
+      Step s;
+      if (!to_zero || !kept_lower) s.send = region(partner, mine.lo, mine.hi);
+      if (!to_zero || kept_lower) s.recv = region(partner, theirs.lo, theirs.hi);
+      if (!s.empty()) co_yield s;
+      mine = whole_region;
+    }
+  }
+  // Folded ranks get the result back; towards rank 0 only rank 0 needs it.
+  if (to_zero && rank > 1) co_return;
+  if (auto s = fold_out(fold, rank, count); !s.empty()) co_yield s;
+}
+
+}  // namespace
+
+Share halving_share(int rank, int p, std::uint64_t count) {
+  const PowerOfTwoFold fold(p);
+  const int n = fold.new_rank(rank);
+  return n < 0 ? Share{} : halvings(n, fold.p2, count).mine;
+}
+
+RankSchedule halving_reduce_scatter(int rank, int p, std::uint64_t count) {
+  const PowerOfTwoFold fold(p);
+  if (auto s = fold_in(fold, rank, count); !s.empty()) co_yield s;
+  const int n = fold.new_rank(rank);
+  if (n < 0) co_return;
+  const Halvings h = halvings(n, fold.p2, count);
+  for (int level = 0; level < h.levels; ++level) {
+    const int mask = 1 << level;
+    const int partner = fold.old_rank(n ^ mask);
+    const Share keep = level + 1 < h.levels ? h.before[static_cast<std::size_t>(level) + 1] : h.mine;
+    const Share held = h.before[static_cast<std::size_t>(level)];
+    const Share give = (n & mask) == 0 ? Share{keep.hi, held.hi} : Share{held.lo, keep.lo};
+    Step s;
+    s.send = region(partner, give.lo, give.hi);
+    s.recv = region(partner, keep.lo, keep.hi);
+    s.combine = side_of(partner, rank);
+    if (!s.empty()) co_yield s;
+  }
+}
+
+RankSchedule doubling_allgather(int rank, int p, std::uint64_t count) { return doubling(rank, p, count, false); }
+
+RankSchedule doubling_gather_to_zero(int rank, int p, std::uint64_t count) { return doubling(rank, p, count, true); }
 
 trees::Node relabel(trees::Node node, int shift, int p) {
   auto map = [&](int r) { return r < 0 ? r : (r + shift) % p; };

@@ -45,6 +45,25 @@ RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> c
 // (used to deliver a reduction to a root other than the tree's own).
 RankSchedule forward(int rank, int from, int to, BlockPartition part);
 
+// Rabenseifner's two halves over ranks 0..p-1 (internode/algorithms/
+// rabenseifner.cpp has the worked example): any p is folded onto a power of
+// two (power_of_two_fold.hpp), then the vector is halved at distance 1, 2, 4,
+// ... -- each exchange joins two adjacent rank ranges, lower on the left, so
+// non-commutative operators stay right. After halving_reduce_scatter a rank
+// holds the reduced halving_share(rank, p, count) (empty for a folded rank);
+// doubling_allgather retraces the halvings and leaves every rank with the
+// whole vector. A share depends only on (rank, p, count), so equal-sized
+// groups of ranks (the lanes of node/hierarchical.cpp) own equal shares.
+struct Share {
+  std::uint64_t lo = 0, hi = 0;
+};
+Share halving_share(int rank, int p, std::uint64_t count);
+RankSchedule halving_reduce_scatter(int rank, int p, std::uint64_t count);
+RankSchedule doubling_allgather(int rank, int p, std::uint64_t count);
+// The allgather's variant for a reduce: the shares are gathered to rank 0
+// only (a rank whose bit is set hands its region to its partner and is done).
+RankSchedule doubling_gather_to_zero(int rank, int p, std::uint64_t count);
+
 // A tree built for ranks relabelled so that `shift` is added (mod p) to every
 // rank: lets a broadcast tree rooted at r0 serve any root.
 trees::Node relabel(trees::Node node, int shift, int p);

@@ -208,43 +208,24 @@ RankSchedule on_slice(RankSchedule inner, std::shared_ptr<const std::vector<int>
 struct Lanes {
   int k = 1;                                                  // ranks per node
   std::vector<int> first;                                     // node -> first rank
+  std::vector<std::shared_ptr<const std::vector<int>>> node;  // node -> its ranks
   std::vector<std::shared_ptr<const std::vector<int>>> lane;  // local index -> its ranks, by node
-  std::vector<SchedulePlan> inter;                            // local index -> allreduce of its slice
-  BlockPartition part;                                        // the k slices
+  std::vector<SchedulePlan> inter;                            // local index -> allreduce of its share
+  std::vector<patterns::Share> share;                         // local index -> its share of the vector
+  std::uint64_t count = 0;
 };
 
 RankSchedule lanes_rank(std::shared_ptr<const Lanes> l, int node, int i) {
-  const int k = l->k;
-  const int first = l->first[static_cast<std::size_t>(node)];
-  auto slice = [&](long t, int peer) { return (t >= 0 && t < k) ? l->part.transfer(t, peer) : Transfer{}; };
-  // (1a) The chain: at step s, rank i receives slice s-i from i-1 and sends slice s-i-1 (complete up to i) to i+1.
-  for (long s = 0; s <= 2L * (k - 1) && k > 1; ++s) {
-    Step st;
-    if (i > 0) st.recv = slice(s - i, first + i - 1);
-    if (i < k - 1) st.send = slice(s - i - 1, first + i + 1);
-    st.combine = Combine::left;
-    if (!st.empty()) co_yield st;
-  }
-  // (1b) Rank k-1 hands each slice to its owner.
-  for (int t = 0; t + 1 < k; ++t) {
-    Step st;
-    if (i == k - 1) st.send = slice(t, first + t);
-    if (i == t) st.recv = slice(t, first + k - 1);
-    if (!st.empty()) co_yield st;
-  }
-  // (2) The lane's inter-node allreduce on slice i.
-  if (l->inter[static_cast<std::size_t>(i)])
-    for (auto g = on_slice(l->inter[static_cast<std::size_t>(i)](node), l->lane[static_cast<std::size_t>(i)],
-                           l->part.offset(i));
+  const auto& ranks = l->node[static_cast<std::size_t>(node)];
+  // (1) Recursive halving inside the node: local rank i ends with its share reduced over the node.
+  for (auto g = on_ranks(patterns::halving_reduce_scatter(i, l->k, l->count), ranks); g.next();) co_yield g.value();
+  // (2) The lane's inter-node allreduce on that share.
+  if (const auto& inter = l->inter[static_cast<std::size_t>(i)])
+    for (auto g = on_slice(inter(node), l->lane[static_cast<std::size_t>(i)], l->share[static_cast<std::size_t>(i)].lo);
          g.next();)
       co_yield g.value();
-  // (3) Ring allgather: at step s, send slice i-s to i+1, receive slice i-s-1 from i-1 (mod k).
-  for (int s = 0; s + 1 < k; ++s) {
-    Step st;
-    st.send = slice(((i - s) % k + k) % k, first + (i + 1) % k);
-    st.recv = slice(((i - s - 1) % k + k) % k, first + (i + k - 1) % k);
-    if (!st.empty()) co_yield st;
-  }
+  // (3) Recursive doubling inside the node gathers the shares back.
+  for (auto g = on_ranks(patterns::doubling_allgather(i, l->k, l->count), ranks); g.next();) co_yield g.value();
 }
 
 }  // namespace
@@ -264,13 +245,19 @@ SchedulePlan plan_lanes(std::shared_ptr<const HierarchyPlan> plan, const Algorit
     if (next - l->first[static_cast<std::size_t>(n)] != l->k)
       throw UsageError("lanes need the same number of ranks on every node");
   }
-  l->part = BlockPartition(shape.count, l->k);
+  l->count = shape.count;
+  for (int n = 0; n < nodes; ++n) {
+    std::vector<int> ranks(static_cast<std::size_t>(l->k));
+    for (int i = 0; i < l->k; ++i) ranks[static_cast<std::size_t>(i)] = l->first[static_cast<std::size_t>(n)] + i;
+    l->node.push_back(std::make_shared<const std::vector<int>>(std::move(ranks)));
+  }
   for (int i = 0; i < l->k; ++i) {
     std::vector<int> ranks;
     for (int n = 0; n < nodes; ++n) ranks.push_back(l->first[static_cast<std::size_t>(n)] + i);
     l->lane.push_back(std::make_shared<const std::vector<int>>(std::move(ranks)));
-    const std::uint64_t size = i < l->part.blocks ? l->part.size(i) : 0;
-    l->inter.push_back(nodes > 1 ? inter.plan(Shape{nodes, size, shape.blocks, 0}) : SchedulePlan{});
+    l->share.push_back(patterns::halving_share(i, l->k, shape.count));
+    const std::uint64_t size = l->share.back().hi - l->share.back().lo;
+    l->inter.push_back(nodes > 1 && size > 0 ? inter.plan(Shape{nodes, size, shape.blocks, 0}) : SchedulePlan{});
   }
   return [l, node_of = plan->node_of](int rank) {
     const int node = node_of[static_cast<std::size_t>(rank)];

@@ -68,19 +68,20 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
 
 // The lane decomposition (Träff and Hunold 2020, "Decomposing collectives
 // for exploiting multi-lane communication") of an allreduce over the nodes of
-// `plan`, which must all hold the same number k of ranks: the vector is cut
-// into k slices (BlockPartition(count, k)); (1) a node reduce-scatter leaves
-// slice i reduced over the node at the node's rank of local index i -- the
-// slices flow along the chain 0 -> 1 -> ... -> k-1 of the node's ranks, each
-// combining its own part on the left (rank order, so non-commutative
-// operators are served), and rank k-1 hands slice i to local rank i; (2) k
-// concurrent inter-node allreduces with `inter`, lane i among the ranks of
-// local index i, each on its slice; (3) a ring allgather of the slices inside
-// each node. The hierarchy's groups and leaders are not used. Example: 2
-// nodes of 2 ranks, 10 elements: slices [0,5) and [5,10); rank 0 sends its
-// slice 0 to rank 1, which then holds x0.x1 on both slices and hands slice 0
-// back to rank 0; ranks 0 and 2 allreduce elements 0-4, ranks 1 and 3
-// elements 5-9; then 0 and 1 (and 2 and 3) swap their slices.
+// `plan`, which must all hold the same number k of ranks: (1) a node
+// reduce-scatter by recursive halving (patterns::halving_reduce_scatter:
+// log2 k exchanges of m/2, m/4, ... elements, adjacent rank ranges joined
+// lower on the left, so non-commutative operators are served) leaves local
+// rank i with its share of the vector reduced over the node; (2) k concurrent
+// inter-node allreduces with `inter`, lane i among the ranks of local index i
+// (a share depends on i alone, so every node's rank i holds the same one),
+// each on its share; (3) recursive doubling inside each node gathers the
+// shares back. For k not a power of two the halving folds k onto one first,
+// and the folded ranks' lanes carry nothing. The hierarchy's groups and
+// leaders are not used. Example: 2 nodes of 2 ranks, 10 elements: ranks 0
+// and 1 swap halves, rank 0 keeping [0,5) and rank 1 [5,10), each reduced
+// x0.x1; ranks 0 and 2 allreduce elements 0-4, ranks 1 and 3 elements 5-9;
+// then 0 and 1 (and 2 and 3) swap their halves back.
 // UsageError for unequal nodes or an `inter` that is not an allreduce.
 SchedulePlan plan_lanes(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter, const Shape& shape);
 

@@ -1,12 +1,25 @@
-// copse algorithms: every registered algorithm, as a table or JSON.
+// copse algorithms: every registered algorithm, as a table or JSON; with
+// --selection, the algorithm the selection (internode/selection.hpp) chooses
+// per collective, size and shape under the configured cost model.
 
+#include <algorithm>
 #include <iostream>
+#include <memory>
 
+#include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
+#include "common/units.hpp"
 #include "internode/registry.hpp"
+#include "internode/selection.hpp"
 
 namespace copse {
 namespace {
+
+std::size_t collective_width() {
+  std::size_t width = 10;  // "COLLECTIVE"
+  for (Collective c : all_collectives()) width = std::max(width, to_string(c).size());
+  return width + 2;
+}
 
 int run_algorithms(bool json) {
   if (json) {
@@ -23,24 +36,100 @@ int run_algorithms(bool json) {
   }
   std::size_t name_width = 4;
   for (const auto& a : algorithms()) name_width = std::max(name_width, a.name.size());
-  std::cout << pad("COLLECTIVE", 11) << pad("NAME", name_width + 2) << pad("PIPELINED", 11)
+  const std::size_t collective = collective_width();
+  std::cout << pad("COLLECTIVE", collective) << pad("NAME", name_width + 2) << pad("PIPELINED", 11)
             << pad("COMMUTATIVE-ONLY", 18) << "DESCRIPTION\n";
   for (const auto& a : algorithms()) {
-    std::cout << pad(std::string(to_string(a.collective)), 11) << pad(std::string(a.name), name_width + 2)
+    std::cout << pad(std::string(to_string(a.collective)), collective) << pad(std::string(a.name), name_width + 2)
               << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18) << a.description
               << "\n";
   }
   return 0;
 }
 
+// The selection table's grid: sizes per rank, and shapes (nodes x ranks per node).
+struct GridShape {
+  int nodes;
+  int ranks_per_node;
+  int ranks() const { return nodes * ranks_per_node; }
+  std::string label() const {
+    return nodes == 1 ? std::to_string(ranks_per_node) + " (1 node)"
+                      : std::to_string(nodes) + "x" + std::to_string(ranks_per_node);
+  }
+};
+constexpr std::uint64_t kGridSizes[] = {8, 1 << 10, 64 << 10, 1 << 20, 16 << 20};
+constexpr GridShape kGridShapes[] = {{1, 2}, {1, 8}, {1, 16}, {8, 16}};
+
+int run_selection(const CostModel& model, bool json) {
+  Json rows = Json::array();
+  std::vector<std::vector<std::string>> table;  // per row: collective, shape, then one name per size
+  for (Collective c : all_collectives()) {
+    for (const GridShape& g : kGridShapes) {
+      std::vector<std::string> line{std::string(to_string(c)), g.label()};
+      SimulationOptions options;
+      options.model = model;
+      options.layout = RankMap::uniform(g.ranks(), g.ranks_per_node);
+      options.element_bytes = 1;
+      for (std::uint64_t bytes : kGridSizes) {
+        const Selection s = select_algorithm(c, Shape{g.ranks(), bytes}, options, true);
+        line.push_back(std::string(s.chosen.algorithm->name));
+        rows.push_back({{"collective", to_string(c)},
+                        {"nodes", g.nodes},
+                        {"ranks_per_node", g.ranks_per_node},
+                        {"ranks", g.ranks()},
+                        {"bytes", bytes},
+                        {"algorithm", s.chosen.algorithm->name},
+                        {"blocks", s.chosen.blocks},
+                        {"time_ps", s.chosen.time},
+                        {"steps", s.chosen.steps},
+                        {"max_bytes_moved_per_rank", s.chosen.max_received}});
+      }
+      table.push_back(std::move(line));
+    }
+  }
+  if (json) {
+    std::cout << Json{{"model", model_summary(model)}, {"element_bytes", 1}, {"commutative", true}, {"selection", rows}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "Selection (copse sim --algorithm auto): the fastest algorithm in simulation, pipelined ones at their "
+               "best block count;\n"
+            << "bytes per rank (allgather, reduce_scatter: per block), one element per byte, a commutative "
+               "operator; ranks on one node, or NODESxRANKS.\n"
+            << "Cost model: " << model_summary(model) << "\n\n";
+  std::vector<std::size_t> width(2 + std::size(kGridSizes), 0);
+  width[0] = collective_width() - 2, width[1] = 5;
+  for (std::size_t i = 0; i < std::size(kGridSizes); ++i) width[i + 2] = format_bytes(kGridSizes[i]).size();
+  for (const auto& line : table)
+    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  auto print = [&width](const std::vector<std::string>& line) {
+    for (std::size_t i = 0; i + 1 < line.size(); ++i) std::cout << pad(line[i], width[i] + 2);
+    std::cout << line.back() << "\n";
+  };
+  std::vector<std::string> header{"COLLECTIVE", "RANKS"};
+  for (std::uint64_t bytes : kGridSizes) header.push_back(format_bytes(bytes));
+  print(header);
+  for (const auto& line : table) print(line);
+  return 0;
+}
+
 }  // namespace
 
-void add_algorithms_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
+void add_algorithms_command(CLI::App& app, const Config& config, RunParsed& run_parsed) {
   auto json = std::make_shared<bool>(false);
+  auto selection = std::make_shared<bool>(false);
   auto* command = app.add_subcommand("algorithms", "list every registered algorithm");
   add_config_file_option(command);
   command->add_flag("--json", *json, "print a JSON array instead of a table");
-  command->callback([json, &run_parsed] { run_parsed = [json] { return run_algorithms(*json); }; });
+  command->add_flag("--selection", *selection,
+                    "the algorithm the selection chooses per collective, size (8 B .. 16 MiB) and shape (one node of "
+                    "2, 8, 16 ranks; 8 nodes of 16) under the configured cost model (with --json: one object)");
+  command->callback([json, selection, &config, &run_parsed] {
+    run_parsed = [json, selection, &config] {
+      return *selection ? run_selection(config.cost_model(), *json) : run_algorithms(*json);
+    };
+  });
 }
 
 }  // namespace copse

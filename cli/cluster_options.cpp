@@ -8,6 +8,7 @@
 #include "common/text.hpp"
 #include "common/units.hpp"
 #include "internode/schedule_file.hpp"
+#include "internode/selection.hpp"
 
 namespace copse {
 
@@ -132,7 +133,9 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
 }
 
 void add_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) {
-  cmd->add_option("--algorithm", a.algorithm, "algorithm name (see 'copse algorithms'); or --schedule-file")
+  cmd->add_option("--algorithm", a.algorithm,
+                  "algorithm name (see 'copse algorithms'; sim and emulate also take auto: the one the selection "
+                  "finds fastest under the cost model); or --schedule-file")
       ->type_name("NAME");
   cmd->add_option("--schedule-file", a.schedule_file,
                   "run the tree or step list written in FILE instead (README, \"Schedule files\"); the verifier "
@@ -144,6 +147,8 @@ void note_algorithm_options(CLI::App* cmd, AlgorithmArgs& a) {
   a.collective_given = cmd->count("--collective") > 0;
   if (const auto* ranks = cmd->get_option_no_throw("--ranks")) a.ranks_given = ranks->count() > 0;
 }
+
+bool selects_algorithm(const AlgorithmArgs& a) { return a.algorithm == kSelectAlgorithm && a.schedule_file.empty(); }
 
 const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& a, const std::string& collective) {
   if (a.algorithm.empty() == a.schedule_file.empty())

@@ -52,6 +52,8 @@ void note_algorithm_options(CLI::App* command, AlgorithmArgs& args);
 // text); with --schedule-file and no --collective, the file's first
 // collective. Loading a file proves it (UsageError "FILE:LINE: ...").
 const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& args, const std::string& collective);
+// Whether they ask for the selection's choice: --algorithm auto (internode/selection.hpp).
+bool selects_algorithm(const AlgorithmArgs& args);
 // `ranks` if --ranks was given, else the rank count --schedule-file is
 // written for; UsageError when there is neither.
 int chosen_ranks(const AlgorithmArgs& args, int ranks);

@@ -19,19 +19,25 @@ struct EmulateArgs {
 };
 
 int run_emulate(const EmulateArgs& args) {
-  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
+  const bool select = selects_algorithm(args.choice);  // --algorithm auto
+  const AlgorithmInfo* named = select ? nullptr : &chosen_algorithm(args.choice, args.collective);
   const std::optional<int> requested = blocks_option(args.blocks, true);
   const EmulationSetup setup = make_setup(args.cluster);
+  const AlgorithmInfo& algorithm =
+      named ? *named
+            : select_for_cluster(setup.cluster, parse_collective(args.collective), setup.op, setup.count, args.root)
+                  .algorithm();
   const CheckedEmulation run =
       run_checked_emulation(setup.cluster, algorithm, setup.op, setup.count, args.root, requested);
-  const Json j = emulation_json(setup, algorithm, run, requested);
+  Json j = emulation_json(setup, algorithm, run, requested);
+  j["selected"] = select;
 
   if (args.json) {
     std::cout << j.dump(2) << "\n";
   } else {
     const EmulatedCluster& cluster = setup.cluster;
     const auto& hierarchy = cluster.hierarchy();
-    std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": "
+    std::cout << to_string(algorithm.collective) << " " << algorithm.name << (select ? " (selected)" : "") << ": "
               << (hierarchy ? std::to_string(cluster.nodes()) + " nodes"
                             : std::to_string(cluster.nodes()) + " nodes x " +
                                   std::to_string(cluster.spec().ranks_per_node.front()) + " ranks")

@@ -8,6 +8,7 @@
 #include "common/units.hpp"
 #include "internode/autotune.hpp"
 #include "internode/registry.hpp"
+#include "internode/selection.hpp"
 #include "internode/simulator.hpp"
 
 namespace copse {
@@ -51,7 +52,9 @@ SimArgs configured_defaults(const Config& config) {
 }
 
 int run_sim(SimArgs args) {
-  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
+  // --algorithm auto: the selection's choice (internode/selection.hpp), for a commutative operator.
+  const bool select = selects_algorithm(args.choice);
+  const AlgorithmInfo* named = select ? nullptr : &chosen_algorithm(args.choice, args.collective);
   args.ranks = chosen_ranks(args.choice, args.ranks);
   const std::uint64_t bytes = size_option("--bytes", args.bytes);
   const std::optional<int> requested = blocks_option(args.blocks, true);
@@ -75,6 +78,8 @@ int run_sim(SimArgs args) {
   shape.count = bytes;
   shape.root = args.root;
   shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
+  const AlgorithmInfo& algorithm =
+      named ? *named : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
   shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
 
   std::optional<SegmentSearch> search;
@@ -87,6 +92,7 @@ int run_sim(SimArgs args) {
 
   if (args.json) {
     Json j{{"algorithm", algorithm.name},
+           {"selected", select},
            {"collective", to_string(algorithm.collective)},
            {"ranks", shape.ranks},
            {"root", shape.root},
@@ -115,9 +121,9 @@ int run_sim(SimArgs args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << to_string(algorithm.collective) << " " << algorithm.name << ": " << shape.ranks << " ranks, "
-            << format_bytes(bytes) << " (" << bytes << " B), " << blocks << (blocks == 1 ? " block" : " blocks")
-            << (requested ? "" : " (auto)") << "\n"
+  std::cout << to_string(algorithm.collective) << " " << algorithm.name << (select ? " (selected)" : "") << ": "
+            << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
+            << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n"
             << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
             << ")\n"
             << "  steps         " << result.max_steps << " (longest rank)\n"

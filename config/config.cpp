@@ -180,6 +180,7 @@ std::string read_grouping(const Raw& r) {
 
 std::string read_algorithm(const Raw& r, Collective collective) {
   const std::string& name = read_string(r);
+  if (name == kSelectAlgorithm) return name;  // the selection's choice (node/team_plan.hpp)
   try {
     return std::string(find_algorithm(collective, name).name);
   } catch (const UsageError& e) {

@@ -228,6 +228,13 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   return out;
 }
 
+Selection select_for_cluster(const EmulatedCluster& cluster, Collective collective, const ReduceOp& op,
+                             std::uint64_t count, int root) {
+  const Shape shape{cluster.ranks(), count, 1, root, cluster.hints(op.element_bytes)};
+  return select_algorithm(collective, shape, cluster.simulation(op.element_bytes), op.commutative,
+                          [&cluster](const AlgorithmInfo& a, const Shape& s) { return cluster.plan(a, s); });
+}
+
 ProficzStudy run_proficz_study(const ProficzStudyOptions& o) {
   const ReduceOp sum = builtin_op("sum", DType::float32);
   auto run = [&](const std::string& name, std::uint64_t bytes, Picos delay, double error) {

@@ -17,6 +17,7 @@
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
 #include "internode/registry.hpp"
+#include "internode/selection.hpp"
 #include "internode/simulator.hpp"
 #include "node/emulator.hpp"
 #include "topology/plan.hpp"
@@ -129,6 +130,12 @@ struct CheckedEmulation {
 CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm,
                                        const ReduceOp& op, std::uint64_t count, int root,
                                        std::optional<int> requested_blocks);
+
+// The selection (internode/selection.hpp) for `collective` on `cluster`,
+// `count` elements of `op` per rank: every candidate planned as the cluster
+// plans it (flat, or composed with its hierarchy) under its model.
+Selection select_for_cluster(const EmulatedCluster& cluster, Collective collective, const ReduceOp& op,
+                             std::uint64_t count, int root);
 
 // ---- Proficz 2018's benchmark on the emulator (`copse study proficz`) -----------
 //

@@ -96,6 +96,22 @@ expect 0 sim --algorithm "$pipelined" --ranks 8 --bytes 64KiB --ranks-per-node 4
 expect 0 sim --algorithm "$pipelined" --ranks 1000 --bytes 1MiB --blocks auto
 stdout_has "time"
 
+# --algorithm auto: the selection's choice, named in "algorithm" with "selected": true. Issue 8's acceptance
+# for one node of T ranks: at 1 MiB within 1.25x the 2(T-1)/T m traffic bound, at 8 B ceil(log2 T)+1 steps.
+for t in 16 32 64; do
+  expect 0 sim --algorithm auto --ranks $t --ranks-per-node $t --bytes 1MiB --json &&
+    json_check 'd["selected"] is True and d["max_bytes_moved_per_rank"] <= 1.25 * 2 * ('$t' - 1) / '$t' * 1048576' \
+      "sim auto, one node of $t, 1 MiB: near the traffic bound"
+  expect 0 sim --algorithm auto --ranks $t --ranks-per-node $t --bytes 8 --json &&
+    json_check 'd["selected"] is True and d["steps"] <= ('$t' - 1).bit_length() + 1' "sim auto, one node of $t, 8 B: few steps"
+done
+expect 0 sim --algorithm auto --ranks 8 --bytes 1KiB && stdout_has "(selected)"
+expect 0 sim --algorithm "$pipelined" --ranks 8 --bytes 1KiB --json && json_check 'd["selected"] is False'
+expect 0 emulate --nodes 1 --ranks-per-node 4 --repetitions 1 --algorithm auto --bytes 4KiB --op affine --dtype int16 --json &&
+  json_check 'd["selected"] is True and d["verified"] is True' "emulate auto with a non-commutative operator"
+expect 0 algorithms --selection --json &&
+  json_check 'len(d["selection"]) == 120 and all(r["algorithm"] for r in d["selection"])' "the selection table"
+
 # Bad input: exit 2, one line.
 expect 2 sim --algorithm no-such-algorithm --ranks 4 --bytes 1KiB && stderr_has "no-such-algorithm"
 expect 2 sim --algorithm "$pipelined" --collective gather --ranks 4 --bytes 1KiB && stderr_has "gather"

@@ -1,6 +1,7 @@
 #include "node/comm.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -29,6 +30,16 @@ namespace copse {
 //    its scratch (staging for overlapping steps, the working copy for reduce
 //    and reduce_scatter), carved from the arena. A repeated call finds its
 //    entry and only moves data: no allocation.
+//  - Arrival-aware allreduces (slt, prr; node/arrival_monitor.hpp): the
+//    ranks' predictions meet on the team's ArrivalBoard; each call waits for
+//    all of them, compresses them into an ArrivalKey and plans per key. Those
+//    plans are bounded: at most ArrivalOptions::plans keys per shape, in the
+//    team's list and in each rank's cache alike (least recently used go
+//    first), and a rank's keyed entries share one scratch area. A plan is a
+//    pure function of its key, so evicting on one rank and not another never
+//    makes two ranks run different schedules. During the warm-up the same
+//    calls run the team's default allreduce (entries keyed by that
+//    algorithm).
 //  - Block counts (options.blocks == 0): autotuned with best_blocks on the
 //    inter-node algorithm itself, flat over all the team's ranks with the
 //    team's node map and cost model. The hierarchical schedule pipelines
@@ -43,10 +54,14 @@ struct SharedShape {
   std::uint64_t count;
   std::size_t element_bytes;
   int root;
+  const AlgorithmInfo* forced;  // the warm-up's default algorithm, or null: the configured one
   const AlgorithmInfo* inter;
+  std::optional<ArrivalKey> key;  // planned from these predictions
   Shape shape;
   SchedulePlan plan;
 };
+
+using Clock = std::chrono::steady_clock;
 
 // What a Comm needs of its team (Team::Impl is private to Team).
 struct TeamState {
@@ -57,24 +72,60 @@ struct TeamState {
   std::unique_ptr<LinkEngine> engine;
 
   std::mutex shapes_mutex;
-  std::vector<std::unique_ptr<SharedShape>> shapes;
+  std::vector<std::shared_ptr<const SharedShape>> shapes;  // keyed ones: least recently used first
+
+  // Arrival estimates: set when the configured allreduce is arrival-aware.
+  std::unique_ptr<ArrivalBoard> board;
+  const AlgorithmInfo* warmup_allreduce = nullptr;  // the team's default, run during the warm-up
+  Clock::time_point origin = Clock::now();
 
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure; every aborted rank rethrows it
 
-  const SharedShape& shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes, int root) {
+  // The team's plan of a shape, run with `forced` (or the configured
+  // algorithm) and, with a key, planned from its predictions.
+  std::shared_ptr<const SharedShape> shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes,
+                                                  int root, const AlgorithmInfo* forced, const ArrivalKey* key) {
     std::lock_guard<std::mutex> lock(shapes_mutex);
-    for (const auto& s : shapes)
-      if (s->collective == c && s->count == count && s->element_bytes == element_bytes && s->root == root) return *s;
-    const AlgorithmInfo& inter = find_algorithm(c, algorithm_name(options, c));
+    auto same_shape = [&](const SharedShape& s) {
+      return s.collective == c && s.count == count && s.element_bytes == element_bytes && s.root == root &&
+             s.forced == forced;
+    };
+    for (auto it = shapes.begin(); it != shapes.end(); ++it)
+      if (same_shape(**it) && (key ? (*it)->key == *key : !(*it)->key)) {
+        if (!key) return *it;
+        std::rotate(it, it + 1, shapes.end());  // most recently used last
+        return shapes.back();
+      }
+    const AlgorithmInfo& inter = forced ? *forced : find_algorithm(c, algorithm_name(options, c));
     Shape shape{ranks, count, 1, root};
+    if (key) {
+      auto hints = std::make_shared<PlanHints>();
+      hints->model = std::make_shared<const CostModel>(options.model);
+      hints->element_bytes = std::max<std::size_t>(element_bytes, 1);
+      hints->arrival = arrival_of(*key);
+      shape.hints = std::move(hints);
+    }
     validate_shape(inter, shape);
     shape.blocks =
         team_blocks(inter, shape, options.blocks, options.model, RankMap::from_nodes(plan->node_of), element_bytes);
-    auto s = std::make_unique<SharedShape>(SharedShape{c, count, element_bytes, root, &inter, shape, {}});
+    auto s = std::make_shared<SharedShape>();
+    *s = SharedShape{c, count, element_bytes, root, forced, &inter, {}, shape, {}};
+    if (key) s->key = *key;
     s->plan = plan_hierarchical(plan, inter, shape);
-    shapes.push_back(std::move(s));
-    return *shapes.back();
+    shapes.push_back(s);
+    if (key) {  // bounded: the least recently used key of this shape goes (ranks that run it keep their copy)
+      std::size_t keyed = 0;
+      for (const auto& x : shapes) keyed += same_shape(*x) && x->key ? 1 : 0;
+      for (auto it = shapes.begin(); keyed > options.arrival.plans && it != shapes.end();)
+        if (same_shape(**it) && (*it)->key) {
+          it = shapes.erase(it);
+          --keyed;
+        } else {
+          ++it;
+        }
+    }
+    return s;
   }
 
   void record(std::exception_ptr e) {
@@ -106,9 +157,12 @@ struct Comm::Impl {
     std::shared_ptr<const void> op_identity;  // held, so that the address is not reused while cached
     bool commutative;
     int root;
-    const SharedShape* shared;
+    const AlgorithmInfo* forced;  // see SharedShape
+    std::optional<ArrivalKey> key;
+    std::uint64_t used = 0;  // keyed entries: when last used (least recently used go first)
+    std::shared_ptr<const SharedShape> shared;
     std::vector<Step> steps;
-    std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap
+    std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap (keyed: arrival_scratch)
     std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send
     ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
   };
@@ -121,38 +175,57 @@ struct Comm::Impl {
   std::vector<std::unique_ptr<Entry>> cache;
   Entry* last = nullptr;
 
-  Impl(TeamState* t, int r) : team(t), rank(r) {
+  ArrivalMonitor monitor;
+  std::vector<Picos> predicted;  // the board's vector for the current call
+  ArrivalKey agreed_key;         // ... compressed
+  std::vector<Picos> planned;    // what the last allreduce was planned from (empty: not by arrival)
+  std::uint64_t uses = 0;
+  std::byte* arrival_scratch = nullptr;  // shared by this rank's keyed entries
+  std::size_t arrival_scratch_bytes = 0;
+
+  Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
     link.clock = RankClock(t->options.model.ports());
+    monitor.returned(now(), false);  // the first phase begins
+  }
+
+  Picos now() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - team->origin).count() * 1000;
   }
 
   // `op` is the reduction operator, or null for the collectives that only
   // move data (bcast, allgather, barrier).
-  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op,
-               int root) {
+  // `forced`, `key`: as SharedShape's (null: the configured algorithm, not by arrival).
+  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op, int root,
+               const AlgorithmInfo* forced = nullptr, const ArrivalKey* key = nullptr) {
     const void* identity = op ? op->identity.get() : nullptr;
     const bool commutative = op ? op->commutative : true;
     auto matches = [&](const Entry& e) {
       return e.collective == c && e.count == count && e.dtype == dtype && e.element_bytes == element_bytes &&
-             e.root == root && e.op_identity.get() == identity && e.commutative == commutative;
+             e.root == root && e.op_identity.get() == identity && e.commutative == commutative && e.forced == forced &&
+             (key ? e.key == *key : !e.key);
     };
-    if (last && matches(*last)) return *last;
-    for (const auto& e : cache)
-      if (matches(*e)) return *(last = e.get());
-    return *(last = &plan_entry(c, count, dtype, element_bytes, op, root));
+    Entry* found = nullptr;
+    if (last && matches(*last)) found = last;
+    for (std::size_t i = 0; !found && i < cache.size(); ++i)
+      if (matches(*cache[i])) found = cache[i].get();
+    if (!found) found = &plan_entry(c, count, dtype, element_bytes, op, root, forced, key);
+    found->used = ++uses;
+    return *(last = found);
   }
 
   // First call of a shape on this rank: plan (team-wide, once), materialise
   // this rank's steps, carve its scratch from the arena.
   Entry& plan_entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op,
-                    int root) {
+                    int root, const AlgorithmInfo* forced, const ArrivalKey* key) {
     if (team->engine->aborted()) team->rethrow_failure();
     const int p = team->ranks;
     if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
       throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    const SharedShape& shared = team->shared_shape(c, count, element_bytes, root);
+    const std::shared_ptr<const SharedShape> held = team->shared_shape(c, count, element_bytes, root, forced, key);
+    const SharedShape& shared = *held;
     if (reduces && op) check_operator(*shared.inter, op->name, op->commutative);
     auto e = std::make_unique<Entry>();
     e->collective = c;
@@ -162,18 +235,66 @@ struct Comm::Impl {
     e->op_identity = op ? op->identity : nullptr;
     e->commutative = op ? op->commutative : true;
     e->root = root;
-    e->shared = &shared;
+    e->forced = forced;
+    if (key) e->key = *key;
+    e->shared = held;
     const std::uint64_t elements = vector_elements(c, shared.shape);
     const std::uint64_t staging = compile_steps(shared.plan, rank, p, elements, e->steps);
     const std::size_t eb = c == Collective::barrier ? 0 : element_bytes;
-    if (staging * eb > 0) e->scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
+    if (key) {
+      if (staging * eb > arrival_scratch_bytes) {
+        arrival_scratch_bytes = staging * eb;
+        arrival_scratch = team->arena.address(team->arena.allocate(arrival_scratch_bytes, 64));
+      }
+    } else if (staging * eb > 0) {
+      e->scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
+    }
     if ((c == Collective::reduce || c == Collective::reduce_scatter) && elements * eb > 0)
       e->work = team->arena.address(team->arena.allocate(elements * eb, 64));
     e->data_op.name = "copy";
     e->data_op.dtype = dtype;
     e->data_op.element_bytes = eb;
     cache.push_back(std::move(e));
-    return *cache.back();
+    Entry& made = *cache.back();
+    if (key) evict_keyed(made);
+    return made;
+  }
+
+  // At most ArrivalOptions::plans keyed entries of `fresh`'s shape stay.
+  void evict_keyed(const Entry& fresh) {
+    auto same = [&](const Entry& e) {
+      return e.key && e.collective == fresh.collective && e.count == fresh.count && e.dtype == fresh.dtype &&
+             e.element_bytes == fresh.element_bytes && e.root == fresh.root && e.op_identity == fresh.op_identity &&
+             e.commutative == fresh.commutative;
+    };
+    for (;;) {
+      std::size_t keyed = 0;
+      auto oldest = cache.end();
+      for (auto it = cache.begin(); it != cache.end(); ++it)
+        if (same(**it) && it->get() != &fresh) {
+          ++keyed;
+          if (oldest == cache.end() || (*it)->used < (*oldest)->used) oldest = it;
+        }
+      if (keyed + 1 <= team->options.arrival.plans) return;
+      if (last == oldest->get()) last = nullptr;
+      cache.erase(oldest);
+    }
+  }
+
+  // Every rank's predicted arrival for allreduce `call`, once all are on the team's board.
+  void agree(std::int64_t call) {
+    const auto since = Clock::now();
+    team->board->wait(call, predicted, [&] {
+      if (team->engine->aborted()) team->rethrow_failure();
+      const auto& limit = team->options.wait_timeout;
+      if (limit && Clock::now() - since > *limit) {
+        TimeoutError error("call " + std::to_string(link.round) + " (allreduce): rank " + std::to_string(rank) +
+                           " waited " + std::to_string(limit->count()) +
+                           " ms for every rank's arrival prediction (Comm::edge)");
+        team->engine->fail(std::make_exception_ptr(error));
+        team->rethrow_failure();
+      }
+    });
   }
 
   void run(Entry& e, std::byte* y, const ReduceOp& op) {
@@ -183,13 +304,14 @@ struct Comm::Impl {
     link.activity = to_string(e.collective);
     link.clock.reset();
     try {
-      StepExecutor(engine).run(link, e.steps, y, e.scratch, op);
+      StepExecutor(engine).run(link, e.steps, y, e.key ? arrival_scratch : e.scratch, op);
     } catch (...) {
       // Aborted by another rank, or failed here (recorded before the abort):
       // either way every rank reports the team's first failure.
       team->rethrow_failure();
     }
     last_time = link.clock.now();
+    monitor.returned(now(), e.collective == Collective::allreduce);  // the next computation phase begins
   }
 };
 
@@ -209,10 +331,34 @@ void copy(void* to, const void* from, std::size_t bytes) {
 }  // namespace
 
 void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  auto& e = impl_->entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
+  Impl& me = *impl_;
+  Impl::Entry* e = nullptr;
+  if (me.team->board) {  // arrival-aware (node/arrival_monitor.hpp)
+    const std::int64_t call = me.monitor.call();
+    if (auto value = me.monitor.arrive(me.now())) me.team->board->publish(me.rank, call, *value);
+    if (me.monitor.planned_by_arrival(call)) {
+      me.agree(call);
+      arrival_key(me.predicted, me.team->options.arrival.resolution, me.agreed_key);
+      e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0, nullptr, &me.agreed_key);
+      me.planned = e->shared->shape.hints->arrival;
+    } else {
+      e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0, me.team->warmup_allreduce);
+      me.planned.clear();
+    }
+  } else {
+    e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
+  }
   copy(recv, send, count * op.element_bytes);
-  impl_->run(e, bytes_of(recv), op);
+  me.run(*e, bytes_of(recv), op);
 }
+
+void Comm::edge(double fraction) {
+  Impl& me = *impl_;
+  const std::int64_t call = me.monitor.call();
+  if (auto value = me.monitor.edge(me.now(), fraction)) me.team->board->publish(me.rank, call, *value);
+}
+
+const std::vector<Picos>& Comm::planned_arrival() const { return impl_->planned; }
 
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, &op, root);
@@ -274,6 +420,11 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   // Unknown algorithm names are refused now, not at the first call.
   for (Collective c : all_collectives()) (void)find_algorithm(c, algorithm_name(t.options, c));
+  check_arrival_options(t.options.arrival);
+  if (find_algorithm(Collective::allreduce, t.options.allreduce).arrival_aware) {
+    t.board = std::make_unique<ArrivalBoard>(t.ranks);
+    t.warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
+  }
 
   LinkConfig link;
   link.layout = RankMap::from_nodes(t.plan->node_of);

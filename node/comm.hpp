@@ -53,6 +53,7 @@
 
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
+#include "node/arrival_monitor.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
@@ -83,6 +84,9 @@ struct TeamOptions {
   std::string reduce_scatter{team_defaults::reduce_scatter};
   int blocks = 0;   // 0: autotuned per shape with the cost model
   CostModel model;  // virtual time (and block autotuning)
+  // Arrival estimates (Comm::edge) for an arrival-aware allreduce (slt, prr):
+  // warm-up, smoothing, plans kept per shape (node/arrival_monitor.hpp).
+  ArrivalOptions arrival;
   // Waiting for a peer. By default a rank waits as long as the peer takes --
   // an application's ranks may arrive at a collective minutes apart -- and
   // every wait_report says on on_wait_report whom it is waiting for (the
@@ -126,6 +130,22 @@ class Comm {
   void reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op);
 
   Picos virtual_time() const;  // this rank's virtual clock after its last collective
+
+  // Progress report for the next allreduce (Proficz 2018, §3): this rank has
+  // done `fraction` (in (0, 1]) of its computation phase -- the time since
+  // its previous collective returned. With an arrival-aware allreduce
+  // (TeamOptions::allreduce "slt" or "prr"), the first edge() of a phase
+  // publishes this rank's predicted arrival; after the warm-up
+  // (ArrivalOptions::warmup allreduces, run with the team's default
+  // algorithm), each allreduce waits until every rank has published (a rank
+  // that made no edge() publishes its arrival) and is planned in predicted
+  // order, the latest last. Cheap and harmless with other algorithms (it
+  // only feeds the estimator). Never blocks. See node/arrival_monitor.hpp.
+  void edge(double fraction);
+  // The predictions (picoseconds after the earliest, every rank's the same)
+  // this rank's last allreduce was planned from; empty if it was not planned
+  // by arrival.
+  const std::vector<Picos>& planned_arrival() const;
 
  private:
   friend class Team;

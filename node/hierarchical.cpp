@@ -125,6 +125,29 @@ RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, int rank) {
   }
 }
 
+// The hints for the inter-node phase among the off-node ranks: the same
+// model, and each off-node rank's predicted arrival at that phase -- the
+// latest prediction among its node's ranks, since the node's groups reduce
+// to it first (conservative for a multi-leader node, whose leaders each wait
+// only for their own groups). Proficz's ordering then sorts nodes.
+std::shared_ptr<const PlanHints> offnode_hints(const HierarchyPlan& plan,
+                                               const std::shared_ptr<const PlanHints>& hints) {
+  if (!hints || hints->arrival.empty()) return hints;
+  if (hints->arrival.size() != static_cast<std::size_t>(plan.ranks))
+    throw UsageError("predicted arrivals: " + std::to_string(hints->arrival.size()) + " given for " +
+                     std::to_string(plan.ranks) + " ranks");
+  auto out = std::make_shared<PlanHints>(*hints);
+  out->arrival.clear();
+  for (int o : plan.offnode) {
+    std::int64_t latest = hints->arrival[static_cast<std::size_t>(o)];
+    for (int r = 0; r < plan.ranks; ++r)
+      if (plan.node_of[static_cast<std::size_t>(r)] == plan.node_of[static_cast<std::size_t>(o)])
+        latest = std::max(latest, hints->arrival[static_cast<std::size_t>(r)]);
+    out->arrival.push_back(latest);
+  }
+  return out;
+}
+
 std::shared_ptr<const Phased> plan_phased(const HierarchyPlan& plan, const AlgorithmInfo& inter, const Shape& shape) {
   auto ph = std::make_shared<Phased>();
   ph->groups_of.resize(static_cast<std::size_t>(plan.ranks));
@@ -145,7 +168,9 @@ std::shared_ptr<const Phased> plan_phased(const HierarchyPlan& plan, const Algor
         for (std::size_t i = 0; i < group.members.size(); ++i)
           ph->groups_of[static_cast<std::size_t>(group.members[i])].emplace_back(static_cast<int>(i), phase);
       }
-  if (!single_node) ph->inter = inter.plan(Shape{static_cast<int>(plan.offnode.size()), shape.count, shape.blocks, 0});
+  if (!single_node)
+    ph->inter = inter.plan(
+        Shape{static_cast<int>(plan.offnode.size()), shape.count, shape.blocks, 0, offnode_hints(plan, shape.hints)});
   return ph;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "common/error.hpp"
@@ -57,10 +59,27 @@ namespace copse::mpi {
 //  - Failure: the first error on a node is written to the segment's failure
 //    record (so every rank of the node rethrows it) and sent to every other
 //    process as a notice (so ranks of other nodes stop waiting too).
+//  - Arrival estimates (Comm::edge, node/arrival_monitor.hpp), with an
+//    arrival-aware allreduce: the callers themselves publish, no monitoring
+//    thread (which would need MPI_THREAD_MULTIPLE or a second lock holder
+//    beside the ranks). A rank's one value per call (its predicted phase
+//    length: from its previous collective's return to its arrival -- hosts'
+//    clocks need not agree, the returns are close) goes to every other rank as
+//    one 8-byte MPI_Isend on the private duplicate, under tags above the
+//    links' (kArrivalTag + the thread pair); the allreduce posts the p - 1
+//    receives and polls them (yielding, then sleeping 50 us between polls),
+//    and plans from the same vector on every rank. Overhead per allreduce and
+//    rank: p - 1 eight-byte sends and receives, O(p) (O(p^2) messages in the
+//    job), mostly sent during the computation phase as Proficz §3 intends;
+//    the eager sends complete at once. Plan entries per key are bounded as the
+//    thread Comm's are, and since every rank looks up the same keys in the
+//    same order, every rank's LRU cache hits and misses together.
 
 namespace {
 
 constexpr int kAgreeFields = 8;  // the agreement record, in int64
+
+using Clock = std::chrono::steady_clock;
 
 // ---- small helpers -------------------------------------------------------------
 
@@ -302,6 +321,14 @@ struct TeamState {
   std::size_t window_stride = 0;
   std::vector<Comm> comms;
 
+  // Arrival estimates (set when the allreduce is arrival-aware).
+  bool arrival_aware = false;
+  const AlgorithmInfo* warmup_allreduce = nullptr;  // the team default, run during the warm-up
+  int max_threads = 1;
+  Clock::time_point origin = Clock::now();
+  // The tag of an arrival value from thread `from` to thread `to`: above every link tag.
+  int arrival_tag(int from, int to) const { return 2 + max_threads * max_threads + from * max_threads + to; }
+
   std::mutex error_mutex;
   std::exception_ptr first_error;  // this process's, when it was the node's first
 
@@ -330,6 +357,8 @@ struct Comm::Impl {
     int root;
     bool over_internal;  // planned over the node-by-node numbering (else the communicator's)
     std::vector<Step> steps;
+    const AlgorithmInfo* forced = nullptr;  // the warm-up's default allreduce, or null: the configured one
+    std::optional<ArrivalKey> key;          // planned from these predictions (internal order)
     // Where rank v's block of `n` elements sits in the window's vector.
     std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
       const int at = over_internal ? t.internal_of[static_cast<std::size_t>(v)] : v;
@@ -351,8 +380,28 @@ struct Comm::Impl {
   std::vector<Step> agree_steps;
   std::int64_t calls = 0;
 
+  // Arrival estimates.
+  ArrivalMonitor monitor;
+  std::vector<MPI_Request> arrival_sends, arrival_recvs;  // per copse rank
+  std::vector<std::int64_t> arrival_in;                   // per copse rank: the values of this call
+  std::int64_t arrival_out = 0;                           // this rank's value of the call
+  std::vector<Picos> predicted;                           // internal order
+  ArrivalKey agreed_key;
+  std::vector<Picos> planned;  // copse order; empty: the last allreduce was not planned by arrival
+
   Impl(TeamState* t, int r)
-      : team(t), rank(r), mpi(*t->channel, t->layout, r), window(t->window_of(r)), half(t->window_stride / 2) {
+      : team(t),
+        rank(r),
+        mpi(*t->channel, t->layout, r),
+        window(t->window_of(r)),
+        half(t->window_stride / 2),
+        monitor(t->options.arrival, t->arrival_aware) {
+    if (t->arrival_aware) {
+      arrival_sends.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
+      arrival_recvs.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
+      arrival_in.assign(static_cast<std::size_t>(t->ranks), 0);
+    }
+    monitor.returned(now(), false);
     link.rank = r;
     link.stage = window;
     link.stage_bytes = t->window_stride;
@@ -363,7 +412,99 @@ struct Comm::Impl {
     compile(plan_hierarchical(t->plan, bcast, shape), true, kAgreeFields, sizeof(std::int64_t), agree_steps);
   }
 
+  ~Impl() {
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (finalized || arrival_sends.empty()) return;
+    auto lock = team->channel->lock();
+    for (auto& r : arrival_sends)
+      if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);  // eager 8-byte sends: complete on their own
+    cancel_arrival_receives();
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   int internal() const { return team->internal_of[static_cast<std::size_t>(rank)]; }
+
+  Picos now() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - team->origin).count() * 1000;
+  }
+
+  // ---- arrival estimates (node/arrival_monitor.hpp) ----
+
+  // Sends this rank's value for the coming allreduce to every other rank.
+  void publish(Picos value) {
+    const int p = team->ranks;
+    const int me = team->layout.thread(rank);
+    auto lock = team->channel->lock();
+    // The previous call's values were received before any rank could return
+    // from that call, so these complete at once.
+    check_mpi(PMPI_Waitall(p, arrival_sends.data(), MPI_STATUSES_IGNORE), "MPI_Waitall (arrival values)");
+    arrival_out = value;
+    for (int r = 0; r < p; ++r)
+      if (r != rank)
+        check_mpi(PMPI_Isend(&arrival_out, 1, MPI_INT64_T, team->layout.process(r),
+                             team->arrival_tag(me, team->layout.thread(r)), team->channel->comm(),
+                             &arrival_sends[static_cast<std::size_t>(r)]),
+                  "MPI_Isend (arrival value)");
+  }
+
+  void cancel_arrival_receives() noexcept {
+    for (auto& r : arrival_recvs)
+      if (r != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&r);
+        PMPI_Request_free(&r);
+      }
+  }
+
+  // Every rank's value of this call, into `predicted` (internal order).
+  void agree_arrival() {
+    const int p = team->ranks;
+    const int me = team->layout.thread(rank);
+    {
+      auto lock = team->channel->lock();
+      for (int r = 0; r < p; ++r)
+        if (r != rank)
+          check_mpi(PMPI_Irecv(&arrival_in[static_cast<std::size_t>(r)], 1, MPI_INT64_T, team->layout.process(r),
+                               team->arrival_tag(team->layout.thread(r), me), team->channel->comm(),
+                               &arrival_recvs[static_cast<std::size_t>(r)]),
+                    "MPI_Irecv (arrival value)");
+    }
+    arrival_in[static_cast<std::size_t>(rank)] = arrival_out;
+    const auto since = Clock::now();
+    try {
+      for (int polls = 0;; ++polls) {
+        int done = 0;
+        {
+          auto lock = team->channel->lock();
+          team->channel->poll_notice();
+          check_mpi(PMPI_Testall(p, arrival_recvs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall (arrival values)");
+        }
+        if (done) break;
+        if (team->engine->aborted()) team->rethrow_failure();
+        const auto& limit = team->options.wait_timeout;
+        if (limit && Clock::now() - since > *limit)
+          fail(TimeoutError("call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
+                            " waited " + std::to_string(limit->count()) +
+                            " ms for every rank's arrival prediction (Comm::edge)"));
+        if (polls < 64)
+          std::this_thread::yield();
+        else
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    } catch (...) {
+      {
+        auto lock = team->channel->lock();
+        cancel_arrival_receives();
+      }
+      if (!team->engine->aborted()) team->engine->fail(std::current_exception());
+      team->rethrow_failure();
+    }
+    predicted.resize(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r)
+      predicted[static_cast<std::size_t>(team->internal_of[static_cast<std::size_t>(r)])] =
+          arrival_in[static_cast<std::size_t>(r)];
+  }
 
   // This rank's steps of `plan`, over internal ranks (renamed to copse ranks)
   // or over copse ranks.
@@ -389,6 +530,7 @@ struct Comm::Impl {
     } catch (...) {
       team->rethrow_failure();
     }
+    monitor.returned(now(), false);  // a computation phase begins (an allreduce also counts its call)
   }
 
   // Fails the whole team with `error` (recorded, every rank aborted), then throws it.
@@ -400,13 +542,15 @@ struct Comm::Impl {
 
   // The plan for one piece of a call: cached, or planned after agreeing with rank 0.
   // `total` is the call's own count (for the agreement's message).
+  // `forced`, `key`: the warm-up's default allreduce, the agreed predictions (null: neither).
   Entry& entry(Collective c, std::uint64_t total, std::uint64_t count, DType dtype, std::size_t eb, const ReduceOp* op,
-               int root) {
+               int root, const AlgorithmInfo* forced = nullptr, const ArrivalKey* key = nullptr) {
     const void* identity = op ? op->identity.get() : nullptr;
     const bool commutative = op ? op->commutative : true;
     for (auto it = cache.begin(); it != cache.end(); ++it)
       if (it->collective == c && it->count == count && it->dtype == dtype && it->element_bytes == eb &&
-          it->root == root && it->op_identity.get() == identity && it->commutative == commutative) {
+          it->root == root && it->op_identity.get() == identity && it->commutative == commutative &&
+          it->forced == forced && (key ? it->key == *key : !it->key)) {
         cache.splice(cache.begin(), cache, it);
         return cache.front();
       }
@@ -415,7 +559,7 @@ struct Comm::Impl {
     if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
       throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
-    const std::string& configured = algorithm_name(team->options, c);
+    const std::string_view configured = forced ? forced->name : std::string_view(algorithm_name(team->options, c));
     // One node: flat exchange patterns where they beat the hierarchy (team_plan.hpp).
     const AlgorithmInfo* flat = one_node_choice(c, team->layout.nodes(), count * eb, configured, commutative);
     const AlgorithmInfo& inter = flat ? *flat : find_algorithm(c, configured);
@@ -425,6 +569,13 @@ struct Comm::Impl {
     // which the node-by-node numbering only keeps when nodes are consecutive.
     const bool hierarchical = team->contiguous || !reduces || commutative;
     Shape shape{p, count, 1, hierarchical ? team->internal_of[static_cast<std::size_t>(root)] : root};
+    if (key && !flat && hierarchical) {
+      auto hints = std::make_shared<PlanHints>();
+      hints->model = std::make_shared<const CostModel>(team->options.model);
+      hints->element_bytes = std::max<std::size_t>(eb, 1);
+      hints->arrival = arrival_of(*key);
+      shape.hints = std::move(hints);
+    }
     validate_shape(inter, shape);
 
     // Rank 0 decides the block count and tells everyone, with its view of the call.
@@ -463,7 +614,8 @@ struct Comm::Impl {
     }
     shape.blocks = static_cast<int>(std::max<std::int64_t>(zeros[7], 1));
 
-    Entry e{c, count, dtype, eb, op ? op->identity : nullptr, commutative, root, hierarchical, {}};
+    Entry e{c, count, dtype, eb, op ? op->identity : nullptr, commutative, root, hierarchical, {}, forced, {}};
+    if (key) e.key = *key;
     const std::uint64_t elements = vector_elements(c, shape);
     if (flat)
       compile(inter.plan(shape), hierarchical, elements, eb, e.steps);
@@ -472,6 +624,19 @@ struct Comm::Impl {
     else
       compile(inter.plan(shape), false, elements, eb, e.steps);
     cache.push_front(std::move(e));
+    if (key) {  // at most ArrivalOptions::plans keys per shape: the least recently used goes
+      const Entry& fresh = cache.front();
+      std::size_t keyed = 0;
+      for (auto it = cache.begin(); it != cache.end();) {
+        const bool same = it->key && it->collective == c && it->count == count && it->dtype == dtype &&
+                          it->element_bytes == eb && it->root == root && it->op_identity == fresh.op_identity &&
+                          it->commutative == commutative;
+        if (same && ++keyed > team->options.arrival.plans)
+          it = cache.erase(it);
+        else
+          ++it;
+      }
+    }
     while (cache.size() > team->options.plan_cache) cache.pop_back();
     return cache.front();
   }
@@ -558,6 +723,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
     if (options.window_bytes < 8192 || options.window_bytes > (std::size_t{1} << 30))
       throw UsageError("window_bytes must lie in [8 KiB, 1 GiB], got " + std::to_string(options.window_bytes));
     if (options.plan_cache < 1) throw UsageError("plan_cache must be at least 1");
+    check_arrival_options(options.arrival);
     if (options.wait_timeout && options.wait_timeout->count() <= 0)
       throw UsageError("the wait timeout must be positive");
     if (options.wait_report.count() < 0) throw UsageError("the wait report interval must not be negative");
@@ -578,7 +744,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
     if (!info[static_cast<std::size_t>(q)].ok)
       throw UsageError("process " + std::to_string(q) +
                        " of the communicator gave copse invalid options (its error says which)");
-  int max_threads = 1;
+  max_threads = 1;
   for (int q = 0; q < processes; ++q) {
     const ProcessInfo& i = info[static_cast<std::size_t>(q)];
     if (i.threads > 1 && i.level < MPI_THREAD_SERIALIZED)
@@ -588,6 +754,17 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
                        thread_level_name(i.level) + ": initialise it with MPI_Init_thread");
     max_threads = std::max(max_threads, i.threads);
     pid_of.push_back(i.pid);
+  }
+  if (find_algorithm(Collective::allreduce, options.allreduce).arrival_aware) {
+    arrival_aware = true;
+    warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
+    void* value = nullptr;
+    int found = 0;
+    check_mpi(PMPI_Comm_get_attr(dup, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+    const long long tag_ub = found ? *static_cast<int*>(value) : 32767;
+    if (arrival_tag(max_threads - 1, max_threads - 1) > tag_ub)
+      throw UsageError("arrival estimates with " + std::to_string(max_threads) +
+                       " thread ranks per process need tags beyond this MPI's MPI_TAG_UB " + std::to_string(tag_ub));
   }
 
   // Nodes: the shared-memory islands, cut into virtual nodes of K
@@ -858,14 +1035,41 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
   Impl& m = *impl_;
   const std::size_t eb = op.element_bytes;
   const std::byte* in = send == recv ? bytes_of(recv) : bytes_of(send);
+  const AlgorithmInfo* forced = nullptr;
+  const ArrivalKey* key = nullptr;
+  if (m.team->arrival_aware) {  // node/arrival_monitor.hpp
+    const std::int64_t call = m.monitor.call();
+    const Picos begin = m.monitor.estimator().phase_begin();
+    if (auto value = m.monitor.arrive(m.now())) m.publish(*value - begin);
+    if (m.monitor.planned_by_arrival(call)) {
+      m.agree_arrival();
+      arrival_key(m.predicted, m.team->options.arrival.resolution, m.agreed_key);
+      key = &m.agreed_key;
+      const std::vector<Picos> internal = arrival_of(m.agreed_key);
+      m.planned.resize(internal.size());
+      for (std::size_t r = 0; r < internal.size(); ++r)
+        m.planned[r] = internal[static_cast<std::size_t>(m.team->internal_of[r])];
+    } else {
+      forced = m.team->warmup_allreduce;
+      m.planned.clear();
+    }
+  }
   in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
-    auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0);
+    auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0, forced, key);
     // The user's receive buffer is the working vector.
     std::byte* y = bytes_of(recv) + at * eb;
     copy_bytes(y, in + at * eb, n * eb);
     m.run(e.steps, y, op, Collective::allreduce);
   });
+  m.monitor.returned(m.now(), true);
 }
+
+void Comm::edge(double fraction) {
+  Impl& m = *impl_;
+  if (auto value = m.monitor.edge(m.now(), fraction)) m.publish(*value - m.monitor.estimator().phase_begin());
+}
+
+const std::vector<Picos>& Comm::planned_arrival() const { return impl_->planned; }
 
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   Impl& m = *impl_;

@@ -53,6 +53,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/cost_model.hpp"
 #include "common/rank_map.hpp"
@@ -87,8 +88,9 @@ struct CommOptions {
   // (a few microseconds per tree level) is a few percent of its copy time,
   // while a node of 64 ranks reserves 256 MiB of /dev/shm per communicator.
   std::size_t window_bytes = std::size_t{4} << 20;
-  std::size_t plan_cache = 64;                            // shapes kept per Comm (least recently used go first)
-  std::optional<std::chrono::milliseconds> wait_timeout;  // none: no deadline
+  std::size_t plan_cache = 64;  // shapes kept per Comm (least recently used go first)
+  ArrivalOptions arrival;       // Comm::edge with an arrival-aware allreduce (node/arrival_monitor.hpp)
+  std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline
   std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never report
   std::function<void(const std::string&)> on_wait_report;             // default: one line on stderr
 };
@@ -144,6 +146,19 @@ class Comm {
 
   // Shapes in this Comm's plan cache (at most CommOptions::plan_cache).
   std::size_t cached_plans() const;
+
+  // Progress report for the next allreduce, as the thread Comm's
+  // (node/comm.hpp): this rank has done `fraction` of its computation phase.
+  // With an arrival-aware allreduce ("slt", "prr") and the warm-up over, the
+  // first edge() of a phase sends this rank's predicted phase length to every
+  // other rank (p - 1 eight-byte MPI_Isend on copse's private communicator;
+  // never blocks); the allreduce receives everyone's and plans from the
+  // same vector on every rank. Call it only in a phase that an allreduce
+  // ends (an edge() with no allreduce after it leaves its messages unread).
+  void edge(double fraction);
+  // What the last allreduce was planned from (copse rank order, picoseconds
+  // after the earliest); empty if it was not planned by arrival.
+  const std::vector<Picos>& planned_arrival() const;
 
  private:
   friend class Team;

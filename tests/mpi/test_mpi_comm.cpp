@@ -11,7 +11,9 @@
 //       calls reusing plans and a bounded plan cache; bitwise identical float
 //       allreduce on random data; a slow rank (MPI keeps progressing, waits
 //       are reported); a deadline; mismatched counts failing with both sizes
-//       named; a thread level too low for thread ranks refused.
+//       named; a thread level too low for thread ranks refused; edge()
+//       with SLT and PRR and rank 1 late: right results, every rank planned
+//       from the same predictions, rank 1 last.
 //   copse_mpi_tests hybrid --threads T0,T1,... [--ranks-per-node K]
 //       process q brings Tq thread ranks (MPI_THREAD_MULTIPLE when every
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
@@ -462,6 +464,44 @@ void check_thread_level_refused(MPI_Comm comm, const Args& a) {
   }
 }
 
+// Comm::edge with an arrival-aware allreduce: iterations of a computation
+// phase (rank 1 sleeps 80 ms longer, edge(0.5) half way) and an allreduce.
+// After the warm-up (1 call) every rank planned from rank 0's vector, in
+// which rank 1 is the latest; every result is right.
+void check_arrival(MPI_Comm comm, const Args& a) {
+  for (const char* algorithm : {"slt", "prr"}) {
+    CommOptions o = options_for(a);
+    o.allreduce = algorithm;
+    o.arrival.warmup = 1;
+    o.arrival.resolution = 2'000'000'000;  // 2 ms
+    o.wait_timeout = std::chrono::milliseconds(60000);
+    Team team(comm, o);
+    Comm& c = team.comm();
+    const int p = c.size();
+    const ReduceOp op = builtin_op("sum", DType::int64);
+    guarded(c, std::string("arrival ") + algorithm, [&] {
+      for (int it = 0; it < 4; ++it) {
+        const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 81 : 1);
+        std::this_thread::sleep_for(phase / 2);
+        c.edge(0.5);
+        std::this_thread::sleep_for(phase / 2);
+        check_allreduce(c, op, 1000 + static_cast<std::uint64_t>(it), false);
+        std::vector<copse::Picos> planned = c.planned_arrival(), first = planned;
+        first.resize(static_cast<std::size_t>(p));
+        PMPI_Bcast(first.data(), p, MPI_INT64_T, 0, comm);
+        const std::string what = std::string("arrival ") + algorithm + " iteration " + std::to_string(it);
+        expect(planned.empty() == (it < 1), where(c, what + ": planned by arrival only after the warm-up"));
+        if (it < 1) continue;
+        expect(planned == first, where(c, what + ": planned from another vector than rank 0's"));
+        bool latest = true;
+        for (int r = 0; r < p && p > 1; ++r)
+          if (r != 1 && planned[static_cast<std::size_t>(r)] >= planned[1]) latest = false;
+        expect(latest, where(c, what + ": rank 1 is not the latest"));
+      }
+    });
+  }
+}
+
 // TEST_MPI_PHASES=1: world rank 0 says how long each phase took.
 void phase(const char* name) {
   static auto last = std::chrono::steady_clock::now();
@@ -513,6 +553,8 @@ void run_all(const Args& a) {
   phase("deadline");
   check_thread_level_refused(world, a);
   phase("thread level");
+  check_arrival(reverse, a);
+  phase("arrival");
   for (MPI_Comm* sub : {&dup, &reverse, &round_robin}) PMPI_Comm_free(sub);
 }
 

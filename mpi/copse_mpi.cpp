@@ -184,6 +184,10 @@ int copse_barrier(copse_comm* comm) {
   return guarded([&] { comm_of(comm).barrier(); });
 }
 
+int copse_edge(copse_comm* comm, double fraction) {
+  return guarded([&] { comm_of(comm).edge(fraction); });
+}
+
 int copse_allgather(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type) {
   return guarded([&] { comm_of(comm).allgather(send_of(send, recv), recv, count, served_type(type).dtype); });
 }

@@ -88,6 +88,18 @@ int copse_reduce_scatter_block(copse_comm* comm, const void* send, void* recv, s
 int copse_reduce_scatter(copse_comm* comm, const void* send, void* recv, const int* counts, MPI_Datatype type,
                          MPI_Op op);
 
+/* Progress report for the next allreduce (Proficz 2018, section 3): this
+ * rank has done `fraction` (0 < fraction <= 1) of its computation phase, the
+ * time since its previous collective returned. With an arrival-aware
+ * allreduce (collectives.allreduce = "slt" or "prr") the allreduce is then,
+ * after a warm-up of 3 calls, planned in predicted arrival order, the latest
+ * rank last; with any other algorithm it only feeds the estimate. Never
+ * blocks: it sends this rank's prediction (8 bytes) to every other rank.
+ *
+ *   for (;;) { compute_first_half(); copse_edge(comm, 0.5); compute_rest();
+ *              copse_allreduce(comm, MPI_IN_PLACE, grad, n, MPI_FLOAT, MPI_SUM); } */
+int copse_edge(copse_comm* comm, double fraction);
+
 /* The calling thread's last error, one line ("" if none yet). */
 const char* copse_error_message(void);
 /* "COPSE_SUCCESS", "COPSE_ERR_USAGE", ...; "unknown" for another value. */

@@ -61,7 +61,8 @@ static void collectives(copse_comm* comm) {
   OK(copse_comm_size(comm, &p));
   CHECK(r == rank && p == size, "rank %d of %d, expected %d of %d", r, p, rank, size);
 
-  /* allreduce, in place, double sum */
+  /* a progress report (feeds the arrival estimate), then allreduce, in place, double sum */
+  OK(copse_edge(comm, 0.5));
   double d[3] = {rank + 0.5, 2.0 * rank, 1.0};
   OK(copse_allreduce(comm, MPI_IN_PLACE, d, 3, MPI_DOUBLE, MPI_SUM));
   CHECK(d[0] == size * (size - 1) / 2.0 + 0.5 * size && d[2] == size, "allreduce double sum");
@@ -126,6 +127,9 @@ static void collectives(copse_comm* comm) {
   rc = copse_allreduce(comm, MPI_IN_PLACE, x, 2, MPI_FLOAT, MPI_BAND);
   CHECK(rc == COPSE_ERR_USAGE && strstr(copse_error_message(), "operator is not one copse serves on MPI_FLOAT"),
         "band on float: %s: %s", copse_error_name(rc), copse_error_message());
+  rc = copse_edge(comm, 1.5);
+  CHECK(rc == COPSE_ERR_USAGE && strstr(copse_error_message(), "fraction"), "edge(1.5): %s: %s", copse_error_name(rc),
+        copse_error_message());
   rc = copse_allreduce(NULL, x, x, 2, MPI_INT, MPI_SUM);
   CHECK(rc == COPSE_ERR_USAGE && strstr(copse_error_message(), "NULL"), "null comm: %s", copse_error_message());
   CHECK(strcmp(copse_error_name(COPSE_ERR_TIMEOUT), "COPSE_ERR_TIMEOUT") == 0 &&

@@ -21,38 +21,31 @@
 #include <string>
 #include <vector>
 
-#include "internode/autotune.hpp"
 #include "node/experiment.hpp"
-#include "node/hierarchical.hpp"
 
 namespace {
 
 using namespace copse;
 
-struct Form {
-  std::string label;
-  std::string algorithm;
-  const char* grouping;  // nullptr: flat
-  bool multi_leader;
-};
-
-const std::vector<Form> kForms = {
-    {"flat ring", "ring", nullptr, false},
-    {"flat rabenseifner", "rabenseifner", nullptr, false},
-    {"flat recursive-doubling", "recursive-doubling", nullptr, false},
-    {"flat two-tree", "two-tree", nullptr, false},
-    {"flat dual-root", "dual-root", nullptr, false},
-    {"hier 1 leader, groups of 4, ring", "ring", "size:4", false},
-    {"hier 1 leader, groups of 4, rabenseifner", "rabenseifner", "size:4", false},
-    {"hier 1 leader, groups of 4, dual-root", "dual-root", "size:4", false},
-    {"hier 1 leader, groups of 4, two-tree", "two-tree", "size:4", false},
-    {"hier 1 leader, one group, rabenseifner", "rabenseifner", "node", false},
-    {"hier multi-leader, groups of 4, rabenseifner", "rabenseifner", "size:4", true},
-    {"hier multi-leader, groups of 4, dual-root", "dual-root", "size:4", true},
-    {"lanes, rabenseifner", "rabenseifner", "lanes", false},
-    {"lanes, ring", "ring", "lanes", false},
-    {"lanes, dual-root", "dual-root", "lanes", false},
-    {"lanes, recursive-doubling", "recursive-doubling", "lanes", false},
+using S = HierarchyShape;
+// The forms (node/experiment.hpp, HierarchyForm): groups of four, or one group per node (group 0).
+const std::vector<HierarchyForm> kForms = {
+    {S::flat, "ring", 0},
+    {S::flat, "rabenseifner", 0},
+    {S::flat, "recursive-doubling", 0},
+    {S::flat, "two-tree", 0},
+    {S::flat, "dual-root", 0},
+    {S::single_leader, "ring", 4},
+    {S::single_leader, "rabenseifner", 4},
+    {S::single_leader, "dual-root", 4},
+    {S::single_leader, "two-tree", 4},
+    {S::single_leader, "rabenseifner", 0},
+    {S::multi_leader, "rabenseifner", 4},
+    {S::multi_leader, "dual-root", 4},
+    {S::lanes, "rabenseifner", 0},
+    {S::lanes, "ring", 0},
+    {S::lanes, "dual-root", 0},
+    {S::lanes, "recursive-doubling", 0},
 };
 
 struct Point {
@@ -64,51 +57,15 @@ struct Point {
   bool emulated = false, ok = true;
 };
 
-EmulatedCluster make_cluster(const Point& p) {
+// On the emulator when `p.emulated` (verified, virtual time = simulator's), else on the simulator.
+void run_point(Point& p) {
+  const HierarchyForm& form = kForms[p.form];
+  const AlgorithmInfo& algo = find_algorithm(Collective::allreduce, form.algorithm);
+  const std::uint64_t count = p.bytes / 4;
   ClusterSpec spec;
   spec.ranks_per_node.assign(static_cast<std::size_t>(p.nodes), p.per_node);
   spec.model = CostModel::cluster();
-  const Form& f = kForms[p.form];
-  if (f.grouping) {
-    spec.hierarchical = true;
-    spec.machine = Machine::synthetic("core:" + std::to_string(p.per_node) + " pu:1");
-    spec.grouping = Grouping::parse(std::string(f.grouping) == "node" ? "size:" + std::to_string(p.per_node)
-                                                                      : std::string(f.grouping));
-    spec.multi_leader = f.multi_leader;
-  }
-  return EmulatedCluster(spec);
-}
-
-// Lanes (node/hierarchical.hpp, plan_lanes) on the simulator, and on the
-// emulator too when `p.emulated` (verified, virtual time = simulator's).
-void run_lanes(Point& p, const AlgorithmInfo& algo, std::uint64_t count) {
-  std::vector<NodeSpec> nodes(
-      static_cast<std::size_t>(p.nodes),
-      NodeSpec{Machine::synthetic("core:" + std::to_string(p.per_node) + " pu:1"), p.per_node, {}});
-  const auto plan = std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, Grouping::parse("size:2"), false));
-  SimulationOptions options;
-  options.model = CostModel::cluster();
-  options.layout = RankMap::from_nodes(plan->node_of);
-  options.element_bytes = 4;
-  Shape shape{plan->ranks, count, 1, 0};
-  shape.blocks = best_blocks([&](const Shape& s) { return plan_lanes(plan, algo, s); }, algo.pipelined, shape, options);
-  p.blocks = shape.blocks;
-  const SchedulePlan schedule = plan_lanes(plan, algo, shape);
-  p.time = simulate(schedule, plan->ranks, options).time;
-  if (p.emulated) {
-    EmulatorConfig c;
-    c.layout = *options.layout;
-    c.model = options.model;
-    const EmulationResult e = emulate(algo, schedule, shape, builtin_op("sum", DType::int32), c);
-    p.ok = e.verified && e.virtual_time == p.time;
-  }
-}
-
-void run_point(Point& p) {
-  const AlgorithmInfo& algo = find_algorithm(Collective::allreduce, kForms[p.form].algorithm);
-  const std::uint64_t count = p.bytes / 4;
-  if (kForms[p.form].grouping && std::string(kForms[p.form].grouping) == "lanes") return run_lanes(p, algo, count);
-  const EmulatedCluster cluster = make_cluster(p);
+  const EmulatedCluster cluster(with_form(spec, form));
   if (p.emulated) {
     const CheckedEmulation run =
         run_checked_emulation(cluster, algo, builtin_op("sum", DType::int32), count, 0, std::nullopt);
@@ -117,12 +74,9 @@ void run_point(Point& p) {
     p.ok = run.ok;
     return;
   }
-  Shape shape{cluster.ranks(), count, 1, 0};
-  const SimulationOptions options = cluster.simulation(4);
-  shape.hints = cluster.hints(4);
-  shape.blocks = best_blocks([&](const Shape& s) { return cluster.plan(algo, s); }, algo.pipelined, shape, options);
-  p.blocks = shape.blocks;
-  p.time = simulate(cluster.plan(algo, shape), cluster.ranks(), options).time;
+  const SimulatedRun run = run_simulated(cluster, algo, 4, count, 0, std::nullopt);
+  p.blocks = run.blocks;
+  p.time = run.result.time;
 }
 
 }  // namespace
@@ -157,14 +111,15 @@ int main(int argc, char** argv) {
       std::string flat_name, hier_name;
       for (const auto& p : points) {
         if (p.nodes != n || p.bytes != b) continue;
-        const Form& f = kForms[p.form];
+        const HierarchyForm& f = kForms[p.form];
+        const bool flat = f.shape == HierarchyShape::flat;
         ok = ok && p.ok;
-        std::printf("  %-48s %12.2f  blocks %4d%s\n", f.label.c_str(), to_seconds(p.time) * 1e6, p.blocks,
+        std::printf("  %-48s %12.2f  blocks %4d%s\n", f.label().c_str(), to_seconds(p.time) * 1e6, p.blocks,
                     p.emulated ? (p.ok ? "  emulated, ok" : "  emulated, FAILED") : "");
-        Picos& best = f.grouping ? best_hier : best_flat;
+        Picos& best = flat ? best_flat : best_hier;
         if (best == 0 || p.time < best) {
           best = p.time;
-          (f.grouping ? hier_name : flat_name) = f.label;
+          (flat ? flat_name : hier_name) = f.label();
         }
       }
       std::printf("  best flat %s %.2f us, best hierarchical %s %.2f us: hierarchical %.2fx %s\n", flat_name.c_str(),

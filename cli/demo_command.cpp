@@ -1,5 +1,9 @@
-// copse demo: every allreduce algorithm on one emulated cluster, as a table.
+// copse demo: the mission's shape in one table -- allreduce flat and in the
+// hierarchical forms (one node leader, multi-leader, lanes) on an emulated
+// cluster of 8-way nodes under the cluster cost model, every row verified,
+// and a Gantt chart of the winner.
 
+#include <cstdio>
 #include <iostream>
 
 #include "cli/cluster_options.hpp"
@@ -11,53 +15,159 @@ namespace {
 
 struct DemoArgs {
   ClusterArgs cluster;
+  std::string model = "cluster";
+  std::string gantt = "demo-winner.svg";
   bool json = false;
 };
 
+// The rows: the best flat algorithms against the hierarchical forms, each
+// form with the inter-node algorithms that suit it (node/experiment.hpp).
+std::vector<HierarchyForm> demo_forms(int per_node) {
+  const int group = std::min(per_node, 4);
+  using S = HierarchyShape;
+  std::vector<HierarchyForm> forms;
+  for (const char* a : {"ring", "rabenseifner", "recursive-doubling", "two-tree", "dual-root"})
+    forms.push_back({S::flat, a, 0});
+  for (S s : {S::single_leader, S::multi_leader})
+    for (const char* a : {"rabenseifner", "dual-root"}) forms.push_back({s, a, group});
+  for (const char* a : {"rabenseifner", "ring", "recursive-doubling"}) forms.push_back({S::lanes, a, 0});
+  return forms;
+}
+
+std::string two_decimals(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", x);
+  return buffer;
+}
+
 int run_demo(const DemoArgs& args) {
+  if (args.model != "cluster" && args.model != "config") throw UsageError("--model: expected cluster or config");
   const EmulationSetup setup = make_setup(args.cluster);
-  const EmulatedCluster& cluster = setup.cluster;
+  ClusterSpec base = setup.cluster.spec();
+  if (args.model == "cluster") base.model = CostModel::cluster();
+  const int per_node = args.cluster.ranks_per_node;
+  const ReduceOp& op = setup.op;
   Json results = Json::array();
   std::vector<std::string> failures;
 
   if (!args.json) {
-    std::cout << "copse demo: every allreduce algorithm on an emulated cluster of " << cluster.nodes() << " nodes x "
-              << args.cluster.ranks_per_node << " ranks (" << cluster.ranks() << " threads), "
-              << format_bytes(setup.bytes) << " per rank (" << setup.count << " x " << to_string(setup.op.dtype)
-              << "), op " << setup.op.name << "\n"
-              << "cost model: " << model_summary(cluster.spec().model) << "\n"
-              << "blocks: auto (the count that minimises simulated time); virtual time: the emulator's clock\n"
-              << "(checked equal to the simulator's); wall time: the slowest rank per repetition, over "
-              << cluster.spec().repetitions << " repetitions\n\n";
-    std::cout << pad("ALGORITHM", 20) << pad("BLOCKS", 8, true) << pad("VIRTUAL TIME", 14, true)
-              << pad("WALL MIN", 12, true) << pad("WALL MEDIAN", 13, true) << "  VERIFIED\n";
+    std::cout << "copse demo: allreduce flat and hierarchical on an emulated cluster of " << setup.cluster.nodes()
+              << " nodes x " << per_node << " ranks (" << setup.cluster.ranks() << " threads), "
+              << format_bytes(setup.bytes) << " per rank (" << setup.count << " x " << to_string(op.dtype) << "), op "
+              << op.name << "\n"
+              << "cost model (" << args.model << "): " << model_summary(base.model) << "\n"
+              << "forms: flat over all ranks; 1 leader per node above groups; multi-leader (every group leader talks "
+                 "off-node); lanes (node reduce-scatter, one inter-node allreduce per local rank, node allgather)\n"
+              << "blocks: auto (the count that minimises simulated time); virtual time: the emulator's clock "
+                 "(checked equal to the simulator's);\nwall time: the slowest rank per repetition, over "
+              << base.repetitions << " repetitions on this machine\n\n";
+    std::cout << pad("FORM", 40) << pad("BLOCKS", 8, true) << pad("VIRTUAL TIME", 14, true) << pad("WALL MIN", 12, true)
+              << pad("WALL MEDIAN", 13, true) << "  VERIFIED\n";
   }
-  for (const auto& algorithm : algorithms()) {
-    if (algorithm.collective != Collective::allreduce) continue;
-    if (algorithm.needs_commutative && !setup.op.commutative) {
-      results.push_back({{"algorithm", algorithm.name}, {"skipped", "needs a commutative operator"}});
-      if (!args.json) std::cout << pad(std::string(algorithm.name), 20) << "  skipped: needs a commutative operator\n";
+  struct Best {
+    const HierarchyForm* form = nullptr;
+    std::optional<EmulatedCluster> cluster;
+    Shape shape;
+    Picos time = 0;
+  };
+  Best best, best_flat, best_hier;
+  const std::vector<HierarchyForm> forms = demo_forms(per_node);
+  for (const HierarchyForm& form : forms) {
+    const AlgorithmInfo& algorithm = find_algorithm(Collective::allreduce, form.algorithm);
+    auto skip = [&](const std::string& why) {
+      results.push_back(
+          {{"form", form.shape_name()}, {"label", form.label()}, {"algorithm", algorithm.name}, {"skipped", why}});
+      if (!args.json) std::cout << pad(form.label(), 40) << "  skipped: " << why << "\n";
+    };
+    if (algorithm.needs_commutative && !op.commutative) {
+      skip("needs a commutative operator");
       continue;
     }
-    const CheckedEmulation run = run_checked_emulation(cluster, algorithm, setup.op, setup.count, 0, std::nullopt);
-    if (!run.ok) failures.push_back(std::string(algorithm.name) + ": " + run.failure);
+    // A form this cluster cannot take (groups or lanes on nodes of one rank) is skipped.
+    std::optional<EmulatedCluster> cluster;
+    CheckedEmulation run;
+    try {
+      cluster.emplace(with_form(base, form));
+      run = run_checked_emulation(*cluster, algorithm, op, setup.count, 0, std::nullopt);
+    } catch (const UsageError& e) {
+      skip(e.what());
+      continue;
+    }
+    if (!run.ok) failures.push_back(form.label() + ": " + run.failure);
     if (!args.json) {
       const WallStats wall = wall_stats(run.emulation.wall_seconds);
-      std::cout << pad(std::string(algorithm.name), 20) << pad(std::to_string(run.blocks), 8, true)
+      std::cout << pad(form.label(), 40) << pad(std::to_string(run.blocks), 8, true)
                 << pad(format_time(to_seconds(run.emulation.virtual_time)), 14, true)
                 << pad(format_time(wall.min), 12, true) << pad(format_time(wall.median), 13, true) << "  "
                 << (run.ok ? "yes" : "NO: " + run.failure) << std::endl;
     }
-    results.push_back(emulation_json(setup, algorithm, run, std::nullopt));
+    Json row = emulation_json(EmulationSetup{*cluster, op, setup.bytes, setup.count, setup.arrival_error}, algorithm,
+                              run, std::nullopt);
+    row["form"] = form.shape_name();
+    row["label"] = form.label();
+    results.push_back(std::move(row));
+    const Picos t = run.emulation.virtual_time;
+    for (Best* b : {&best, form.shape == HierarchyShape::flat ? &best_flat : &best_hier})
+      if (run.ok && (!b->form || t < b->time)) b->form = &form, b->cluster = cluster, b->shape = run.shape, b->time = t;
   }
+
+  // The winner's Gantt chart, from the simulator (its virtual times are the emulator's).
+  std::string gantt_path;
+  if (best.form && !args.gantt.empty()) {
+    const AlgorithmInfo& algorithm = find_algorithm(Collective::allreduce, best.form->algorithm);
+    Timeline timeline;
+    constexpr int kRows = 64;
+    const SimulatedRun sim =
+        run_simulated(*best.cluster, algorithm, op.element_bytes, setup.count, 0, best.shape.blocks, &timeline);
+    GanttOptions gantt;
+    gantt.title = "copse demo winner: " + best.form->label() + ", " + std::to_string(best.cluster->nodes()) +
+                  " nodes x " + std::to_string(per_node) + " ranks, " + format_bytes(setup.bytes) + ", " +
+                  std::to_string(sim.blocks) + (sim.blocks == 1 ? " block" : " blocks");
+    gantt.vector_elements = setup.count;
+    gantt.segments = gantt_segments(sim.blocks, algorithm.pipelined_parts);
+    gantt.max_rows = kRows;
+    gantt.node_of = best.cluster->emulator_config().layout.node_table();
+    write_picture_file("--gantt", args.gantt,
+                       [&](std::ostream& out) { write_gantt_svg(out, timeline, best.cluster->ranks(), gantt); });
+    gantt_path = args.gantt;
+  }
+
+  auto ratio = [](Picos slow, Picos fast) { return static_cast<double>(slow) / static_cast<double>(fast); };
   if (args.json) {
-    std::cout << Json{{"nodes", cluster.nodes()}, {"ranks_per_node", args.cluster.ranks_per_node},
-                      {"ranks", cluster.ranks()}, {"bytes", setup.bytes},
-                      {"count", setup.count},     {"dtype", to_string(setup.op.dtype)},
-                      {"op", setup.op.name},      {"repetitions", cluster.spec().repetitions},
-                      {"results", results}}
-                     .dump(2)
-              << "\n";
+    Json j{{"nodes", setup.cluster.nodes()},
+           {"ranks_per_node", per_node},
+           {"ranks", setup.cluster.ranks()},
+           {"bytes", setup.bytes},
+           {"count", setup.count},
+           {"dtype", to_string(op.dtype)},
+           {"op", op.name},
+           {"repetitions", base.repetitions},
+           {"model", args.model},
+           {"results", results},
+           {"winner", best.form ? Json{{"form", best.form->shape_name()},
+                                       {"label", best.form->label()},
+                                       {"algorithm", best.form->algorithm},
+                                       {"virtual_time_ps", best.time}}
+                                : Json(nullptr)},
+           {"gantt", gantt_path.empty() ? Json(nullptr) : Json(gantt_path)}};
+    std::cout << j.dump(2) << "\n";
+  } else if (best.form) {
+    std::cout << "\nwinner: " << best.form->label() << ", " << format_time(to_seconds(best.time)) << "\n";
+    if (best_flat.form && best_hier.form) {
+      const bool hier_wins = best_hier.time < best_flat.time;
+      std::cout << "best hierarchical (" << best_hier.form->label() << ", " << format_time(to_seconds(best_hier.time))
+                << ") ";
+      if (best_hier.time == best_flat.time)
+        std::cout << "ties with";
+      else
+        std::cout << "is "
+                  << two_decimals(hier_wins ? ratio(best_flat.time, best_hier.time)
+                                            : ratio(best_hier.time, best_flat.time))
+                  << "x " << (hier_wins ? "faster than" : "slower than");
+      std::cout << " the best flat (" << best_flat.form->label() << ", " << format_time(to_seconds(best_flat.time))
+                << ")\n";
+    }
+    if (!gantt_path.empty()) std::cout << "Gantt chart of the winner: " << gantt_path << "\n";
   }
   if (!failures.empty()) throw RunFailure(join(failures, "; "));
   return 0;
@@ -68,13 +178,25 @@ int run_demo(const DemoArgs& args) {
 void add_demo_command(CLI::App& app, const Config& config, RunParsed& run_parsed) {
   auto args = std::make_shared<DemoArgs>();
   args->cluster = configured_cluster_args(config);
+  args->cluster.nodes = 4;  // the demo's own cluster: 8-way nodes
+  args->cluster.ranks_per_node = 8;
   auto* command = app.add_subcommand(
       "demo",
-      "every allreduce algorithm on an emulated cluster with auto blocks: a table of blocks, virtual and wall "
-      "times, and verification");
+      "allreduce flat, with one node leader, multi-leader and lanes on an emulated cluster of 8-way nodes under the "
+      "cluster cost model: a table of blocks, virtual and wall times and verification, and a Gantt chart of the "
+      "winner");
   add_cluster_options(command, args->cluster, false);
+  command
+      ->add_option("--model", args->model,
+                   "cost model: cluster (LogGP, one shared 25 GB/s interface per node: CostModel::cluster()) or "
+                   "config (the configuration's model)")
+      ->type_name("cluster|config")
+      ->capture_default_str();
+  command->add_option("--gantt", args->gantt, "write the winner's Gantt chart (SVG) here ('': none)")
+      ->type_name("FILE")
+      ->capture_default_str();
   add_config_file_option(command);
-  command->add_flag("--json", args->json, "print one JSON object with a result per algorithm");
+  command->add_flag("--json", args->json, "print one JSON object with a result per form");
   command->callback([args, &run_parsed] { run_parsed = [args] { return run_demo(*args); }; });
 }
 

@@ -15,6 +15,7 @@ struct EmulateArgs {
   std::string collective = "allreduce";
   int root = 0;
   std::string blocks = "auto";
+  std::string trace;  // --trace FILE: Chrome-trace JSON of the last repetition
   bool json = false;
 };
 
@@ -27,8 +28,16 @@ int run_emulate(const EmulateArgs& args) {
       named ? *named
             : select_for_cluster(setup.cluster, parse_collective(args.collective), setup.op, setup.count, args.root)
                   .algorithm();
-  const CheckedEmulation run =
-      run_checked_emulation(setup.cluster, algorithm, setup.op, setup.count, args.root, requested);
+  Timeline timeline;
+  const CheckedEmulation run = run_checked_emulation(setup.cluster, algorithm, setup.op, setup.count, args.root,
+                                                     requested, args.trace.empty() ? nullptr : &timeline);
+  if (!args.trace.empty()) {
+    TraceOptions trace;
+    trace.name = std::string(to_string(algorithm.collective)) + " " + std::string(algorithm.name) + ", " +
+                 std::to_string(setup.cluster.ranks()) + " ranks, " + format_bytes(setup.bytes);
+    write_picture_file("--trace", args.trace,
+                       [&](std::ostream& out) { write_chrome_trace(out, timeline, setup.cluster.ranks(), trace); });
+  }
   Json j = emulation_json(setup, algorithm, run, requested);
   j["selected"] = select;
 
@@ -76,6 +85,11 @@ void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_par
   add_algorithm_options(command, args->choice);
   add_collective_options(command, args->collective, args->root, args->blocks);
   add_cluster_options(command, args->cluster, true);
+  command
+      ->add_option("--trace", args->trace,
+                   "write the last repetition as Chrome-trace JSON (chrome://tracing, ui.perfetto.dev): virtual "
+                   "and wall time as two processes, threads per rank for sends, receives and local work")
+      ->type_name("FILE");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, command, &run_parsed] {

@@ -31,6 +31,7 @@ struct SimArgs {
   std::string arrival = "none";
   std::string arrival_error = "0";
   bool unequal_segments = false;
+  std::string gantt;  // --gantt FILE: the run's Gantt chart (SVG)
   bool json = false;
 };
 
@@ -87,8 +88,23 @@ int run_sim(SimArgs args) {
     search = option_value("--unequal-segments", [&] { return best_unequal_segments(algorithm, shape, options); });
     shape = with_segments(shape, search->segments);
   }
+  Timeline timeline;
+  constexpr int kGanttRows = 64;
+  if (!args.gantt.empty()) options.timeline = &timeline, options.timeline_ranks = kGanttRows;
   const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
+  if (!args.gantt.empty()) {
+    GanttOptions gantt;
+    gantt.title = std::string(to_string(algorithm.collective)) + " " + std::string(algorithm.name) + ", " +
+                  std::to_string(shape.ranks) + " ranks, " + format_bytes(bytes) + ", " + std::to_string(blocks) +
+                  (blocks == 1 ? " block" : " blocks") + " (copse sim)";
+    gantt.vector_elements = vector_elements(algorithm.collective, shape);
+    gantt.segments = gantt_segments(blocks, algorithm.pipelined_parts);
+    gantt.max_rows = kGanttRows;
+    if (options.layout) gantt.node_of = options.layout->node_table();
+    write_picture_file("--gantt", args.gantt,
+                       [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
+  }
 
   if (args.json) {
     Json j{{"algorithm", algorithm.name},
@@ -175,6 +191,11 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   command->add_flag("--unequal-segments", args->unequal_segments,
                     "from the equal segments (--blocks, or auto: the best), move elements between segments while "
                     "that lowers the simulated time (Lowery-Langou's unequal segmentation; uni-greedy)");
+  command
+      ->add_option("--gantt", args->gantt,
+                   "write a Gantt chart of the run (SVG): a row per rank (the first 64), sends, receives and "
+                   "local work as bars over virtual time, coloured by block")
+      ->type_name("FILE");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, command, &run_parsed] {

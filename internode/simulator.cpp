@@ -145,8 +145,10 @@ class Simulation {
     }
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
-    const TransferEnds ends = model_.transfer_ends(layout_, src, dst, s.send_count * options_.element_bytes,
-                                                   s.clock.send_ready(), d.clock.recv_ready());
+    const std::uint64_t bytes = s.send_count * options_.element_bytes;
+    const TransferEnds ends =
+        model_.transfer_ends(layout_, src, dst, bytes, s.clock.send_ready(), d.clock.recv_ready());
+    if (options_.timeline) record_transfer(src, dst, bytes, ends);
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
     s.send_open = false;
     s.clock.send_done(ends.send_end);
@@ -168,9 +170,27 @@ class Simulation {
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
       const Step& s = st.step();
       if (hooks_) hooks_->on_step_end(r, st.steps - 1, s);
-      st.clock.end_step(options_.model.step_work(s, options_.element_bytes));
+      const Picos work = options_.model.step_work(s, options_.element_bytes);
+      st.clock.end_step(work);
+      if (options_.timeline && r < options_.timeline_ranks)
+        add_local_work(*options_.timeline, r, st.steps - 1, s, st.clock.now() - work, st.clock.now());
       next_step(r);
     }
+  }
+
+  // Both sides' bars of a matched transfer (internode/timeline.hpp), before
+  // the clocks move on.
+  void record_transfer(int src, int dst, std::uint64_t bytes, const TransferEnds& ends) {
+    const Picos busy = transfer_busy(model_, layout_, src, dst, bytes);
+    auto& s = at(src);
+    auto& d = at(dst);
+    Timeline& out = *options_.timeline;
+    if (src < options_.timeline_ranks)
+      out.push_back(TimelineEvent{src, Activity::send, dst, s.steps - 1, s.step().send.offset, s.send_count,
+                                  bar_start(s.clock.send_ready(), ends.send_end, busy), ends.send_end, 0, 0});
+    if (dst < options_.timeline_ranks)
+      out.push_back(TimelineEvent{dst, Activity::recv, src, d.steps - 1, d.step().recv.offset, d.recv_count,
+                                  bar_start(d.clock.recv_ready(), ends.recv_end, busy), ends.recv_end, 0, 0});
   }
 
   void check_peer(int r, const Transfer& t, const char* verb) const {

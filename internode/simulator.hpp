@@ -10,6 +10,7 @@
 // moves symbolic values.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "common/error.hpp"
 #include "common/rank_map.hpp"
 #include "common/schedule.hpp"
+#include "internode/timeline.hpp"
 
 namespace copse {
 
@@ -31,6 +33,11 @@ struct SimulationOptions {
   // Each rank's arrival at the collective (an arrival pattern), in virtual
   // time: rank r's clock starts at start[r]. Empty: every rank at 0.
   std::vector<Picos> start;
+  // If set, every send, receive and step's local work of the ranks below
+  // `timeline_ranks` is appended to it (internode/timeline.hpp); unset, the
+  // simulator records nothing and pays nothing for it.
+  Timeline* timeline = nullptr;
+  int timeline_ranks = std::numeric_limits<int>::max();
 };
 
 // A rank that arrives at `offset`: its clock starts as if it had computed

@@ -56,7 +56,50 @@ Link& StepExecutor::link_to(const LinkRank& c, int peer) const {
   return *c.remote;
 }
 
-void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op) {
+namespace {
+
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A rank's timeline while it runs (StepExecutor::run's `timeline`): each
+// operation is noted when posted (its port's ready time, the wall clock)
+// and recorded when done.
+class Recorder {
+ public:
+  Recorder(Timeline* out, const LinkConfig& config, const LinkRank& c) : out_(out), config_(config), c_(c) {}
+  explicit operator bool() const { return out_ != nullptr; }
+  void posting_send() { send_ready_ = c_.clock.send_ready(), send_wall_ = wall_ns(); }
+  void posting_recv() { recv_ready_ = c_.clock.recv_ready(), recv_wall_ = wall_ns(); }
+  void sent(const Transfer& t) { add(Activity::send, c_.rank, t.peer, t, send_ready_, c_.send_end, send_wall_); }
+  void received(const Transfer& t) { add(Activity::recv, t.peer, c_.rank, t, recv_ready_, c_.recv_end, recv_wall_); }
+  // After the step's transfers (before its staged combine and copy).
+  void transfers_done() { work_wall_ = wall_ns(); }
+  // After end_step(work).
+  void step_done(const Step& st, Picos work) {
+    const std::size_t before = out_->size();
+    add_local_work(*out_, c_.rank, c_.step, st, c_.clock.now() - work, c_.clock.now());
+    if (out_->size() > before) out_->back().wall_start_ns = work_wall_, out_->back().wall_end_ns = wall_ns();
+  }
+
+ private:
+  void add(Activity a, int src, int dst, const Transfer& t, Picos ready, Picos end, std::int64_t wall_start) {
+    const Picos busy = transfer_busy(config_.model, config_.layout, src, dst, t.count * c_.eb);
+    out_->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count, bar_start(ready, end, busy), end,
+                                  wall_start, wall_ns()});
+  }
+  Timeline* out_;
+  const LinkConfig& config_;
+  const LinkRank& c_;
+  Picos send_ready_ = 0, recv_ready_ = 0;
+  std::int64_t send_wall_ = 0, recv_wall_ = 0, work_wall_ = 0;
+};
+
+}  // namespace
+
+void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+                       Timeline* timeline) {
   c.y = y;
   c.scratch = scratch;
   c.op = &op;
@@ -69,6 +112,7 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   // step always run at once.
   const bool bidirectional = !clock || config_.model.ports() == Ports::bidirectional;
   const std::size_t eb = c.eb;
+  Recorder record(clock ? timeline : nullptr, config_, c);
   try {
     if (local_.aborted()) throw LinkAborted{};
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -87,42 +131,65 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
         std::byte* target = stage ? scratch : own;
         const Combine side = stage ? Combine::replace : st.combine;
         if (bidirectional) {
+          if (record) record.posting_send(), record.posting_recv();
           out.start_send(c, st.send, y + st.send.offset * eb);
           in.start_recv(c, st.recv, target, side);
           finish(c, &out, &in);
+          if (record) record.sent(st.send), record.received(st.recv);
           if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
+          if (record) record.transfers_done();
           if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
         } else if (send_goes_first(c.rank, st)) {
           // The send is acknowledged before the receive starts: no staging.
+          if (record) record.posting_send();
           out.start_send(c, st.send, y + st.send.offset * eb);
           finish(c, &out, nullptr);
+          if (record) record.sent(st.send);
           c.clock.send_done(c.send_end);
+          if (record) record.posting_recv();
           in.start_recv(c, st.recv, own, st.combine);
           finish(c, nullptr, &in);
+          if (record) record.received(st.recv);
           c.clock.recv_done(c.recv_end);
+          if (record) record.transfers_done();
         } else {
+          if (record) record.posting_recv();
           in.start_recv(c, st.recv, target, side);
           finish(c, nullptr, &in);
+          if (record) record.received(st.recv);
           c.clock.recv_done(c.recv_end);
+          if (record) record.posting_send();
           out.start_send(c, st.send, y + st.send.offset * eb);
           finish(c, &out, nullptr);
+          if (record) record.sent(st.send);
           c.clock.send_done(c.send_end);
+          if (record) record.transfers_done();
           if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
         }
       } else if (st.send) {
         Link& out = link_to(c, st.send.peer);
+        if (record) record.posting_send();
         out.start_send(c, st.send, y + st.send.offset * eb);
         finish(c, &out, nullptr);
+        if (record) record.sent(st.send), record.transfers_done();
         if (clock) c.clock.send_done(c.send_end);
       } else if (st.recv) {
         Link& in = link_to(c, st.recv.peer);
+        if (record) record.posting_recv();
         in.start_recv(c, st.recv, own, st.combine);
         finish(c, nullptr, &in);
+        if (record) record.received(st.recv), record.transfers_done();
         if (clock) c.clock.recv_done(c.recv_end);
+      } else if (record) {
+        record.transfers_done();
       }
       if (st.copy.count > 0 && eb > 0)
         std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
-      if (clock) c.clock.end_step(config_.model.step_work(st, eb));
+      if (clock) {
+        const Picos work = config_.model.step_work(st, eb);
+        c.clock.end_step(work);
+        if (record) record.step_done(st, work);
+      }
     }
   } catch (const LinkAborted&) {
     // Another rank failed: its error is the one to report.

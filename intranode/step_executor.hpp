@@ -31,6 +31,7 @@
 #include <string_view>
 
 #include "common/link.hpp"
+#include "internode/timeline.hpp"
 #include "intranode/link_engine.hpp"
 
 namespace copse {
@@ -47,7 +48,12 @@ class StepExecutor {
   // c.clock from its current state (reset it for a fresh start). Publishes
   // c.round and the step for other ranks' error messages. A transfer to a
   // rank it shares no memory with goes over c.remote (ScheduleError if null).
-  void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op);
+  // With a `timeline` (and the virtual clock on) it appends the rank's sends,
+  // receives and local work, in virtual time by the simulator's rule
+  // (internode/timeline.hpp) and in wall time from post to completion; this
+  // rank's vector only, so recording takes no lock.
+  void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+           Timeline* timeline = nullptr);
 
  private:
   Link& link_to(const LinkRank& c, int peer) const;

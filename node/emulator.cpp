@@ -125,7 +125,8 @@ class Cluster {
   std::span<const std::byte> expected_;              // what a verified rank holds: one of the two
 
   std::unique_ptr<RankOutcome[]> outcome_;
-  std::vector<double> wall_;  // [repetition * p + rank]
+  std::vector<double> wall_;         // [repetition * p + rank]
+  std::vector<Timeline> timelines_;  // per rank, with config_.record_timeline: the last repetition's
 
   std::mutex error_mutex_;
   std::exception_ptr error_;
@@ -234,7 +235,12 @@ void Cluster::rank_main(int rank) noexcept {
       if (!config_.start.empty()) arrive_at(c.clock, config_.start[r]);
       barrier(c);
       const auto t0 = std::chrono::steady_clock::now();
-      executor.run(c, steps, y, scratch, op_);
+      Timeline* timeline = nullptr;
+      if (config_.record_timeline && rep + 1 == config_.repetitions) {
+        timeline = &timelines_[r];
+        timeline->reserve(3 * steps.size());
+      }
+      executor.run(c, steps, y, scratch, op_, timeline);
       const auto t1 = std::chrono::steady_clock::now();
       wall_[static_cast<std::size_t>(rep) * static_cast<std::size_t>(p_) + r] =
           std::chrono::duration<double>(t1 - t0).count();
@@ -305,6 +311,7 @@ EmulationResult Cluster::run() {
   engine_ = std::make_unique<LinkEngine>(arena_, LinkEngine::create_shared(arena_, p_), std::move(link));
   outcome_ = std::make_unique<RankOutcome[]>(p);
   wall_.assign(p * static_cast<std::size_t>(config_.repetitions), 0.0);
+  if (config_.record_timeline) timelines_.resize(p);
 
   if (p_ >= 64) widen_futex_hash(p_ + 1);
   // The ranks' threads: the caller's, or threads of their own for this run.
@@ -341,6 +348,7 @@ EmulationResult Cluster::run() {
     result.wall_seconds.push_back(*std::max_element(w, w + p));
   }
   result.verified = bad_rep < 0 && changed_rank < 0;
+  for (auto& t : timelines_) result.timeline.insert(result.timeline.end(), t.begin(), t.end());
   if (bad_rep >= 0) {
     const RankOutcome& o = outcome_[static_cast<std::size_t>(bad_rank)];
     std::ostringstream m;

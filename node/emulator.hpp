@@ -22,6 +22,7 @@
 #include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
 #include "internode/registry.hpp"
+#include "internode/timeline.hpp"
 
 namespace copse {
 
@@ -66,6 +67,9 @@ struct EmulatorConfig {
   // clock starts at start[r] in every repetition. Empty: all at 0. Wall
   // time is not delayed.
   std::vector<Picos> start;
+  // Record every rank's sends, receives and local work in the last
+  // repetition (EmulationResult::timeline): virtual and wall times.
+  bool record_timeline = false;
 };
 
 struct EmulationResult {
@@ -75,6 +79,7 @@ struct EmulationResult {
   Picos virtual_time = 0;             // slowest rank
   std::vector<double> wall_seconds;   // per repetition: the slowest rank's time
   int blocks = 1;                     // block count the schedule used
+  Timeline timeline;                  // with EmulatorConfig::record_timeline: rank 0's events first, then rank 1's, ...
 };
 
 // Plans the schedule once, runs `repetitions` times (barrier-separated, as in

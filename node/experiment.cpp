@@ -1,5 +1,6 @@
 #include "node/experiment.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -164,7 +165,7 @@ EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
   ranks_ = static_cast<int>(ranks);
 
   config_.layout = RankMap::from_node_sizes(spec_.ranks_per_node);
-  if (spec_.hierarchical) {
+  if (spec_.hierarchical || spec_.lanes) {
     const Machine machine = spec_.machine ? *spec_.machine : Machine::detect();
     std::vector<NodeSpec> nodes;
     for (int k : spec_.ranks_per_node) nodes.push_back(NodeSpec{machine, k, {}});
@@ -195,26 +196,53 @@ std::shared_ptr<const PlanHints> EmulatedCluster::hints(std::size_t element_byte
 }
 
 SchedulePlan EmulatedCluster::plan(const AlgorithmInfo& algorithm, const Shape& shape) const {
+  if (spec_.lanes) return plan_lanes(hierarchy_, algorithm, shape);
   return hierarchy_ ? plan_hierarchical(hierarchy_, algorithm, shape) : algorithm.plan(shape);
 }
 
 bool EmulatedCluster::pipelined_across_levels(const AlgorithmInfo& algorithm) const {
-  return hierarchy_ && runs_as_combined_tree(algorithm) && hierarchy_->offnode.size() > 1;
+  return hierarchy_ && !spec_.lanes && runs_as_combined_tree(algorithm) && hierarchy_->offnode.size() > 1;
+}
+
+namespace {
+
+// The shape `algorithm` runs with on `cluster`: the requested blocks, or the
+// count that minimises simulated time.
+Shape planned_shape(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
+                    std::uint64_t count, int root, std::optional<int> requested_blocks) {
+  Shape shape{cluster.ranks(), count, 1, root, cluster.hints(element_bytes)};
+  shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, shape,
+                                requested_blocks, cluster.simulation(element_bytes));
+  return shape;
+}
+
+}  // namespace
+
+SimulatedRun run_simulated(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
+                           std::uint64_t count, int root, std::optional<int> requested_blocks, Timeline* timeline) {
+  SimulatedRun out;
+  out.shape = planned_shape(cluster, algorithm, element_bytes, count, root, requested_blocks);
+  out.blocks = blocks_used(algorithm, out.shape);
+  SimulationOptions sim = cluster.simulation(element_bytes);
+  sim.timeline = timeline;
+  out.result = simulate(cluster.plan(algorithm, out.shape), out.shape.ranks, sim);
+  return out;
 }
 
 CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm,
                                        const ReduceOp& op, std::uint64_t count, int root,
-                                       std::optional<int> requested_blocks) {
+                                       std::optional<int> requested_blocks, Timeline* timeline) {
   check_operator(algorithm, op.name, op.commutative);
   const SimulationOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
-  out.shape = Shape{cluster.ranks(), count, 1, root, cluster.hints(op.element_bytes)};
-  out.shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, out.shape,
-                                    requested_blocks, sim);
+  out.shape = planned_shape(cluster, algorithm, op.element_bytes, count, root, requested_blocks);
   out.blocks = blocks_used(algorithm, out.shape);
 
   const SchedulePlan schedule = cluster.plan(algorithm, out.shape);
-  out.emulation = emulate(algorithm, schedule, out.shape, op, cluster.emulator_config());
+  EmulatorConfig config = cluster.emulator_config();
+  config.record_timeline = timeline != nullptr;
+  out.emulation = emulate(algorithm, schedule, out.shape, op, config);
+  if (timeline) *timeline = std::move(out.emulation.timeline);
   out.simulated_time = simulate(schedule, out.shape.ranks, sim).time;
   out.matches_simulator = out.simulated_time == out.emulation.virtual_time;
   out.ok = out.emulation.verified && out.matches_simulator;
@@ -233,6 +261,42 @@ Selection select_for_cluster(const EmulatedCluster& cluster, Collective collecti
   const Shape shape{cluster.ranks(), count, 1, root, cluster.hints(op.element_bytes)};
   return select_algorithm(collective, shape, cluster.simulation(op.element_bytes), op.commutative,
                           [&cluster](const AlgorithmInfo& a, const Shape& s) { return cluster.plan(a, s); });
+}
+
+std::string_view HierarchyForm::shape_name() const {
+  switch (shape) {
+    case HierarchyShape::flat: return "flat";
+    case HierarchyShape::single_leader: return "single-leader";
+    case HierarchyShape::multi_leader: return "multi-leader";
+    case HierarchyShape::lanes: return "lanes";
+  }
+  return "?";
+}
+
+std::string HierarchyForm::label() const {
+  const std::string groups = group > 0 ? "groups of " + std::to_string(group) + ", " : "one group, ";
+  switch (shape) {
+    case HierarchyShape::flat: return "flat " + algorithm;
+    case HierarchyShape::single_leader: return "1 leader, " + groups + algorithm;
+    case HierarchyShape::multi_leader: return "multi-leader, " + groups + algorithm;
+    case HierarchyShape::lanes: return "lanes, " + algorithm;
+  }
+  return algorithm;
+}
+
+ClusterSpec with_form(ClusterSpec spec, const HierarchyForm& form) {
+  const auto& sizes = spec.ranks_per_node;
+  if (sizes.empty() || std::any_of(sizes.begin(), sizes.end(), [&](int k) { return k != sizes.front(); }))
+    throw UsageError("the hierarchy forms need nodes of equal size");
+  const int k = sizes.front();
+  spec.hierarchical = form.shape == HierarchyShape::single_leader || form.shape == HierarchyShape::multi_leader;
+  spec.lanes = form.shape == HierarchyShape::lanes;
+  spec.multi_leader = form.shape == HierarchyShape::multi_leader;
+  if (spec.hierarchical || spec.lanes) {
+    spec.machine = Machine::synthetic("core:" + std::to_string(k) + " pu:1");
+    spec.grouping = Grouping::parse("size:" + std::to_string(form.group > 0 && !spec.lanes ? form.group : k));
+  }
+  return spec;
 }
 
 ProficzStudy run_proficz_study(const ProficzStudyOptions& o) {

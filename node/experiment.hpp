@@ -75,6 +75,10 @@ struct ClusterSpec {
   std::optional<Machine> machine;  // hierarchical: each node's machine; unset: this one (hwloc)
   Grouping grouping;
   bool multi_leader = false;
+  // The lane decomposition (node/hierarchical.hpp, plan_lanes) instead of
+  // groups and leaders: allreduce only, on nodes of equal size; each node's
+  // machine as for a hierarchy (`machine`, `grouping` only plan it).
+  bool lanes = false;
   CostModel model;
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout = EmulatorConfig().wait_timeout;
@@ -127,9 +131,41 @@ struct CheckedEmulation {
 // time. Throws UsageError for bad input (an operator the algorithm cannot
 // serve, a root out of range); a wrong result or a virtual time that differs
 // from the simulator's is reported in the result, not thrown.
+// With `timeline`, the emulator records the last repetition's sends,
+// receives and local work into it (EmulatorConfig::record_timeline).
 CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm,
                                        const ReduceOp& op, std::uint64_t count, int root,
-                                       std::optional<int> requested_blocks);
+                                       std::optional<int> requested_blocks, Timeline* timeline = nullptr);
+
+// The same problem on the simulator alone: the shape as planned (blocks
+// requested, or autotuned), and the simulated time. With `timeline`, the
+// simulator records every rank's sends, receives and local work into it.
+struct SimulatedRun {
+  Shape shape;
+  int blocks = 1;  // blocks_used of that shape
+  SimulationResult result;
+};
+SimulatedRun run_simulated(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
+                           std::uint64_t count, int root, std::optional<int> requested_blocks,
+                           Timeline* timeline = nullptr);
+
+// ---- Flat versus hierarchical (study_flat_hier, `copse demo`) -------------------
+//
+// The forms an allreduce takes on a cluster of equal nodes: flat over all
+// ranks; one node leader above groups of `group` ranks; every group leader
+// talking off-node (Bjørndalen's multi-leader); lanes (Träff and Hunold
+// 2020). Each node is a machine of one core per rank, so groups are by size.
+enum class HierarchyShape { flat, single_leader, multi_leader, lanes };
+struct HierarchyForm {
+  HierarchyShape shape = HierarchyShape::flat;
+  std::string algorithm;  // the allreduce: over all ranks, among the off-node ranks, or within each lane
+  int group = 4;          // leaders: ranks per level-0 group (0: the whole node is one group)
+  // "flat ring", "1 leader, groups of 4, dual-root", "multi-leader, groups of 4, ring", "lanes, ring"
+  std::string label() const;
+  std::string_view shape_name() const;  // "flat", "single-leader", "multi-leader", "lanes"
+};
+// `spec` (nodes of equal size) with `form`'s hierarchy. UsageError for unequal nodes.
+ClusterSpec with_form(ClusterSpec spec, const HierarchyForm& form);
 
 // The selection (internode/selection.hpp) for `collective` on `cluster`,
 // `count` elements of `op` per rank: every candidate planned as the cluster

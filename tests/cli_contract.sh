@@ -27,7 +27,7 @@ expect 0 verify --help && for opt in --algorithm --ranks --collective --root --b
   stdout_has "$opt"
 done
 expect 0 demo --help && for opt in --nodes --ranks-per-node --bytes --dtype --op --repetitions --timeout \
-  --json; do stdout_has "$opt"; done
+  --model --gantt --json; do stdout_has "$opt"; done
 expect 0 algorithms --help
 
 expect 2                       # no subcommand
@@ -212,16 +212,20 @@ expect 2 verify --algorithm "$pipelined" --ranks 4 --count -3
 expect 2 verify --algorithm "$pipelined"
 
 # ------------------------------------------------------------------ demo
-expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --json
-json_check 'set(d) >= {"nodes", "ranks_per_node", "ranks", "bytes", "results"} and d["ranks"] == 4'
-json_check 'sorted(r["algorithm"] for r in d["results"]) == sorted("""'"$allreduce"'""".split())' \
-  "demo runs every allreduce algorithm"
+expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt "" --json
+json_check 'set(d) >= {"nodes", "ranks_per_node", "ranks", "bytes", "results", "winner"} and d["ranks"] == 4'
+json_check '{r["form"] for r in d["results"]} == {"flat", "single-leader", "multi-leader", "lanes"}' \
+  "demo compares flat, single-leader, multi-leader and lanes"
 json_check 'all(r["verified"] is True and r["matches_simulator"] is True for r in d["results"])' "demo all verified"
-expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1
-for name in $allreduce; do stdout_has "$name"; done
+json_check 'd["gantt"] is None and d["winner"]["virtual_time_ps"] == min(r["virtual_time_ps"] for r in d["results"])' \
+  "demo's winner is the fastest row"
+expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt ""
+for form in "flat ring" "1 leader" "multi-leader" "lanes"; do stdout_has "$form"; done
 stdout_has "VERIFIED"
-expect 0 demo --nodes 2 --ranks-per-node 1 --bytes 64KiB --repetitions 1 --op affine --json &&
+stdout_has "winner: "
+expect 0 demo --nodes 2 --ranks-per-node 1 --bytes 64KiB --repetitions 1 --op affine --gantt "" --json &&
   json_check 'all(r.get("verified") is True or "skipped" in r for r in d["results"])' "demo skips what affine cannot use"
+expect 2 demo --model nope
 expect 2 demo --nodes 0
 expect 2 demo --bytes 3
 expect 2 demo --op nope

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "internode/autotune.hpp"
 #include "internode/selection.hpp"
+#include "node/experiment.hpp"
 #include "node/team_plan.hpp"
 
 using namespace copse;
@@ -139,6 +140,34 @@ TEST_CASE("a bad shape, and a planner that refuses every candidate, are usage er
   CHECK(s.candidates.size() == 1);
   const auto none = [](const AlgorithmInfo&, const Shape&) -> SchedulePlan { throw UsageError("not composed"); };
   CHECK_THROWS_AS(select_algorithm(Collective::allgather, Shape{4, 100}, four, true, none), UsageError);
+}
+
+TEST_CASE("an emulated hierarchy: only what it composes is weighed, and the choice runs verified") {
+  ClusterSpec spec;
+  spec.ranks_per_node = {4, 4};
+  spec.hierarchical = true;
+  spec.machine = Machine::synthetic("core:4 pu:1");
+  spec.grouping = Grouping::parse("size:2");
+  const EmulatedCluster cluster(spec);
+  const ReduceOp sum = builtin_op("sum", DType::int32);
+  const ReduceOp affine = builtin_op("affine", DType::int32);
+  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter})
+    for (const ReduceOp* op : {&sum, &affine}) {
+      const Selection s = select_for_cluster(cluster, c, *op, 1000, 0);
+      INFO(to_string(c) << " " << op->name << ": " << s.chosen.algorithm->name);
+      for (const auto& candidate : s.candidates) {
+        // Each candidate is costed as the hierarchy composes it.
+        Shape shape{8, 1000, candidate.blocks, 0, cluster.hints(op->element_bytes)};
+        CHECK(simulate(cluster.plan(*candidate.algorithm, shape), 8, cluster.simulation(op->element_bytes)).time ==
+              candidate.time);
+        if (!op->commutative) CHECK_FALSE(candidate.algorithm->needs_commutative);
+      }
+      if (c != Collective::allreduce)  // the hierarchy composes only trees for these
+        for (const auto& candidate : s.candidates) CHECK(candidate.algorithm->name != "ring");
+      const CheckedEmulation run = run_checked_emulation(cluster, s.algorithm(), *op, 1000, 0, std::nullopt);
+      CHECK(run.ok);
+      CHECK(run.simulated_time == s.chosen.time);
+    }
 }
 
 TEST_CASE("one-node team: the selection unless an algorithm is configured; auto is a configured value") {

@@ -32,6 +32,7 @@ void add_topo_command(CLI::App& app, const Config& config, RunParsed& run_parsed
 void add_config_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 void add_study_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 void add_replay_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_calibrate_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 void add_tree_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 
 inline constexpr const char* kSizeHelp = "SIZE: bytes, e.g. 1000, 1e6, 4KB (4000), 4KiB (4096), 1.5MiB";

@@ -120,6 +120,7 @@ struct TopologyFacts {
   std::string tree;
   std::size_t pu_count = 0;
   std::vector<std::vector<int>> containers;  // as Machine::container_
+  std::vector<int> os_index;                 // as Machine::os_index_
 };
 
 TopologyFacts read_topology(hwloc_topology_t topology) {
@@ -127,6 +128,9 @@ TopologyFacts read_topology(hwloc_topology_t topology) {
   const int pu_count = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_PU);
   if (pu_count <= 0) throw SystemError("hwloc: the topology has no PUs");
   facts.pu_count = static_cast<std::size_t>(pu_count);
+  for (int pu = 0; pu < pu_count; ++pu)
+    facts.os_index.push_back(
+        static_cast<int>(hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, static_cast<unsigned>(pu))->os_index));
   for (hwloc_obj_type_t type : kLevelTypes) {
     std::vector<int> containers;
     if (hwloc_get_nbobjs_by_type(topology, type) != 0) {
@@ -197,6 +201,7 @@ Machine Machine::detect() {
   machine.tree_ = std::move(facts.tree);
   machine.pu_count_ = facts.pu_count;
   machine.container_ = std::move(facts.containers);
+  machine.os_index_ = std::move(facts.os_index);
   return machine;
 }
 
@@ -222,6 +227,7 @@ Machine Machine::synthetic(std::string_view desc) {
   machine.tree_ = std::move(facts.tree);
   machine.pu_count_ = facts.pu_count;
   machine.container_ = std::move(facts.containers);
+  machine.os_index_ = std::move(facts.os_index);
   return machine;
 }
 
@@ -236,6 +242,12 @@ int Machine::container(std::string_view level, int pu) const {
     throw UsageError("Machine::container: PU " + std::to_string(pu) + " of " + std::to_string(pu_count_));
   if (!has_level(level)) return -1;
   return container_[static_cast<std::size_t>(level_index(level))][static_cast<std::size_t>(pu)];
+}
+
+int Machine::os_index(int pu) const {
+  if (pu < 0 || static_cast<std::size_t>(pu) >= pu_count_)
+    throw UsageError("Machine::os_index: PU " + std::to_string(pu) + " of " + std::to_string(pu_count_));
+  return os_index_[static_cast<std::size_t>(pu)];
 }
 
 int Machine::objects(std::string_view level) const {

@@ -34,6 +34,10 @@ class Machine {
   // tree as memory children: a PU's NUMA node is the first one attached to its
   // nearest ancestor that has any.
   int container(std::string_view level, int pu) const;
+  // The operating system's number of `pu` (a logical index), as CPU affinity
+  // masks name it (a synthetic topology: as hwloc numbers them, in logical
+  // order unless the description gives indexes).
+  int os_index(int pu) const;
   // Number of objects at `level` that contain PUs; 0 if the level is absent.
   int objects(std::string_view level) const;
   std::string source() const { return source_; }  // "this machine (hwloc)" or the synthetic text
@@ -45,6 +49,7 @@ class Machine {
   std::size_t pu_count_ = 0;
   // container_[level index in level_names()][pu]; empty vector: level absent.
   std::vector<std::vector<int>> container_;
+  std::vector<int> os_index_;  // per PU (logical index)
 };
 
 }  // namespace copse

@@ -100,11 +100,10 @@ struct TeamState {
     const AlgorithmInfo& inter = forced ? *forced : find_algorithm(c, algorithm_name(options, c));
     Shape shape{ranks, count, 1, root};
     if (key) {
-      auto hints = std::make_shared<PlanHints>();
-      hints->model = std::make_shared<const CostModel>(options.model);
-      hints->element_bytes = std::max<std::size_t>(element_bytes, 1);
-      hints->arrival = arrival_of(*key);
-      shape.hints = std::move(hints);
+      SimulationOptions model;
+      model.model = options.model;
+      model.element_bytes = std::max<std::size_t>(element_bytes, 1);
+      shape.hints = planning_hints(model, arrival_of(*key));
     }
     validate_shape(inter, shape);
     shape.blocks =

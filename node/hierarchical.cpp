@@ -125,14 +125,15 @@ RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, int rank) {
   }
 }
 
-// The hints for the inter-node phase among the off-node ranks: the same
-// model, and each off-node rank's predicted arrival at that phase -- the
-// latest prediction among its node's ranks, since the node's groups reduce
-// to it first (conservative for a multi-leader node, whose leaders each wait
-// only for their own groups). Proficz's ordering then sorts nodes.
+// The hints for the inter-node phase among the off-node ranks, when there
+// are predictions: the same model, and each off-node rank's predicted
+// arrival at that phase -- the latest prediction among its node's ranks,
+// since the node's groups reduce to it first (conservative for a
+// multi-leader node, whose leaders each wait only for their own groups).
+// Proficz's ordering then sorts nodes.
 std::shared_ptr<const PlanHints> offnode_hints(const HierarchyPlan& plan,
                                                const std::shared_ptr<const PlanHints>& hints) {
-  if (!hints || hints->arrival.empty()) return hints;
+  if (!hints || hints->arrival.empty()) return nullptr;  // as before predictions: the builders' defaults
   if (hints->arrival.size() != static_cast<std::size_t>(plan.ranks))
     throw UsageError("predicted arrivals: " + std::to_string(hints->arrival.size()) + " given for " +
                      std::to_string(plan.ranks) + " ranks");

@@ -24,6 +24,7 @@
 #include "common/text.hpp"
 #include "internode/mpi_link.hpp"
 #include "internode/registry.hpp"
+#include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
@@ -570,11 +571,10 @@ struct Comm::Impl {
     const bool hierarchical = team->contiguous || !reduces || commutative;
     Shape shape{p, count, 1, hierarchical ? team->internal_of[static_cast<std::size_t>(root)] : root};
     if (key && !flat && hierarchical) {
-      auto hints = std::make_shared<PlanHints>();
-      hints->model = std::make_shared<const CostModel>(team->options.model);
-      hints->element_bytes = std::max<std::size_t>(eb, 1);
-      hints->arrival = arrival_of(*key);
-      shape.hints = std::move(hints);
+      SimulationOptions model;
+      model.model = team->options.model;
+      model.element_bytes = std::max<std::size_t>(eb, 1);
+      shape.hints = planning_hints(model, arrival_of(*key));
     }
     validate_shape(inter, shape);
 

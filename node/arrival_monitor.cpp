@@ -127,8 +127,10 @@ void ArrivalBoard::publish(int rank, std::int64_t call, Picos value) {
       r.call = call;
       r.count = 0;
       r.value.assign(static_cast<std::size_t>(ranks_), 0);
+      r.in.assign(static_cast<std::size_t>(ranks_), 0);
     }
     r.value[static_cast<std::size_t>(rank)] = value;
+    r.in[static_cast<std::size_t>(rank)] = 1;
     ++r.count;
   }
   changed_.notify_all();
@@ -149,6 +151,15 @@ void ArrivalBoard::wait(std::int64_t call, std::vector<Picos>& out, const std::f
     check();
     lock.lock();
   }
+}
+
+std::vector<int> ArrivalBoard::missing(std::int64_t call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Round& r = round_of(call);
+  std::vector<int> out;
+  for (int q = 0; q < ranks_; ++q)
+    if (r.call != call || !r.in[static_cast<std::size_t>(q)]) out.push_back(q);
+  return out;
 }
 
 }  // namespace copse

@@ -157,12 +157,15 @@ class ArrivalBoard {
   // milliseconds while waiting (it throws to give up: the team aborted, or a
   // deadline passed).
   void wait(std::int64_t call, std::vector<Picos>& out, const std::function<void()>& check);
+  // The ranks whose value for `call` is not in yet (for wait reports).
+  std::vector<int> missing(std::int64_t call);
 
  private:
   struct Round {
     std::int64_t call = -1;
     int count = 0;
     std::vector<Picos> value;
+    std::vector<char> in;  // per rank: published
   };
   Round& round_of(std::int64_t call) { return rounds_[static_cast<std::size_t>(call % 2)]; }
   int ranks_;

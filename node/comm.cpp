@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "internode/registry.hpp"
 #include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
@@ -280,18 +281,34 @@ struct Comm::Impl {
     }
   }
 
-  // Every rank's predicted arrival for allreduce `call`, once all are on the team's board.
+  // Every rank's predicted arrival for allreduce `call`, once all are on the
+  // team's board. Waits as the links do: reported every wait_report, failed
+  // past wait_timeout, both naming the ranks whose value is missing.
   void agree(std::int64_t call) {
     const auto since = Clock::now();
+    auto reported = since;
+    auto waiting_for = [&] {
+      return "call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
+             " is waiting for the arrival prediction (Comm::edge, or the arrival) of rank(s) " +
+             join(team->board->missing(call), ", ");
+    };
     team->board->wait(call, predicted, [&] {
       if (team->engine->aborted()) team->rethrow_failure();
+      const auto now_ = Clock::now();
       const auto& limit = team->options.wait_timeout;
-      if (limit && Clock::now() - since > *limit) {
-        TimeoutError error("call " + std::to_string(link.round) + " (allreduce): rank " + std::to_string(rank) +
-                           " waited " + std::to_string(limit->count()) +
-                           " ms for every rank's arrival prediction (Comm::edge)");
+      if (limit && now_ - since > *limit) {
+        TimeoutError error(waiting_for() + ": timed out after " + std::to_string(limit->count()) + " ms");
         team->engine->fail(std::make_exception_ptr(error));
         team->rethrow_failure();
+      }
+      const auto every = team->options.wait_report;
+      if (every.count() > 0 && now_ - reported >= every) {
+        reported = now_;
+        const std::string message = waiting_for();
+        if (team->options.on_wait_report)
+          team->options.on_wait_report(message);
+        else
+          std::fprintf(stderr, "copse: %s\n", message.c_str());
       }
     });
   }

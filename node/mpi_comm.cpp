@@ -385,6 +385,7 @@ struct Comm::Impl {
   ArrivalMonitor monitor;
   std::vector<MPI_Request> arrival_sends, arrival_recvs;  // per copse rank
   std::vector<std::int64_t> arrival_in;                   // per copse rank: the values of this call
+  std::vector<int> arrival_done;                          // MPI_Testsome's indices
   std::int64_t arrival_out = 0;                           // this rank's value of the call
   std::vector<Picos> predicted;                           // internal order
   ArrivalKey agreed_key;
@@ -401,6 +402,7 @@ struct Comm::Impl {
       arrival_sends.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
       arrival_recvs.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
       arrival_in.assign(static_cast<std::size_t>(t->ranks), 0);
+      arrival_done.assign(static_cast<std::size_t>(t->ranks), 0);
     }
     monitor.returned(now(), false);
     link.rank = r;
@@ -473,21 +475,38 @@ struct Comm::Impl {
     }
     arrival_in[static_cast<std::size_t>(rank)] = arrival_out;
     const auto since = Clock::now();
+    auto reported = since;
+    auto waiting_for = [&] {  // MPI_Testsome nulls the completed requests
+      std::vector<int> missing;
+      for (int r = 0; r < p; ++r)
+        if (arrival_recvs[static_cast<std::size_t>(r)] != MPI_REQUEST_NULL) missing.push_back(r);
+      return "call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
+             " is waiting for the arrival prediction (Comm::edge, or the arrival) of rank(s) " + join(missing, ", ");
+    };
     try {
       for (int polls = 0;; ++polls) {
-        int done = 0;
+        int received = 0;
         {
           auto lock = team->channel->lock();
           team->channel->poll_notice();
-          check_mpi(PMPI_Testall(p, arrival_recvs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall (arrival values)");
+          check_mpi(PMPI_Testsome(p, arrival_recvs.data(), &received, arrival_done.data(), MPI_STATUSES_IGNORE),
+                    "MPI_Testsome (arrival values)");
         }
-        if (done) break;
+        if (received == MPI_UNDEFINED) break;  // no request left: every value is in
         if (team->engine->aborted()) team->rethrow_failure();
+        const auto now_ = Clock::now();
         const auto& limit = team->options.wait_timeout;
-        if (limit && Clock::now() - since > *limit)
-          fail(TimeoutError("call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
-                            " waited " + std::to_string(limit->count()) +
-                            " ms for every rank's arrival prediction (Comm::edge)"));
+        if (limit && now_ - since > *limit)
+          fail(TimeoutError(waiting_for() + ": timed out after " + std::to_string(limit->count()) + " ms"));
+        const auto every = team->options.wait_report;
+        if (every.count() > 0 && now_ - reported >= every) {
+          reported = now_;
+          const std::string message = waiting_for();
+          if (team->options.on_wait_report)
+            team->options.on_wait_report(message);
+          else
+            std::fprintf(stderr, "copse: %s\n", message.c_str());
+        }
         if (polls < 64)
           std::this_thread::yield();
         else

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -259,4 +260,35 @@ TEST_CASE("hierarchical SLT and PRR order the nodes by their ranks' predicted ar
     const Picos t_aware = simulate(plan_hierarchical(plan, alg, aware), p, o).time;
     CHECK(t_aware < t_blind);
   }
+}
+
+TEST_CASE("thread Comm edge(): a wait for a missing prediction is reported, naming the rank") {
+  // Rank 1 makes no edge() and comes 300 ms late: the others wait for its
+  // arrival (its value) and report every 40 ms whom they wait for.
+  TeamOptions o = arrival_team({1, 1, 1}, "prr", 0, 8);
+  o.wait_report = std::chrono::milliseconds(40);
+  std::mutex mutex;
+  std::vector<std::string> reports;
+  o.on_wait_report = [&](const std::string& m) {
+    std::lock_guard<std::mutex> lock(mutex);
+    reports.push_back(m);
+  };
+  Team team(o);
+  std::vector<std::thread> threads;
+  std::vector<std::int64_t> result(3, 0);
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::int64_t x = r + 1;
+      team.comm(r).allreduce(&x, &result[static_cast<std::size_t>(r)], 1, builtin_op("sum", DType::int64));
+    });
+  for (auto& t : threads) t.join();
+  CHECK(result == std::vector<std::int64_t>{6, 6, 6});
+  std::lock_guard<std::mutex> lock(mutex);
+  REQUIRE_FALSE(reports.empty());
+  bool named = false;
+  for (const auto& m : reports) named = named || m.find("arrival prediction") != std::string::npos;
+  CHECK(named);
+  for (const auto& m : reports)
+    if (m.find("arrival prediction") != std::string::npos) CHECK(m.find("rank(s) 1") != std::string::npos);
 }

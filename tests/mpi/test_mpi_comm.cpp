@@ -17,7 +17,8 @@
 //   copse_mpi_tests hybrid --threads T0,T1,... [--ranks-per-node K]
 //       process q brings Tq thread ranks (MPI_THREAD_MULTIPLE when every
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
-//       locking paths run); every thread runs the matrix on its own Comm.
+//       locking paths run); every thread runs the matrix on its own Comm,
+//       and edge() with PRR and copse rank 1 late.
 //   copse_mpi_tests death
 //       np 4, virtual nodes of 3: process 1 is killed while it waits in an
 //       allreduce; every other process must fail with an error naming it
@@ -566,6 +567,36 @@ void run_hybrid(const Args& a) {
     return;
   }
   const int t = a.threads[static_cast<std::size_t>(g_world)];
+  {
+    // edge() from thread ranks: copse rank 1 late; right results, planned
+    // from predictions after the warm-up with rank 1 the latest.
+    CommOptions o = options_for(a);
+    o.allreduce = "prr";
+    o.arrival.warmup = 1;
+    o.arrival.resolution = 2'000'000'000;
+    Team team(MPI_COMM_WORLD, o, t);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < t; ++i)
+      threads.emplace_back([&team, i] {
+        Comm& c = team.comm(i);
+        guarded(c, "hybrid arrival", [&] {
+          for (int it = 0; it < 3; ++it) {
+            const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 61 : 1);
+            std::this_thread::sleep_for(phase / 2);
+            c.edge(0.5);
+            std::this_thread::sleep_for(phase / 2);
+            check_allreduce(c, builtin_op("sum", DType::int64), 500, true);
+            const auto& planned = c.planned_arrival();
+            expect(planned.empty() == (it < 1), where(c, "hybrid arrival: planned by arrival after the warm-up"));
+            bool latest = !planned.empty();
+            for (std::size_t r = 0; r < planned.size() && c.size() > 1; ++r)
+              if (r != 1 && planned[r] >= planned[1]) latest = false;
+            if (it >= 1 && c.size() > 1) expect(latest, where(c, "hybrid arrival: rank 1 is not the latest"));
+          }
+        });
+      });
+    for (auto& th : threads) th.join();
+  }
   for (MPI_Comm comm : {MPI_COMM_WORLD}) {
     Team team(comm, options_for(a), t);
     std::vector<std::thread> threads;

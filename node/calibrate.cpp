@@ -436,6 +436,11 @@ std::vector<ModelEntry> model_entries(const Calibration& calibration) {
     entries.push_back({level.role + "_alpha", as_ns(level.ping_pong.fit.alpha), note, {}});
     entries.push_back({level.role + "_beta", as_ps(level.ping_pong.fit.beta), note, {}});
   }
+  // What the figures mean: half a round trip of copse's rendezvous links,
+  // everything a message costs (under LogGP, alpha would be L alone and the
+  // overheads o would come on top).
+  if (!entries.empty())
+    entries.push_back({"timing", "hockney", "alpha and beta are whole messages: n bytes take alpha + beta * n", {}});
   if (!calibration.gamma.empty()) {
     ModelEntry gamma{"gamma",
                      as_ps(gamma_of(calibration)),
@@ -482,9 +487,9 @@ void write_model_file(const std::string& path, const Calibration& calibration) {
     }
   }
   std::ostringstream out;
-  out << kHeader << " on " << calibration.machine << ": alpha and beta per level by ping-pong over copse's links,\n"
-      << "# gamma over the reduction kernels (copse calibrate --help). Use it with --config FILE or "
-         "COPSE_CONFIG=FILE.\n"
+  out << kHeader << ": the cost model measured here; alpha and beta per level by ping-pong over copse's links\n"
+      << "# (copse calibrate, and copse_calibrate_mpi under mpirun), gamma over the reduction kernels.\n"
+      << "# Use it with --config FILE or COPSE_CONFIG=FILE.\n"
       << "[model]\n";
   for (const ModelEntry& entry : entries) {
     out << entry.key << " = " << (entry.key == "group_size" ? entry.value : "\"" + entry.value + "\"") << "  # "
@@ -640,6 +645,8 @@ std::string report_json(const Calibration& calibration, const std::string& outpu
   for (const ModelEntry& entry : model_entries(calibration)) {
     if (entry.key == "group_size")
       model[entry.key] = {{"text", entry.value}, {"value", std::stoi(entry.value)}};
+    else if (entry.key == "timing")
+      model[entry.key] = {{"text", entry.value}, {"value", entry.value}};
     else
       model[entry.key] = {{"text", entry.value}, {"value", parse_time(entry.value)}};
   }

@@ -12,6 +12,51 @@
 
 namespace copse {
 
+ExtendedModelArgs configured_extended_model(const ModelOptions& m) {
+  ExtendedModelArgs e;
+  e.timing = m.timing == Timing::hockney ? "hockney" : "loggp";
+  e.intra_overhead = exact_time_text(m.intra_overhead);
+  e.inter_overhead = exact_time_text(m.inter_overhead);
+  e.intra_gap = exact_time_text(m.intra_gap);
+  e.inter_gap = exact_time_text(m.inter_gap);
+  e.nic_beta = exact_time_text(m.nic_beta);
+  e.nic_rails = m.nic_rails;
+  return e;
+}
+
+void add_extended_model_options(CLI::App* cmd, ExtendedModelArgs& e) {
+  cmd->add_option("--timing", e.timing,
+                  "hockney: rendezvous, alpha + beta*n; loggp: eager sends, overhead and gap per message, "
+                  "wire latencies overlap")
+      ->type_name("hockney|loggp")
+      ->capture_default_str();
+  const std::pair<const char*, std::string*> times[] = {{"--intra-overhead", &e.intra_overhead},
+                                                        {"--inter-overhead", &e.inter_overhead},
+                                                        {"--intra-gap", &e.intra_gap},
+                                                        {"--inter-gap", &e.inter_gap},
+                                                        {"--nic-beta", &e.nic_beta}};
+  const char* help[] = {"LogGP o per message at each end, same node", "LogGP o per message at each end, other node",
+                        "LogGP g between messages of a port, same node",
+                        "LogGP g between messages of a port, other node",
+                        "per-byte time of one lane of a node's shared network interface (0s: none)"};
+  for (std::size_t i = 0; i < std::size(times); ++i)
+    cmd->add_option(times[i].first, *times[i].second, help[i])->type_name("TIME")->capture_default_str();
+  cmd->add_option("--nic-rails", e.nic_rails, "lanes of a node's shared interface")
+      ->type_name("R")
+      ->capture_default_str();
+}
+
+void apply_extended_model(const ExtendedModelArgs& e, ModelOptions& m) {
+  if (e.timing != "hockney" && e.timing != "loggp") throw UsageError("--timing: expected hockney or loggp");
+  m.timing = e.timing == "hockney" ? Timing::hockney : Timing::loggp;
+  m.intra_overhead = time_option("--intra-overhead", e.intra_overhead);
+  m.inter_overhead = time_option("--inter-overhead", e.inter_overhead);
+  m.intra_gap = time_option("--intra-gap", e.intra_gap);
+  m.inter_gap = time_option("--inter-gap", e.inter_gap);
+  m.nic_beta = time_option("--nic-beta", e.nic_beta);
+  m.nic_rails = e.nic_rails;
+}
+
 ClusterArgs configured_cluster_args(const Config& config) {
   const Options& o = config.options();
   ClusterArgs c;
@@ -22,13 +67,7 @@ ClusterArgs configured_cluster_args(const Config& config) {
   c.gamma = exact_time_text(o.model.gamma);
   c.ports = std::string(ports_name(o.model.ports));
   c.receive_overhead = exact_time_text(o.model.receive_overhead);
-  c.timing = o.model.timing == Timing::hockney ? "hockney" : "loggp";
-  c.intra_overhead = exact_time_text(o.model.intra_overhead);
-  c.inter_overhead = exact_time_text(o.model.inter_overhead);
-  c.intra_gap = exact_time_text(o.model.intra_gap);
-  c.inter_gap = exact_time_text(o.model.inter_gap);
-  c.nic_beta = exact_time_text(o.model.nic_beta);
-  c.nic_rails = o.model.nic_rails;
+  c.extended = configured_extended_model(o.model);
   c.group_size = o.model.group_size;
   c.group_alpha = exact_time_text(o.model.group_alpha);
   c.group_beta = exact_time_text(o.model.group_beta);
@@ -95,29 +134,12 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
     cmd->add_option("--receive-overhead", c.receive_overhead, "fixed cost to the receiver of every message")
         ->type_name("TIME")
         ->capture_default_str();
-    cmd->add_option("--timing", c.timing,
-                    "hockney: rendezvous, alpha + beta*n; loggp: eager sends, overhead and gap per message, "
-                    "wire latencies overlap")
-        ->type_name("hockney|loggp")
+    add_extended_model_options(cmd, c.extended);
+    cmd->add_option("--group-alpha", c.group_alpha, "per-message latency within a --group-size group")
+        ->type_name("TIME")
         ->capture_default_str();
-    const std::pair<const char*, std::string*> times[] = {{"--intra-overhead", &c.intra_overhead},
-                                                          {"--inter-overhead", &c.inter_overhead},
-                                                          {"--intra-gap", &c.intra_gap},
-                                                          {"--inter-gap", &c.inter_gap},
-                                                          {"--nic-beta", &c.nic_beta},
-                                                          {"--group-alpha", &c.group_alpha},
-                                                          {"--group-beta", &c.group_beta}};
-    const char* help[] = {"LogGP o per message at each end, same node",
-                          "LogGP o per message at each end, other node",
-                          "LogGP g between messages of a port, same node",
-                          "LogGP g between messages of a port, other node",
-                          "per-byte time of one lane of a node's shared network interface (0s: none)",
-                          "per-message latency within a --group-size group",
-                          "per-byte time within a --group-size group"};
-    for (std::size_t i = 0; i < std::size(times); ++i)
-      cmd->add_option(times[i].first, *times[i].second, help[i])->type_name("TIME")->capture_default_str();
-    cmd->add_option("--nic-rails", c.nic_rails, "lanes of a node's shared interface")
-        ->type_name("R")
+    cmd->add_option("--group-beta", c.group_beta, "per-byte time within a --group-size group")
+        ->type_name("TIME")
         ->capture_default_str();
     cmd->add_option("--group-size", c.group_size, "K > 0: K consecutive ranks form a group with its own link level")
         ->type_name("K")
@@ -230,14 +252,7 @@ ClusterSpec cluster_spec(const ClusterArgs& c) {
   m.gamma = time_option("--gamma", c.gamma);
   m.ports = ports_option(c.ports);
   m.receive_overhead = time_option("--receive-overhead", c.receive_overhead);
-  if (c.timing != "hockney" && c.timing != "loggp") throw UsageError("--timing: expected hockney or loggp");
-  m.timing = c.timing == "hockney" ? Timing::hockney : Timing::loggp;
-  m.intra_overhead = time_option("--intra-overhead", c.intra_overhead);
-  m.inter_overhead = time_option("--inter-overhead", c.inter_overhead);
-  m.intra_gap = time_option("--intra-gap", c.intra_gap);
-  m.inter_gap = time_option("--inter-gap", c.inter_gap);
-  m.nic_beta = time_option("--nic-beta", c.nic_beta);
-  m.nic_rails = c.nic_rails;
+  apply_extended_model(c.extended, m);
   m.group_size = c.group_size;
   m.group_alpha = time_option("--group-alpha", c.group_alpha);
   m.group_beta = time_option("--group-beta", c.group_beta);

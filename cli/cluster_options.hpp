@@ -12,6 +12,18 @@
 
 namespace copse {
 
+// The extended model (common/cost_model.hpp) as sim and emulate take it:
+// timing rule, LogGP overheads and gaps, the shared interface. Defaults from
+// the configuration (the cluster preset unless it says otherwise).
+struct ExtendedModelArgs {
+  std::string timing, intra_overhead, inter_overhead, intra_gap, inter_gap, nic_beta;
+  int nic_rails = 1;
+};
+ExtendedModelArgs configured_extended_model(const ModelOptions& model);
+void add_extended_model_options(CLI::App* command, ExtendedModelArgs& args);
+// Sets those fields of `model`; UsageError for bad values.
+void apply_extended_model(const ExtendedModelArgs& args, ModelOptions& model);
+
 struct ClusterArgs {
   int nodes = 8;
   int ranks_per_node = 4;
@@ -19,10 +31,9 @@ struct ClusterArgs {
   std::string dtype = "int32";
   std::string op = "sum";
   std::string intra_alpha, intra_beta, inter_alpha, inter_beta, gamma, ports, receive_overhead;
-  // The extended model (common/cost_model.hpp): timing rule, LogGP overheads
-  // and gaps, the shared interface, the group level.
-  std::string timing, intra_overhead, inter_overhead, intra_gap, inter_gap, nic_beta, group_alpha, group_beta;
-  int nic_rails = 1, group_size = 0;
+  ExtendedModelArgs extended;
+  std::string group_alpha, group_beta;  // the group level
+  int group_size = 0;
   int repetitions = 3;
   std::string timeout;
   // The hierarchy (any of these turns it on): intranode groups feeding the

@@ -27,6 +27,7 @@ struct SimArgs {
   std::string intra_beta;   // empty: same as beta
   std::string gamma;
   std::string ports;
+  ExtendedModelArgs extended;
   int ranks_per_node = 0;
   std::string arrival = "none";
   std::string arrival_error = "0";
@@ -45,6 +46,7 @@ SimArgs configured_defaults(const Config& config) {
   s.beta = exact_time_text(m.inter_beta);
   s.gamma = exact_time_text(m.gamma);
   s.ports = std::string(ports_name(m.ports));
+  s.extended = configured_extended_model(m);
   if (config.source_of("model.intra_alpha").kind != ConfigSource::Kind::default_value)
     s.intra_alpha = exact_time_text(m.intra_alpha);
   if (config.source_of("model.intra_beta").kind != ConfigSource::Kind::default_value)
@@ -66,8 +68,16 @@ int run_sim(SimArgs args) {
   const double gamma = time_option("--gamma", args.gamma);
   const Ports ports = ports_option(args.ports);
 
+  ModelOptions model;
+  model.intra_alpha = intra.alpha;
+  model.intra_beta = intra.beta;
+  model.inter_alpha = inter.alpha;
+  model.inter_beta = inter.beta;
+  model.gamma = gamma;
+  model.ports = ports;
+  apply_extended_model(args.extended, model);
   SimulationOptions options;
-  options.model = CostModel({intra, inter}, gamma, ports);
+  options.model = make_cost_model(model);
   // Without --ranks-per-node every rank is on a node of its own.
   if (args.ranks_per_node > 0 && args.ranks >= 1) options.layout = RankMap::uniform(args.ranks, args.ranks_per_node);
   options.element_bytes = 1;
@@ -128,7 +138,12 @@ int run_sim(SimArgs args) {
            {"intra_alpha", intra.alpha},
            {"intra_beta", intra.beta},
            {"gamma", gamma},
-           {"ports", ports_name(ports)}};
+           {"ports", ports_name(ports)},
+           {"timing", args.extended.timing},
+           {"intra_overhead", model.intra_overhead},
+           {"inter_overhead", model.inter_overhead},
+           {"nic_beta", model.nic_beta},
+           {"nic_rails", model.nic_rails}};
     add_arrival_json(j, arrival, args.arrival_error, result.finish);
     if (search) {
       j["segments"] = search->segments;
@@ -150,6 +165,11 @@ int run_sim(SimArgs args) {
   if (args.ranks_per_node > 0)
     std::cout << "; same node (" << args.ranks_per_node << " ranks each): alpha " << format_time(intra.alpha)
               << ", beta " << format_time(intra.beta) << "/B";
+  if (model.timing == Timing::loggp)
+    std::cout << "; LogGP overhead " << format_time(model.intra_overhead) << " / " << format_time(model.inter_overhead)
+              << " (same / other node)";
+  if (model.nic_beta > 0)
+    std::cout << "; shared interface " << format_time(model.nic_beta) << "/B x " << model.nic_rails << " rail(s)";
   std::cout << "\n";
   if (!arrival.none()) std::cout << "  arrival       " << arrival_summary(arrival, result.finish) << "\n";
   if (search)
@@ -177,6 +197,7 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   command->add_option("--ports", args->ports, "bi: a rank sends and receives concurrently; uni: one at a time")
       ->type_name("bi|uni")
       ->capture_default_str();
+  add_extended_model_options(command, args->extended);
   command
       ->add_option("--ranks-per-node", args->ranks_per_node,
                    "consecutive ranks sharing a node, whose links cost --intra-alpha/--intra-beta "

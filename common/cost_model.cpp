@@ -37,9 +37,10 @@ CostModel::CostModel(std::vector<LinkCost> levels, double gamma, Ports ports, do
 CostModel CostModel::uniform(LinkCost link, double gamma, Ports ports) { return CostModel({link, link}, gamma, ports); }
 
 CostModel CostModel::cluster() {
-  CostModel m({LinkCost{model_defaults::same_node.alpha, model_defaults::same_node.beta, 5e-8, 0},
-               LinkCost{model_defaults::other_node.alpha, model_defaults::other_node.beta, 5e-7, 0}});
-  m.with_timing(Timing::loggp).with_nic(NicCost{4e-11, 1});
+  namespace d = model_defaults;
+  CostModel m({LinkCost{d::same_node.alpha, d::same_node.beta, d::cluster_same_node_overhead, 0},
+               LinkCost{d::other_node.alpha, d::other_node.beta, d::cluster_other_node_overhead, 0}});
+  m.with_timing(d::cluster_timing).with_nic(d::cluster_nic);
   return m;
 }
 

@@ -106,6 +106,13 @@ inline constexpr LinkCost other_node{1.5e-6, 1e-10};
 inline constexpr double gamma = 2.5e-11;
 inline constexpr Ports ports = Ports::bidirectional;
 inline constexpr double receive_overhead = 0;
+// The cluster preset (CostModel::cluster(), and the configuration's default
+// model): LogGP timing with these per-message overheads, and one shared
+// interface per node of nic.beta per byte per rail.
+inline constexpr Timing cluster_timing = Timing::loggp;
+inline constexpr double cluster_same_node_overhead = 5e-8;
+inline constexpr double cluster_other_node_overhead = 5e-7;
+inline constexpr NicCost cluster_nic{4e-11, 1};
 }  // namespace model_defaults
 
 class CostModel {

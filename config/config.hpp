@@ -87,7 +87,11 @@
 namespace copse {
 
 // The cost model's parameters, in seconds (per byte for the betas and gamma).
-// The defaults are CostModel()'s (common/cost_model.hpp, model_defaults).
+// The defaults are CostModel::cluster()'s (common/cost_model.hpp,
+// model_defaults): CostModel()'s links with LogGP timing, per-message
+// overheads and a shared interface per node. Hockney, the special case, is
+// timing = hockney with no overheads and nic_beta = 0
+// (examples/hockney.toml).
 struct ModelOptions {
   double intra_alpha = model_defaults::same_node.alpha;   // same node, per message
   double intra_beta = model_defaults::same_node.beta;     // same node, per byte
@@ -96,11 +100,12 @@ struct ModelOptions {
   double gamma = model_defaults::gamma;                   // per combined or copied byte
   Ports ports = model_defaults::ports;
   double receive_overhead = model_defaults::receive_overhead;  // per received message
-  Timing timing = Timing::hockney;
-  double intra_overhead = 0, inter_overhead = 0;  // LogGP o
-  double intra_gap = 0, inter_gap = 0;            // LogGP g
-  double nic_beta = 0;                            // per byte per lane; 0: no shared interface
-  int nic_rails = 1;
+  Timing timing = model_defaults::cluster_timing;
+  double intra_overhead = model_defaults::cluster_same_node_overhead;  // LogGP o
+  double inter_overhead = model_defaults::cluster_other_node_overhead;
+  double intra_gap = 0, inter_gap = 0;                 // LogGP g
+  double nic_beta = model_defaults::cluster_nic.beta;  // per byte per lane; 0: no shared interface
+  int nic_rails = model_defaults::cluster_nic.rails;
   int group_size = 0;  // > 0: a group level below the node
   double group_alpha = 1e-7, group_beta = 2.5e-11;
   bool operator==(const ModelOptions&) const = default;

@@ -41,18 +41,6 @@ Stripe& stripe_of(const void* address) {
 // first thread to wait, which may be pinned to a single core.
 alignas(64) std::atomic<int> g_spinners{0};
 
-int spin_slots() {
-  static const int slots = [] {
-    int cores = 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(getpid(), sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-    if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
-    return cores > 1 ? cores : 0;  // one core: whoever we wait for needs it
-  }();
-  return slots;
-}
-
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -71,6 +59,18 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
 }
 
 }  // namespace
+
+int spin_slots() {
+  static const int slots = [] {
+    int cores = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(getpid(), sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+    if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
+    return cores > 1 ? cores : 0;  // one core: whoever we wait for needs it
+  }();
+  return slots;
+}
 
 std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
                                FutexScope scope, std::atomic<std::uint32_t>* sleepers, const SpinPolicy* spin) {

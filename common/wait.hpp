@@ -54,6 +54,11 @@ struct SpinPolicy {
   std::chrono::nanoseconds poll{0};
 };
 
+// How many waiters of this process may spin at once without starving the
+// threads they wait for: the cores of the process's affinity, or 0 on a
+// single core (whoever we wait for needs it).
+int spin_slots();
+
 // Blocks until `word` != `old`: a short spin, then a sleep on the futex, under
 // `policy`. Returns the new value. `sleepers`, when given, is the word's own
 // count of sleepers, kept beside it (for a word in shared memory, where the

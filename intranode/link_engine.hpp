@@ -183,14 +183,15 @@ class LinkEngine final : public Link {
     return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
   }
 
-  // Processes' waits spin under spin_ (node-wide spinner slots); threads'
-  // keep wait.cpp's default.
-  const SpinPolicy* spin() const { return scope_ == FutexScope::shared ? &spin_ : nullptr; }
+  // Processes' waits spin under spin_ (node-wide spinner slots), and so do
+  // threads' while they fit the process's cores; others keep wait.cpp's default.
+  const SpinPolicy* spin() const { return scope_ == FutexScope::shared || thread_spin_ ? &spin_ : nullptr; }
 
   Arena& arena_;
   LinkConfig config_;
   FutexScope scope_;
   SpinPolicy spin_;
+  bool thread_spin_ = false;
   Shared* shared_;
   Outbox* outbox_;
   Inbox* inbox_;

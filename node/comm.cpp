@@ -56,6 +56,7 @@ struct SharedShape {
   std::size_t element_bytes;
   int root;
   const AlgorithmInfo* forced;  // the warm-up's default algorithm, or null: the configured one
+  bool commutative;             // the operator's (true for collectives without one)
   const AlgorithmInfo* inter;
   std::optional<ArrivalKey> key;  // planned from these predictions
   Shape shape;
@@ -86,11 +87,12 @@ struct TeamState {
   // The team's plan of a shape, run with `forced` (or the configured
   // algorithm) and, with a key, planned from its predictions.
   std::shared_ptr<const SharedShape> shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes,
-                                                  int root, const AlgorithmInfo* forced, const ArrivalKey* key) {
+                                                  int root, bool commutative, const AlgorithmInfo* forced,
+                                                  const ArrivalKey* key) {
     std::lock_guard<std::mutex> lock(shapes_mutex);
     auto same_shape = [&](const SharedShape& s) {
       return s.collective == c && s.count == count && s.element_bytes == element_bytes && s.root == root &&
-             s.forced == forced;
+             s.commutative == commutative && s.forced == forced;
     };
     for (auto it = shapes.begin(); it != shapes.end(); ++it)
       if (same_shape(**it) && (key ? (*it)->key == *key : !(*it)->key)) {
@@ -98,7 +100,13 @@ struct TeamState {
         std::rotate(it, it + 1, shapes.end());  // most recently used last
         return shapes.back();
       }
-    const AlgorithmInfo& inter = forced ? *forced : find_algorithm(c, algorithm_name(options, c));
+    // One node, the default algorithm: the selection's flat algorithm where
+    // it beats the hierarchy's phases (team_plan.hpp), as the MPI Team does.
+    const RankMap layout = RankMap::from_nodes(plan->node_of);
+    const AlgorithmInfo* flat = forced || key ? nullptr
+                                              : one_node_choice(c, layout, count, element_bytes,
+                                                                algorithm_name(options, c), commutative, options.model);
+    const AlgorithmInfo& inter = flat ? *flat : forced ? *forced : find_algorithm(c, algorithm_name(options, c));
     Shape shape{ranks, count, 1, root};
     if (key) {
       SimulationOptions model;
@@ -107,12 +115,11 @@ struct TeamState {
       shape.hints = planning_hints(model, arrival_of(*key));
     }
     validate_shape(inter, shape);
-    shape.blocks =
-        team_blocks(inter, shape, options.blocks, options.model, RankMap::from_nodes(plan->node_of), element_bytes);
+    shape.blocks = team_blocks(inter, shape, options.blocks, options.model, layout, element_bytes);
     auto s = std::make_shared<SharedShape>();
-    *s = SharedShape{c, count, element_bytes, root, forced, &inter, {}, shape, {}};
+    *s = SharedShape{c, count, element_bytes, root, forced, commutative, &inter, {}, shape, {}};
     if (key) s->key = *key;
-    s->plan = plan_hierarchical(plan, inter, shape);
+    s->plan = flat ? inter.plan(shape) : plan_hierarchical(plan, inter, shape);
     shapes.push_back(s);
     if (key) {  // bounded: the least recently used key of this shape goes (ranks that run it keep their copy)
       std::size_t keyed = 0;
@@ -224,7 +231,8 @@ struct Comm::Impl {
       throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    const std::shared_ptr<const SharedShape> held = team->shared_shape(c, count, element_bytes, root, forced, key);
+    const std::shared_ptr<const SharedShape> held =
+        team->shared_shape(c, count, element_bytes, root, op ? op->commutative : true, forced, key);
     const SharedShape& shared = *held;
     if (reduces && op) check_operator(*shared.inter, op->name, op->commutative);
     auto e = std::make_unique<Entry>();

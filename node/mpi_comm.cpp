@@ -581,7 +581,8 @@ struct Comm::Impl {
                        std::to_string(p) + ")");
     const std::string_view configured = forced ? forced->name : std::string_view(algorithm_name(team->options, c));
     // One node: flat exchange patterns where they beat the hierarchy (team_plan.hpp).
-    const AlgorithmInfo* flat = one_node_choice(c, team->layout.nodes(), count * eb, configured, commutative);
+    const AlgorithmInfo* flat =
+        one_node_choice(c, team->layout, count, eb, configured, commutative, team->options.model);
     const AlgorithmInfo& inter = flat ? *flat : find_algorithm(c, configured);
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
     if (reduces && op) check_operator(inter, op->name, op->commutative);

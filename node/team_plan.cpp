@@ -35,29 +35,6 @@ const AlgorithmInfo* one_node_choice(Collective c, const RankMap& layout, std::u
   return select_algorithm(c, Shape{layout.ranks(), count}, sim, commutative).chosen.algorithm;
 }
 
-const AlgorithmInfo* one_node_choice(Collective c, int nodes, std::uint64_t bytes, std::string_view configured,
-                                     bool commutative) {
-  if (nodes != 1) return nullptr;
-  switch (c) {
-    case Collective::allreduce:
-      if (bytes <= kSmallVectorBytes && configured == team_defaults::allreduce)
-        return &find_algorithm(c, "recursive-doubling");
-      break;
-    case Collective::barrier:
-      if (configured == team_defaults::barrier) return &find_algorithm(c, "recursive-doubling");
-      break;
-    case Collective::allgather:
-      if (configured == team_defaults::allgather) return &find_algorithm(c, "ring");
-      break;
-    case Collective::reduce_scatter:
-      if (commutative && configured == team_defaults::reduce_scatter) return &find_algorithm(c, "ring");
-      break;
-    case Collective::reduce:
-    case Collective::bcast: break;
-  }
-  return nullptr;
-}
-
 int team_blocks(const AlgorithmInfo& inter, const Shape& shape, int requested, const CostModel& model,
                 const RankMap& nodes, std::size_t element_bytes) {
   if (requested > 0) return requested;

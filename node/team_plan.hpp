@@ -50,16 +50,6 @@ const AlgorithmInfo* one_node_choice(Collective c, const RankMap& layout, std::u
                                      std::size_t element_bytes, std::string_view configured, bool commutative,
                                      const CostModel& model);
 
-// The same without the rank count, for callers that do not pass it yet
-// (node/mpi_comm.cpp): the earlier hand-written rules, which the selection
-// agrees with on one node under the default model (tests/test_selection.cpp):
-// allreduce of at most kSmallVectorBytes and barrier by recursive doubling;
-// allgather, and reduce_scatter with a commutative operator, by the ring.
-// To be replaced by the overload above once the caller passes its layout.
-inline constexpr std::uint64_t kSmallVectorBytes = 16 << 10;
-const AlgorithmInfo* one_node_choice(Collective c, int nodes, std::uint64_t bytes, std::string_view configured,
-                                     bool commutative);
-
 // The block count a team plans `inter` with for `shape`: `requested` when it
 // is positive; otherwise, for a pipelined algorithm (never a barrier),
 // best_blocks of the inter-node algorithm itself, flat over all the team's

@@ -188,24 +188,6 @@ TEST_CASE("one-node team: the selection unless an algorithm is configured; auto 
   CHECK(one_node_choice(Collective::allreduce, node, 2, 4, "ring", true, model) == nullptr);
   CHECK(one_node_choice(Collective::allreduce, RankMap::uniform(16, 8), 2, 4, "auto", true, model) == nullptr);
 
-  // For small allreduces and barriers, the rule the rank-count-free overload
-  // keeps (recursive doubling) is as fast as the selection's choice on one
-  // node under the default model (at T = 2 dual-root ties with it).
-  for (int t : {2, 3, 4, 8, 16}) {
-    SimulationOptions sim = one_node_default_model(t);
-    sim.element_bytes = 4;
-    for (Collective c : {Collective::allreduce, Collective::barrier})
-      for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{256}}) {
-        INFO(to_string(c) << " T=" << t << " count=" << count);
-        const AlgorithmInfo* rule = one_node_choice(c, 1, count * 4, default_algorithm_name(c), true);
-        REQUIRE(rule != nullptr);
-        CHECK(rule->name == "recursive-doubling");
-        const Selection s = select_algorithm(c, Shape{t, count}, sim, true);
-        for (const auto& candidate : s.candidates)
-          if (candidate.algorithm == rule) CHECK(candidate.time == s.chosen.time);
-      }
-  }
-
   // Configuration: "auto" is accepted and names the team default for planning.
   Config config;  // defaults only
   config.set("collectives.allreduce", "auto");

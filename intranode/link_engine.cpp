@@ -16,7 +16,8 @@ namespace copse {
 //
 // A transfer is a rendezvous, and whichever side arrives second moves the data
 // (one copy, straight between the two ranks' buffers), so the first to arrive
-// sleeps at most once and the second never does:
+// sleeps at most once and the second never does (except for large messages
+// between thread ranks that each have a core: see deliver_if_waited_for):
 //
 //  - Each rank owns one outbox (it has at most one send outstanding, so FIFO
 //    order per (source, destination) pair holds trivially). A sender publishes
@@ -45,6 +46,12 @@ constexpr std::uint32_t kClaimed = 2;     // outbox: the receiver is pulling the
 constexpr std::uint32_t kDone = 2;        // inbox: the sender has delivered
 constexpr std::uint32_t kDelivering = 3;  // inbox: the sender is delivering
 constexpr std::uint32_t kAbortBit = 0x80000000U;
+// Up to this many thread ranks per core, waits poll (yielding the core)
+// rather than sleep on the futex; see the constructor.
+constexpr int kPollingRanksPerCore = 8;
+// While thread ranks have a core each, a message this large is moved by its
+// receiver alone; see deliver_if_waited_for.
+constexpr std::uint64_t kReceiverMovesFromBytes = 16 << 10;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
@@ -154,13 +161,21 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   // engine's ranks fit the process's cores, the same long spin -- a copy of
   // 64 KiB takes longer than wait.cpp's default 4 us spin, after which the
   // peer would sleep on the futex and pay a wake-up per message (calibrate
-  // measured 66 us against 4.4 us for a 64 KiB ping-pong). With more ranks
-  // than cores (the emulator's thousands), wait.cpp's short spin stands.
-  thread_spin_ = scope_ == FutexScope::process && slots() <= spin_slots();
+  // measured 66 us against 4.4 us for a 64 KiB ping-pong). A few ranks per
+  // core (a Team of 4 or 8 threads on 2 cores) poll like oversubscribed
+  // processes: the rank being waited for is runnable on this very core, and
+  // a yield hands it the core at once, where a futex sleep costs a wake-up
+  // and a trip through the scheduler per message. With many more ranks than
+  // cores (the emulator's thousands) polling would hand each core to every
+  // idle rank in turn, so wait.cpp's short spin and the futex stand.
+  const int process_cores = std::max(1, spin_slots());
+  thread_spin_ = scope_ == FutexScope::process && slots() <= kPollingRanksPerCore * process_cores;
   if (thread_spin_) {
+    const bool thread_fits = slots() <= spin_slots();
     spin_.slots = spin_slots();
-    spin_.spin = std::chrono::milliseconds(2);
-    spin_.poll = std::chrono::microseconds(0);
+    spin_.spin = thread_fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(2);
+    spin_.poll = thread_fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
+    if (thread_fits) receiver_moves_from_ = kReceiverMovesFromBytes;
   }
 }
 
@@ -312,10 +327,20 @@ void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* 
 
 // The receiver may be waiting for us already: then we deliver into its
 // buffer, and the send is done at once.
+//
+// Not for large messages while every rank has a core of its own: the rank
+// that arrives second would then move both messages of an exchange -- say
+// ranks 0 and 1 swap halves of 1 MiB, 0 arrives first and posts its receive;
+// 1 arriving would reduce into 0's buffer and then pull its own half, while
+// 0, whose core is free, only waits. Left to their receivers, the two halves
+// are reduced at once, on both cores (the T = 2 allreduce of 1 MiB spent
+// about twice the copy it needed). The receiver is spinning, so leaving it
+// the copy costs no wake-up.
 bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data) {
   Outbox& ob = outbox_[slot(c.rank)];
   Inbox& ib = inbox_[slot(send.peer)];
-  if (ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
+  if ((receiver_moves_from_ > 0 && send.count * c.eb >= receiver_moves_from_) ||
+      ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
     ring(ib);  // not there yet: it will find our post
     return false;
   }

@@ -184,7 +184,7 @@ class LinkEngine final : public Link {
   }
 
   // Processes' waits spin under spin_ (node-wide spinner slots), and so do
-  // threads' while they fit the process's cores; others keep wait.cpp's default.
+  // threads' up to a few per core; others keep wait.cpp's default.
   const SpinPolicy* spin() const { return scope_ == FutexScope::shared || thread_spin_ ? &spin_ : nullptr; }
 
   Arena& arena_;
@@ -192,6 +192,9 @@ class LinkEngine final : public Link {
   FutexScope scope_;
   SpinPolicy spin_;
   bool thread_spin_ = false;
+  // Messages of at least this many bytes are always moved by their receiver
+  // (0: by whichever side arrives second); see deliver_if_waited_for.
+  std::uint64_t receiver_moves_from_ = 0;
   Shared* shared_;
   Outbox* outbox_;
   Inbox* inbox_;

@@ -296,6 +296,14 @@ TEST_CASE("concurrency: comm: every collective, every operator kind, one node of
   }
 }
 
+// Two ranks on a machine of two or more cores have a core each: their link
+// then leaves every message of 16 KiB and more to its receiver, so that the
+// halves of an exchange move at once (link_engine.cpp, deliver_if_waited_for).
+TEST_CASE("concurrency: comm: every collective, two ranks, counts past the receiver-moves threshold", "[comm]") {
+  Team team(options_for({2}));
+  run_every_collective(team, workloads(team.size(), all_kinds_of_ops(), {4095, 4096, 16387, 100003}));
+}
+
 TEST_CASE("concurrency: comm: uneven nodes (5, 8, 1), every grouping, with and without multi-leader", "[comm]") {
   const std::vector<ReduceOp> ops = {builtin_op("affine", DType::int32), builtin_op("sum", DType::int64)};
   for (const char* grouping : {"auto", "core", "l3", "package", "size:2", "size:3"})

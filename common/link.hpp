@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
@@ -73,6 +75,10 @@ struct LinkRank {
   std::size_t stage_bytes = 0;
   const std::byte* send_data = nullptr;
   int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
+  // The executor's: the element ranges [begin, end) of y that still hold
+  // only the run's input (StepExecutor's RunInput), kept here so that a
+  // repeated run reuses the vector's room.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> unwritten;
 };
 
 class Link {

@@ -96,10 +96,81 @@ class Recorder {
   std::int64_t send_wall_ = 0, recv_wall_ = 0, work_wall_ = 0;
 };
 
+// The ranges of y that still hold only the run's input (RunInput): where a
+// step reads y (a send, a local copy) or combines into it, and where a
+// receive replaces it. Ascending, disjoint [begin, end) element ranges in
+// c.unwritten; empty without an input (then every call is a no-op apart
+// from returning y's address).
+class UnwrittenInput {
+ public:
+  UnwrittenInput(LinkRank& c, std::byte* y, RunInput input)
+      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb) {
+    ranges_.clear();
+    if (data_ && data_ != y && input.count > 0 && eb_ > 0) ranges_.emplace_back(0, input.count);
+  }
+
+  // Where the region [offset, offset + count) of y can be read: the input
+  // while the whole region is unwritten, else y (copying in its unwritten
+  // parts first).
+  const std::byte* source(std::uint64_t offset, std::uint64_t count) {
+    if (!ranges_.empty() && count > 0) {
+      for (const auto& [begin, end] : ranges_)
+        if (begin <= offset && offset + count <= end) return data_ + offset * eb_;
+      written(offset, count, true);
+    }
+    return y_ + offset * eb_;
+  }
+
+  // A receive into [offset, offset + count) is about to land: replacing,
+  // it makes the region y's own; combining, it needs y's values there.
+  void receiving(const Transfer& t, Combine side) {
+    if (!ranges_.empty() && t.count > 0) written(t.offset, t.count, side != Combine::replace);
+  }
+  void overwriting(std::uint64_t offset, std::uint64_t count) {
+    if (!ranges_.empty() && count > 0) written(offset, count, false);
+  }
+
+  // The run is over: y takes whatever is still unwritten.
+  void finish() { written(0, ~std::uint64_t{0} / 2, true); }
+
+ private:
+  // Removes [offset, offset + count) from the unwritten ranges, copying the
+  // input into y there first when `copy`.
+  void written(std::uint64_t offset, std::uint64_t count, bool copy) {
+    const std::uint64_t lo = offset, hi = offset + count;
+    for (std::size_t i = 0; i < ranges_.size();) {
+      auto [begin, end] = ranges_[i];
+      if (end <= lo || begin >= hi) {
+        ++i;
+        continue;
+      }
+      const std::uint64_t a = std::max(begin, lo), b = std::min(end, hi);
+      if (copy) std::memcpy(y_ + a * eb_, data_ + a * eb_, static_cast<std::size_t>((b - a) * eb_));
+      if (begin < a && b < end) {  // the middle goes: split
+        ranges_[i].second = a;
+        ranges_.emplace(ranges_.begin() + static_cast<std::ptrdiff_t>(i) + 1, b, end);
+        return;
+      }
+      if (begin < a) {
+        ranges_[i++].second = a;
+      } else if (b < end) {
+        ranges_[i++].first = b;
+      } else {
+        ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+  }
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges_;
+  std::byte* y_;
+  const std::byte* data_;
+  std::size_t eb_;
+};
+
 }  // namespace
 
 void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
-                       Timeline* timeline) {
+                       Timeline* timeline, RunInput input) {
   c.y = y;
   c.scratch = scratch;
   c.op = &op;
@@ -113,6 +184,7 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   const bool bidirectional = !clock || config_.model.ports() == Ports::bidirectional;
   const std::size_t eb = c.eb;
   Recorder record(clock ? timeline : nullptr, config_, c);
+  UnwrittenInput unwritten(c, y, input);
   try {
     if (local_.aborted()) throw LinkAborted{};
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -132,21 +204,24 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
         const Combine side = stage ? Combine::replace : st.combine;
         if (bidirectional) {
           if (record) record.posting_send(), record.posting_recv();
-          out.start_send(c, st.send, y + st.send.offset * eb);
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+          if (!stage) unwritten.receiving(st.recv, side);
           in.start_recv(c, st.recv, target, side);
           finish(c, &out, &in);
           if (record) record.sent(st.send), record.received(st.recv);
           if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
           if (record) record.transfers_done();
-          if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
+          if (stage)
+            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
         } else if (send_goes_first(c.rank, st)) {
           // The send is acknowledged before the receive starts: no staging.
           if (record) record.posting_send();
-          out.start_send(c, st.send, y + st.send.offset * eb);
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
           finish(c, &out, nullptr);
           if (record) record.sent(st.send);
           c.clock.send_done(c.send_end);
           if (record) record.posting_recv();
+          unwritten.receiving(st.recv, st.combine);
           in.start_recv(c, st.recv, own, st.combine);
           finish(c, nullptr, &in);
           if (record) record.received(st.recv);
@@ -154,28 +229,31 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
           if (record) record.transfers_done();
         } else {
           if (record) record.posting_recv();
+          if (!stage) unwritten.receiving(st.recv, side);
           in.start_recv(c, st.recv, target, side);
           finish(c, nullptr, &in);
           if (record) record.received(st.recv);
           c.clock.recv_done(c.recv_end);
           if (record) record.posting_send();
-          out.start_send(c, st.send, y + st.send.offset * eb);
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
           finish(c, &out, nullptr);
           if (record) record.sent(st.send);
           c.clock.send_done(c.send_end);
           if (record) record.transfers_done();
-          if (stage) apply_received(c, own, scratch, st.recv.count, st.combine);
+          if (stage)
+            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
         }
       } else if (st.send) {
         Link& out = link_to(c, st.send.peer);
         if (record) record.posting_send();
-        out.start_send(c, st.send, y + st.send.offset * eb);
+        out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
         finish(c, &out, nullptr);
         if (record) record.sent(st.send), record.transfers_done();
         if (clock) c.clock.send_done(c.send_end);
       } else if (st.recv) {
         Link& in = link_to(c, st.recv.peer);
         if (record) record.posting_recv();
+        unwritten.receiving(st.recv, st.combine);
         in.start_recv(c, st.recv, own, st.combine);
         finish(c, nullptr, &in);
         if (record) record.received(st.recv), record.transfers_done();
@@ -183,8 +261,11 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
       } else if (record) {
         record.transfers_done();
       }
-      if (st.copy.count > 0 && eb > 0)
-        std::memmove(y + st.copy.to * eb, y + st.copy.from * eb, static_cast<std::size_t>(st.copy.count * eb));
+      if (st.copy.count > 0 && eb > 0) {
+        const std::byte* const from = unwritten.source(st.copy.from, st.copy.count);
+        unwritten.overwriting(st.copy.to, st.copy.count);
+        std::memmove(y + st.copy.to * eb, from, static_cast<std::size_t>(st.copy.count * eb));
+      }
       if (clock) {
         const Picos work = config_.model.step_work(st, eb);
         c.clock.end_step(work);
@@ -201,6 +282,7 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
     withdraw(c);
     throw;
   }
+  unwritten.finish();
   local_.publish_done(c);
 }
 

@@ -36,6 +36,22 @@
 
 namespace copse {
 
+// y's first contents, when they are another buffer's (an out-of-place
+// collective's input). Rather than the caller copying all of it into y
+// first, the run sends straight from `data` what y has not written yet and
+// copies a region into y only when a receive combines into it; a region a
+// receive replaces is never copied. At return y holds what it would have
+// held had it started as a copy of `data`. Say T = 2 ranks allreduce by
+// halves: each sends the half it gives away from `data`, copies only the
+// half it keeps before reducing into it, and receives the other half whole
+// -- half a copy where the up-front copy was a whole one. `data` must be
+// memory the links can send from (any memory for thread ranks and for
+// staged sends, LinkConfig::staged_sends), and must not overlap y.
+struct RunInput {
+  const std::byte* data = nullptr;  // none: y holds the input already
+  std::uint64_t count = 0;          // elements
+};
+
 class StepExecutor {
  public:
   // Runs over `local` (which outlives the executor) and its configuration.
@@ -51,9 +67,10 @@ class StepExecutor {
   // With a `timeline` (and the virtual clock on) it appends the rank's sends,
   // receives and local work, in virtual time by the simulator's rule
   // (internode/timeline.hpp) and in wall time from post to completion; this
-  // rank's vector only, so recording takes no lock.
+  // rank's vector only, so recording takes no lock. With an `input`, y
+  // starts as that (see RunInput) rather than as it is.
   void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
-           Timeline* timeline = nullptr);
+           Timeline* timeline = nullptr, RunInput input = {});
 
  private:
   Link& link_to(const LinkRank& c, int peer) const;

@@ -321,14 +321,14 @@ struct Comm::Impl {
     });
   }
 
-  void run(Entry& e, std::byte* y, const ReduceOp& op) {
+  void run(Entry& e, std::byte* y, const ReduceOp& op, RunInput input = {}) {
     LinkEngine& engine = *team->engine;
     if (engine.aborted()) team->rethrow_failure();
     link.round = calls++;
     link.activity = to_string(e.collective);
     link.clock.reset();
     try {
-      StepExecutor(engine).run(link, e.steps, y, e.key ? arrival_scratch : e.scratch, op);
+      StepExecutor(engine).run(link, e.steps, y, e.key ? arrival_scratch : e.scratch, op, nullptr, input);
     } catch (...) {
       // Aborted by another rank, or failed here (recorded before the abort):
       // either way every rank reports the team's first failure.
@@ -349,6 +349,13 @@ Picos Comm::virtual_time() const { return impl_->last_time; }
 
 namespace {
 std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+// An out-of-place collective's input, for the executor to read where the
+// working buffer has not been written yet (RunInput) instead of a copy of
+// all of it up front. None in place.
+RunInput input_of(const void* send, const void* y, std::size_t count) {
+  if (send == y) return {};
+  return {static_cast<const std::byte*>(send), count};
+}
 void copy(void* to, const void* from, std::size_t bytes) {
   if (bytes > 0 && to != from) std::memmove(to, from, bytes);
 }
@@ -372,8 +379,7 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
   } else {
     e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
   }
-  copy(recv, send, count * op.element_bytes);
-  me.run(*e, bytes_of(recv), op);
+  me.run(*e, bytes_of(recv), op, input_of(send, recv, count));
 }
 
 void Comm::edge(double fraction) {
@@ -387,8 +393,7 @@ const std::vector<Picos>& Comm::planned_arrival() const { return impl_->planned;
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, &op, root);
   const std::size_t bytes = count * op.element_bytes;
-  copy(e.work, send, bytes);
-  impl_->run(e, e.work, op);
+  impl_->run(e, e.work, op, input_of(send, e.work, count));
   if (rank() == root) copy(recv, e.work, bytes);
 }
 
@@ -416,8 +421,7 @@ void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtyp
 void Comm::reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   auto& e = impl_->entry(Collective::reduce_scatter, count, op.dtype, op.element_bytes, &op, 0);
   const std::size_t bytes = count * op.element_bytes;
-  copy(e.work, send, bytes * static_cast<std::size_t>(size()));
-  impl_->run(e, e.work, op);
+  impl_->run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(size())));
   copy(recv, e.work + static_cast<std::size_t>(rank()) * bytes, bytes);
 }
 

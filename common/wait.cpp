@@ -58,7 +58,73 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
   return syscall(SYS_futex, const_cast<std::atomic<std::uint32_t>*>(word), op, val, timeout, nullptr, 0);
 }
 
+// The hook of a cooperative scheduler running on this thread (wait.hpp).
+thread_local CooperativeYield* t_yield = nullptr;
+
+// Idle schedulers asleep (idle_enter .. idle_sleep/idle_leave), and the word
+// they sleep on, bumped by wake_all while any are registered.
+alignas(64) std::atomic<std::uint32_t> g_idle_sleepers{0};
+alignas(64) std::atomic<std::uint32_t> g_idle_epoch{0};
+
+// A wait on a thread with a CooperativeYield: poll, and yield to the
+// scheduler's other tasks while the word stands. The clock is read every few
+// polls only (a poll is a load and a stack switch, cheaper than a clock
+// read); deadline, report and check behave as in the futex path below, with
+// check() every kWaitSleepSlice of waiting, as a sleeper would run it.
+std::uint32_t cooperative_wait(const std::atomic<std::uint32_t>& word, std::uint32_t old, const WaitPolicy& policy,
+                               CooperativeYield& hook) {
+  using Clock = std::chrono::steady_clock;
+  const bool reports = policy.report && policy.report_every > Clock::duration::zero();
+  Deadline next_report = Deadline::max(), next_check = Deadline::max();
+  bool clock_started = false;
+  for (std::uint32_t i = 0;; ++i) {
+    hook.yield(i > 0);
+    const std::uint32_t v = word.load(std::memory_order_acquire);
+    if (v != old) return v;
+    if ((i & 7) != 7) continue;
+    const auto now = Clock::now();
+    if (!clock_started) {
+      clock_started = true;
+      if (reports) next_report = now + policy.report_every;
+      if (policy.check) next_check = now + kWaitSleepSlice;
+    }
+    if (now >= policy.deadline)
+      throw TimeoutError(policy.timeout_message ? policy.timeout_message() : std::string("wait timed out"));
+    if (now >= next_report) {
+      policy.report();
+      next_report = now + policy.report_every;
+    }
+    if (now >= next_check) {
+      policy.check();
+      next_check = now + kWaitSleepSlice;
+    }
+  }
+}
+
 }  // namespace
+
+YieldScope::YieldScope(CooperativeYield* hook) noexcept : previous_(t_yield) { t_yield = hook; }
+
+YieldScope::~YieldScope() { t_yield = previous_; }
+
+std::uint32_t idle_enter() {
+  g_idle_sleepers.fetch_add(1, std::memory_order_seq_cst);
+  // Pairs with wake_all's fence: either that waker sees us registered, or
+  // the caller's next look at its words sees the waker's store.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return g_idle_epoch.load(std::memory_order_acquire);
+}
+
+void idle_sleep(std::uint32_t ticket, std::chrono::nanoseconds timeout) {
+  const auto ns = std::max<std::int64_t>(timeout.count(), 0);
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  futex(&g_idle_epoch, FUTEX_WAIT_PRIVATE, ticket, &ts);  // woken, timed out, or the epoch moved: all fine
+  idle_leave();
+}
+
+void idle_leave() { g_idle_sleepers.fetch_sub(1, std::memory_order_release); }
 
 int spin_slots() {
   static const int slots = [] {
@@ -76,6 +142,7 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
                                FutexScope scope, std::atomic<std::uint32_t>* sleepers, const SpinPolicy* spin) {
   std::uint32_t v = word.load(std::memory_order_acquire);
   if (v != old) return v;
+  if (CooperativeYield* hook = t_yield) return cooperative_wait(word, old, policy, *hook);
 
   if (spin) {
     // The caller's spinning: a spin of pause instructions while a slot is
@@ -162,6 +229,13 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
 }
 
 void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope, std::atomic<std::uint32_t>* sleepers) {
+  // Idle cooperative schedulers first (see idle_enter): the fence orders the
+  // caller's store to `word` before the look at their count.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_idle_sleepers.load(std::memory_order_relaxed) != 0) {
+    g_idle_epoch.fetch_add(1, std::memory_order_release);
+    futex(&g_idle_epoch, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+  }
   const int wake_op = scope == FutexScope::shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE;
   std::atomic<std::uint32_t>* count = sleepers                      ? sleepers
                                       : scope == FutexScope::shared ? nullptr

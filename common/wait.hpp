@@ -70,8 +70,54 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
                                const SpinPolicy* spin = nullptr);
 
 // Wakes every thread blocked in wait_while_equal on `word` (with the same
-// scope and sleepers count).
+// scope and sleepers count), and every idle_sleep() of this process.
 void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope = FutexScope::process,
               std::atomic<std::uint32_t>* sleepers = nullptr);
+
+// ---- Cooperative waiting: many tasks on one thread ----
+//
+// A user-level scheduler (the emulator runs thousands of ranks as fibers on
+// one thread per core) installs a CooperativeYield on its thread while its
+// tasks run. wait_while_equal on that thread then never sleeps on the futex:
+// it polls the word and, while it is unchanged, calls yield() so that the
+// scheduler runs its other tasks -- a switch of stacks, where a futex would
+// cost a system call and a wake-up per rank switch. Deadline, report and
+// check keep their meaning and messages. Such a waiter is not counted as a
+// sleeper, so its wakers skip the system call; waiters on other threads
+// without a hook sleep and are woken as before.
+class CooperativeYield {
+ public:
+  // Runs other tasks and returns to the caller later. `again`: false on the
+  // first call of a wait (the caller got somewhere since it last yielded),
+  // true once the caller has looked again and found nothing new -- a
+  // scheduler whose every task yields `again` is idle.
+  virtual void yield(bool again) = 0;
+
+ protected:
+  ~CooperativeYield() = default;
+};
+
+// Installs `hook` on the calling thread for the scope's lifetime (the
+// previous one, usually none, comes back after it).
+class YieldScope {
+ public:
+  explicit YieldScope(CooperativeYield* hook) noexcept;
+  ~YieldScope();
+  YieldScope(const YieldScope&) = delete;
+  YieldScope& operator=(const YieldScope&) = delete;
+
+ private:
+  CooperativeYield* previous_;
+};
+
+// A scheduler whose tasks all wait may sleep until some thread of the process
+// calls wake_all (or `timeout` passes), instead of polling on: idle_enter()
+// registers it and returns a ticket; it then looks at its tasks' words once
+// more (each task polls) and, if none changed, calls idle_sleep(ticket, ...),
+// else idle_leave(). While nobody is registered, wake_all pays a fence and a
+// load for this, never a system call.
+std::uint32_t idle_enter();
+void idle_sleep(std::uint32_t ticket, std::chrono::nanoseconds timeout);
+void idle_leave();
 
 }  // namespace copse

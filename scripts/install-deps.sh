@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libhwloc-dev hwloc libtbb-dev libboost-dev
+  libhwloc-dev hwloc libtbb-dev libboost-dev libboost-context-dev  # Boost.Context: the emulator's fibers
   catch2 libopenmpi-dev openmpi-bin
   gfortran  # the Fortran test of libcopse_mpi.so (tests/pmpi/fortran.f90)
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libbenchmark-dev clang-format

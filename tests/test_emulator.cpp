@@ -421,3 +421,20 @@ TEST_CASE("concurrency: dual-root allreduce on 64 ranks as 8 nodes x 8", "[emula
   run_and_compare(algo, Shape{64, n / 2, 16, 0}, builtin_op("affine", DType::int32),
                   cluster(64, Ports::unidirectional, 8));
 }
+
+// Not a "concurrency:" case: under ThreadSanitizer, which runs those, the
+// ranks are threads (emulator.cpp), and 4096 of them is no test of the
+// fibers. AddressSanitizer's run takes 512, for the same reason.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int kManyNodes = 32;
+#else
+constexpr int kManyNodes = 256;
+#endif
+
+TEST_CASE("emulator: 4096 ranks as 256 nodes x 16 give the sequential result and the simulator's times", "[emulator]") {
+  // Thousands of ranks on a worker thread per core (fibers).
+  const AlgorithmInfo& algo = find_algorithm(Collective::allreduce, "dual-root");
+  EmulatorConfig config = cluster(kManyNodes * 16, Ports::bidirectional, 16);
+  config.repetitions = 1;
+  run_and_compare(algo, Shape{kManyNodes * 16, 256, 4, 0}, builtin_op("sum", DType::int32), config);
+}

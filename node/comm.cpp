@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string_view>
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/text.hpp"
 #include "internode/registry.hpp"
 #include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
@@ -17,6 +15,7 @@
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
 #include "node/team_plan.hpp"
+#include "node/team_wait.hpp"
 
 namespace copse {
 
@@ -293,32 +292,19 @@ struct Comm::Impl {
   // team's board. Waits as the links do: reported every wait_report, failed
   // past wait_timeout, both naming the ranks whose value is missing.
   void agree(std::int64_t call) {
-    const auto since = Clock::now();
-    auto reported = since;
-    auto waiting_for = [&] {
-      return "call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
-             " is waiting for the arrival prediction (Comm::edge, or the arrival) of rank(s) " +
-             join(team->board->missing(call), ", ");
-    };
-    team->board->wait(call, predicted, [&] {
-      if (team->engine->aborted()) team->rethrow_failure();
-      const auto now_ = Clock::now();
-      const auto& limit = team->options.wait_timeout;
-      if (limit && now_ - since > *limit) {
-        TimeoutError error(waiting_for() + ": timed out after " + std::to_string(limit->count()) + " ms");
-        team->engine->fail(std::make_exception_ptr(error));
-        team->rethrow_failure();
-      }
-      const auto every = team->options.wait_report;
-      if (every.count() > 0 && now_ - reported >= every) {
-        reported = now_;
-        const std::string message = waiting_for();
-        if (team->options.on_wait_report)
-          team->options.on_wait_report(message);
-        else
-          std::fprintf(stderr, "copse: %s\n", message.c_str());
-      }
-    });
+    const TeamOptions& o = team->options;
+    PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report),
+                                     [&] { return arrival_wait_text(calls, rank, team->board->missing(call)); }));
+    try {
+      team->board->wait(call, predicted, [&] {
+        if (team->engine->aborted()) team->rethrow_failure();
+        wait.look();
+      });
+    } catch (...) {
+      // Timed out here (every rank then reports it), or aborted by another rank.
+      if (!team->engine->aborted()) team->engine->fail(std::current_exception());
+      team->rethrow_failure();
+    }
   }
 
   void run(Entry& e, std::byte* y, const ReduceOp& op, RunInput input = {}) {
@@ -459,9 +445,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   link.model = t.options.model;
   link.wait_timeout = t.options.wait_timeout;
   link.report_every = t.options.wait_report;
-  link.on_wait_report = t.options.on_wait_report;
-  if (!link.on_wait_report)
-    link.on_wait_report = [](const std::string& message) { std::fprintf(stderr, "copse: %s\n", message.c_str()); };
+  link.on_wait_report = wait_reporter(t.options.on_wait_report);
   link.round_name = "call";
   TeamState* state = &t;
   link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };

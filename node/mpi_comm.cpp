@@ -30,6 +30,7 @@
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
 #include "node/team_plan.hpp"
+#include "node/team_wait.hpp"
 
 namespace copse::mpi {
 
@@ -474,15 +475,13 @@ struct Comm::Impl {
                     "MPI_Irecv (arrival value)");
     }
     arrival_in[static_cast<std::size_t>(rank)] = arrival_out;
-    const auto since = Clock::now();
-    auto reported = since;
-    auto waiting_for = [&] {  // MPI_Testsome nulls the completed requests
-      std::vector<int> missing;
+    const CommOptions& o = team->options;
+    PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [&] {
+      std::vector<int> missing;  // MPI_Testsome nulls the completed requests
       for (int r = 0; r < p; ++r)
         if (arrival_recvs[static_cast<std::size_t>(r)] != MPI_REQUEST_NULL) missing.push_back(r);
-      return "call " + std::to_string(calls) + " (allreduce): rank " + std::to_string(rank) +
-             " is waiting for the arrival prediction (Comm::edge, or the arrival) of rank(s) " + join(missing, ", ");
-    };
+      return arrival_wait_text(calls, rank, missing);
+    }));
     try {
       for (int polls = 0;; ++polls) {
         int received = 0;
@@ -494,19 +493,7 @@ struct Comm::Impl {
         }
         if (received == MPI_UNDEFINED) break;  // no request left: every value is in
         if (team->engine->aborted()) team->rethrow_failure();
-        const auto now_ = Clock::now();
-        const auto& limit = team->options.wait_timeout;
-        if (limit && now_ - since > *limit)
-          fail(TimeoutError(waiting_for() + ": timed out after " + std::to_string(limit->count()) + " ms"));
-        const auto every = team->options.wait_report;
-        if (every.count() > 0 && now_ - reported >= every) {
-          reported = now_;
-          const std::string message = waiting_for();
-          if (team->options.on_wait_report)
-            team->options.on_wait_report(message);
-          else
-            std::fprintf(stderr, "copse: %s\n", message.c_str());
-        }
+        wait.look();
         if (polls < 64)
           std::this_thread::yield();
         else
@@ -881,9 +868,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.ranks_on_host = ranks_on_host;
   link.wait_timeout = options.wait_timeout;
   link.report_every = options.wait_report;
-  link.on_wait_report = options.on_wait_report;
-  if (!link.on_wait_report)
-    link.on_wait_report = [](const std::string& message) { std::fprintf(stderr, "copse: %s\n", message.c_str()); };
+  link.on_wait_report = wait_reporter(options.on_wait_report);
   link.round_name = "call";
   link.peer_gone = [this](int peer) { return peer_gone(peer); };
   link.on_failure = [this](std::exception_ptr e) { record_failure(std::move(e)); };

@@ -12,14 +12,43 @@ void add_config_file_option(CLI::App* command) {
       ->type_name("FILE");
 }
 
-void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks) {
+void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks,
+                            bool blocks_auto) {
   command->add_option("--collective", collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
       ->type_name("C")
       ->capture_default_str();
   command->add_option("--root", root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
-  command->add_option("--blocks", blocks, "pipeline blocks, or auto for the count that minimises simulated time")
-      ->type_name("N|auto")
+  command
+      ->add_option(
+          "--blocks", blocks,
+          blocks_auto ? "pipeline blocks, or auto for the count that minimises simulated time" : "pipeline blocks")
+      ->type_name(blocks_auto ? "N|auto" : "N")
       ->capture_default_str();
+}
+
+void add_schedule_shape_options(CLI::App* command, ScheduleShapeArgs& args) {
+  command->add_option("--ranks", args.ranks, "participants (default with --schedule-file: the file's)")->type_name("P");
+  add_collective_options(command, args.collective, args.root, args.blocks, false);
+  command
+      ->add_option("--count", args.count,
+                   "elements per rank (default: 2*max(P, blocks)+1, so blocks are uneven and none is empty)")
+      ->type_name("N");
+}
+
+Shape schedule_shape(const ScheduleShapeArgs& args, int ranks) {
+  Shape shape;
+  shape.ranks = ranks;
+  shape.root = args.root;
+  shape.blocks = *blocks_option(args.blocks, false);
+  if (args.count.empty()) {
+    shape.count = 2 * static_cast<std::uint64_t>(std::max(std::max(ranks, shape.blocks), 0)) + 1;
+  } else {
+    const char* end = args.count.data() + args.count.size();
+    const auto [ptr, ec] = std::from_chars(args.count.data(), end, shape.count);
+    if (ec != std::errc{} || ptr != end)
+      throw UsageError("--count: expected a whole number of elements, got \"" + args.count + "\"");
+  }
+  return shape;
 }
 
 std::uint64_t size_option(std::string_view option, const std::string& text) {

@@ -12,6 +12,7 @@
 
 #include "common/cost_model.hpp"
 #include "common/error.hpp"
+#include "common/schedule.hpp"
 #include "config/config.hpp"
 
 namespace copse {
@@ -42,8 +43,26 @@ inline constexpr const char* kTimeHelp = "TIME: seconds, or with a unit s, ms, u
 // documents it and lets CLI11 accept it.
 void add_config_file_option(CLI::App* command);
 
-// --collective C, --root R and --blocks N|auto, as sim and emulate take them.
-void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks);
+// --collective C, --root R and --blocks N|auto, as sim and emulate take them
+// (without blocks_auto: --blocks N, a whole number only).
+void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks,
+                            bool blocks_auto = true);
+
+// One schedule taken on its own, as verify and tree take it: --ranks P,
+// --collective C, --root R, --blocks N (a whole number: nothing simulates to
+// choose it) and --count N.
+struct ScheduleShapeArgs {
+  int ranks = 0;  // as given; chosen_ranks (cli/cluster_options.hpp) resolves it
+  std::string collective = "allreduce";
+  int root = 0;
+  std::string blocks = "1";
+  std::string count;  // empty: the default below
+};
+void add_schedule_shape_options(CLI::App* command, ScheduleShapeArgs& args);
+// Their Shape for `ranks` ranks, by default of 2 max(P, blocks) + 1 elements
+// per rank: uneven blocks, and no rank's share or block left empty.
+// UsageError for a malformed --blocks or --count.
+Shape schedule_shape(const ScheduleShapeArgs& args, int ranks);
 
 // Re-throws a parse error with the option's name in front.
 template <class F>

@@ -15,26 +15,17 @@ namespace {
 
 struct TreeArgs {
   AlgorithmArgs choice;
-  std::string collective = "allreduce";
-  int ranks = 0;
-  int root = 0;
-  std::string blocks = "1";
-  std::uint64_t count = 0;  // 0: 2 max(P, blocks) + 1
+  ScheduleShapeArgs shape;
   int ranks_per_node = 0;
   std::string dot = "-";
   bool json = false;
 };
 
-int run_tree(TreeArgs args) {
-  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
-  args.ranks = chosen_ranks(args.choice, args.ranks);
+int run_tree(const TreeArgs& args) {
+  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.shape.collective);
+  const int ranks = chosen_ranks(args.choice, args.shape.ranks);
   require_at_least("--ranks-per-node", args.ranks_per_node, 0);
-  Shape shape;
-  shape.ranks = args.ranks;
-  shape.root = args.root;
-  shape.blocks = *blocks_option(args.blocks, false);
-  shape.count =
-      args.count > 0 ? args.count : 2 * static_cast<std::uint64_t>(std::max(std::max(args.ranks, shape.blocks), 0)) + 1;
+  const Shape shape = schedule_shape(args.shape, ranks);
   validate_shape(algorithm, shape);
   if (!algorithm.plan) throw UsageError("algorithm '" + std::string(algorithm.name) + "' has no schedule builder");
   const CommGraph graph = communication_graph(algorithm.plan(shape), shape, algorithm.pipelined_parts);
@@ -86,10 +77,7 @@ void add_tree_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto* command = app.add_subcommand(
       "tree", "draw an algorithm's communication graph (who sends to whom, in which steps and blocks) as Graphviz dot");
   add_algorithm_options(command, args->choice);
-  command->add_option("--ranks", args->ranks, "participants (default with --schedule-file: the file's)")
-      ->type_name("P");
-  add_collective_options(command, args->collective, args->root, args->blocks);
-  command->add_option("--count", args->count, "elements per rank (default: 2 max(P, blocks) + 1)")->type_name("N");
+  add_schedule_shape_options(command, args->shape);
   command->add_option("--ranks-per-node", args->ranks_per_node, "draw consecutive ranks of K in a box per node")
       ->type_name("K")
       ->capture_default_str();

@@ -1,6 +1,5 @@
 // copse verify: one schedule proven (or not) by symbolic execution.
 
-#include <charconv>
 #include <iostream>
 
 #include "cli/cluster_options.hpp"
@@ -12,30 +11,13 @@ namespace {
 
 struct VerifyArgs {
   AlgorithmArgs choice;
-  std::string collective = "allreduce";
-  int ranks = 0;
-  int root = 0;
-  std::string blocks = "1";
-  std::string count;  // empty: the default
+  ScheduleShapeArgs shape;
   bool json = false;
 };
 
-int run_verify(VerifyArgs args) {
-  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.collective);
-  args.ranks = chosen_ranks(args.choice, args.ranks);
-  Shape shape;
-  shape.ranks = args.ranks;
-  shape.root = args.root;
-  shape.blocks = *blocks_option(args.blocks, false);
-  // Default: uneven blocks, and no rank's share or block left empty.
-  if (args.count.empty()) {
-    shape.count = 2 * static_cast<std::uint64_t>(std::max(std::max(args.ranks, shape.blocks), 0)) + 1;
-  } else {
-    const char* end = args.count.data() + args.count.size();
-    const auto [ptr, ec] = std::from_chars(args.count.data(), end, shape.count);
-    if (ec != std::errc{} || ptr != end)
-      throw UsageError("--count: expected a whole number of elements, got \"" + args.count + "\"");
-  }
+int run_verify(const VerifyArgs& args) {
+  const AlgorithmInfo& algorithm = chosen_algorithm(args.choice, args.shape.collective);
+  const Shape shape = schedule_shape(args.shape, chosen_ranks(args.choice, args.shape.ranks));
   validate_shape(algorithm, shape);
 
   const VerifyResult result = verify(algorithm, shape);
@@ -64,18 +46,7 @@ void add_verify_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto* command =
       app.add_subcommand("verify", "prove one schedule correct by symbolic execution (exit 0 only when proven)");
   add_algorithm_options(command, args->choice);
-  command->add_option("--ranks", args->ranks, "participants (default with --schedule-file: the file's)")
-      ->type_name("P");
-  command
-      ->add_option("--collective", args->collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
-      ->type_name("C")
-      ->capture_default_str();
-  command->add_option("--root", args->root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
-  command->add_option("--blocks", args->blocks, "pipeline blocks")->type_name("N")->capture_default_str();
-  command
-      ->add_option("--count", args->count,
-                   "elements per rank (default: 2*max(P, blocks)+1, so blocks are uneven and none is empty)")
-      ->type_name("N");
+  add_schedule_shape_options(command, args->shape);
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
   command->callback([args, command, &run_parsed] {

@@ -51,6 +51,12 @@ Shape schedule_shape(const ScheduleShapeArgs& args, int ranks) {
   return shape;
 }
 
+Json schedule_shape_json(std::string_view algorithm, Collective collective, const Shape& shape) {
+  return Json{{"algorithm", algorithm}, {"collective", to_string(collective)},
+              {"ranks", shape.ranks},   {"root", shape.root},
+              {"blocks", shape.blocks}, {"count", shape.count}};
+}
+
 std::uint64_t size_option(std::string_view option, const std::string& text) {
   return option_value(option, [&] { return parse_size(text); });
 }

@@ -63,6 +63,9 @@ void add_schedule_shape_options(CLI::App* command, ScheduleShapeArgs& args);
 // per rank: uneven blocks, and no rank's share or block left empty.
 // UsageError for a malformed --blocks or --count.
 Shape schedule_shape(const ScheduleShapeArgs& args, int ranks);
+// The JSON keys both report of it first: algorithm, collective, ranks, root,
+// blocks, count.
+Json schedule_shape_json(std::string_view algorithm, Collective collective, const Shape& shape);
 
 // Re-throws a parse error with the option's name in front.
 template <class F>

@@ -57,12 +57,10 @@ int run_tree(const TreeArgs& args) {
                        {"steps", e.steps},
                        {"blocks", e.blocks},
                        {"elements", e.elements}});
-    std::cout << Json{{"algorithm", algorithm.name}, {"collective", to_string(algorithm.collective)},
-                      {"ranks", shape.ranks},        {"root", shape.root},
-                      {"blocks", shape.blocks},      {"count", shape.count},
-                      {"parts", graph.parts},        {"edges", edges}}
-                     .dump(2)
-              << "\n";
+    Json out = schedule_shape_json(algorithm.name, algorithm.collective, shape);
+    out["parts"] = graph.parts;
+    out["edges"] = edges;
+    std::cout << out.dump(2) << "\n";
   } else if (args.dot != "-") {
     std::cout << "wrote " << args.dot << ": " << graph.edges.size() << " edges among " << shape.ranks
               << " ranks (render: dot -Tsvg " << args.dot << " -o graph.svg)\n";

@@ -22,12 +22,10 @@ int run_verify(const VerifyArgs& args) {
 
   const VerifyResult result = verify(algorithm, shape);
   if (args.json) {
-    std::cout << Json{{"algorithm", algorithm.name}, {"collective", to_string(algorithm.collective)},
-                      {"ranks", shape.ranks},        {"root", shape.root},
-                      {"blocks", shape.blocks},      {"count", shape.count},
-                      {"proven", result.proven},     {"message", result.message}}
-                     .dump(2)
-              << "\n";
+    Json out = schedule_shape_json(algorithm.name, algorithm.collective, shape);
+    out["proven"] = result.proven;
+    out["message"] = result.message;
+    std::cout << out.dump(2) << "\n";
   } else if (result.proven) {
     std::cout << "proven: " << to_string(algorithm.collective) << " " << algorithm.name << " on " << shape.ranks
               << " ranks, " << shape.count << " elements, " << shape.blocks

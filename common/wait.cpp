@@ -111,7 +111,9 @@ std::uint32_t idle_enter() {
   g_idle_sleepers.fetch_add(1, std::memory_order_seq_cst);
   // Pairs with wake_all's fence: either that waker sees us registered, or
   // the caller's next look at its words sees the waker's store.
+#if !defined(__SANITIZE_THREAD__)
   std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
   return g_idle_epoch.load(std::memory_order_acquire);
 }
 
@@ -148,17 +150,26 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
     // The caller's spinning: a spin of pause instructions while a slot is
     // free, then -- slot or not -- polls that yield the core (another rank
     // on it gets to run) before the futex.
-    const auto start = std::chrono::steady_clock::now();
-    if (spin->slots > 0 && spin->spinners->fetch_add(1, std::memory_order_relaxed) < spin->slots) {
-      const auto spin_end = start + spin->spin;
+    // Without a count every waiter has a core of its own: no shared line to
+    // bounce between them, and no clock read before the first 64 looks
+    // (a small message's wait ends sooner).
+    const bool counted = spin->spinners != nullptr;
+    if (spin->slots > 0 && (!counted || spin->spinners->fetch_add(1, std::memory_order_relaxed) < spin->slots)) {
+      Deadline spin_end{};
       for (int i = 1;; ++i) {
         cpu_relax();
         v = word.load(std::memory_order_acquire);
         if (v != old) break;
-        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
+        if ((i & 63) == 0) {
+          const auto now = std::chrono::steady_clock::now();
+          if (spin_end == Deadline{})
+            spin_end = now + spin->spin;
+          else if (now >= spin_end)
+            break;
+        }
       }
     }
-    if (spin->slots > 0) spin->spinners->fetch_sub(1, std::memory_order_relaxed);
+    if (counted && spin->slots > 0) spin->spinners->fetch_sub(1, std::memory_order_relaxed);
     if (v != old) return v;
     if (spin->poll.count() > 0) {
       const auto poll_end = std::chrono::steady_clock::now() + spin->poll;
@@ -230,9 +241,16 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
 
 void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope, std::atomic<std::uint32_t>* sleepers) {
   // Idle cooperative schedulers first (see idle_enter): the fence orders the
-  // caller's store to `word` before the look at their count.
+  // caller's store to `word` before the look at their count. ThreadSanitizer
+  // knows no fences: an RMW on the count does the same (a shared cache line
+  // for every waker, which the fence avoids).
+#if defined(__SANITIZE_THREAD__)
+  const bool idle = g_idle_sleepers.fetch_add(0, std::memory_order_acq_rel) != 0;
+#else
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (g_idle_sleepers.load(std::memory_order_relaxed) != 0) {
+  const bool idle = g_idle_sleepers.load(std::memory_order_relaxed) != 0;
+#endif
+  if (idle) {
     g_idle_epoch.fetch_add(1, std::memory_order_release);
     futex(&g_idle_epoch, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
   }

@@ -2,7 +2,6 @@
 
 #include <cxxabi.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -17,7 +16,6 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "common/error.hpp"
@@ -436,16 +434,6 @@ namespace {
 constexpr auto kIdleSpin = std::chrono::microseconds(100);  // all fibers waiting this long: sleep
 constexpr auto kIdleNapMax = std::chrono::milliseconds(5);  // longest sleep before the fibers look again
 
-// The cores of the process's affinity: as many workers run fibers.
-int affinity_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int cores = 0;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-  if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(cores, 1);
-}
-
 std::size_t page_bytes() {
   static const std::size_t page = static_cast<std::size_t>(std::max(4096L, sysconf(_SC_PAGESIZE)));
   return page;
@@ -655,7 +643,8 @@ void RankThreads::start(int n, const std::function<void(int)>& body) {
   wait();  // one job at a time
   n = std::max(n, 0);
   // Workers: one per core with fibers (never more than ranks), else one per rank.
-  static const int cores = affinity_cores();
+  // The cores of the process's affinity (spin_slots() says 0 for one core).
+  const int cores = std::max(spin_slots(), 1);
   const int w_count = kRankFibers ? std::min(cores, n) : n;
   if (w_count > static_cast<int>(pool.workers.size())) {
     pthread_attr_t attr;

@@ -66,6 +66,7 @@ struct LinkRank {
   std::byte* recv_target = nullptr;
   Combine recv_side = Combine::replace;
   bool send_done = true, recv_done = true;
+  bool send_posted = true;  // shared-memory link: false while a send waits for the outbox to be free
   Picos send_end = 0, recv_end = 0;
   std::uint32_t recv_bell = 0;  // shared-memory link: the doorbell value last seen
   // Shared-memory link with staged sends (LinkConfig::staged_sends): where

@@ -45,8 +45,9 @@ inline constexpr std::chrono::milliseconds kWaitSleepSlice{100};
 // processes pinned one per core each see a single core, though the ranks
 // they wait for run on other cores. `spinners` counts the spinning waiters of
 // every process sharing it (it lives in their shared memory), at most `slots`
-// at once; a waiter with a slot spins `spin`, then polls, yielding the core
-// between looks, for `poll` more before it sleeps on the futex.
+// at once (null `spinners`: no limit, for waiters that each have a core);
+// a waiter with a slot spins `spin`, then polls, yielding the core between
+// looks, for `poll` more before it sleeps on the futex.
 struct SpinPolicy {
   std::atomic<std::int32_t>* spinners = nullptr;
   int slots = 0;

@@ -52,6 +52,9 @@ constexpr int kPollingRanksPerCore = 8;
 // While thread ranks have a core each, a message this large is moved by its
 // receiver alone; see deliver_if_waited_for.
 constexpr std::uint64_t kReceiverMovesFromBytes = 16 << 10;
+// Sends of at most this many bytes are eager without a virtual clock (see
+// try_post): what fits beside an outbox's words in its cache line.
+constexpr std::size_t kEagerBytes = 24;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
@@ -70,6 +73,9 @@ struct alignas(64) LinkEngine::Outbox {
   Picos sender_ready = 0;
   // Written by a receiver that pulled, before its ack.
   Picos end = 0;
+  // An eager send's copy, when it fits here: its receiver reads it with the
+  // words above, in one cache line.
+  std::byte eager[kEagerBytes];
 };
 
 struct alignas(64) LinkEngine::Inbox {
@@ -107,6 +113,7 @@ struct alignas(64) LinkEngine::Shared {
 Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
   if (ranks < 1 || ranks > (1 << 29)) throw UsageError("the link engine needs 1 to 2^29 ranks");
   const auto p = static_cast<std::size_t>(ranks);
+  static_assert(sizeof(Outbox) == 64, "an outbox is one cache line, its eager copy included");
   const std::size_t bytes = sizeof(Shared) + p * (sizeof(Outbox) + sizeof(Inbox) + sizeof(Progress));
   const Arena::Offset at = arena.allocate(bytes, 64);
   std::byte* base = arena.address(at);
@@ -155,6 +162,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   spin_.spinners = &shared_->spinners;
   spin_.slots = static_cast<int>(std::max(1L, cores));
   const bool fits = std::max(slots(), config_.ranks_on_host) <= spin_.slots;
+  if (fits) spin_.spinners = nullptr;  // a core each: no count to share
   spin_.spin = fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(2);
   spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
   // Threads of one process (a thread Team, a small emulation): while the
@@ -173,6 +181,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   if (thread_spin_) {
     const bool thread_fits = slots() <= spin_slots();
     spin_.slots = spin_slots();
+    spin_.spinners = thread_fits ? nullptr : &shared_->spinners;
     spin_.spin = thread_fits ? std::chrono::milliseconds(2) : std::chrono::microseconds(2);
     spin_.poll = thread_fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
     if (thread_fits) receiver_moves_from_ = kReceiverMovesFromBytes;
@@ -236,9 +245,9 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
       if (ob.state.compare_exchange_strong(s, s & kAbortBit, std::memory_order_acq_rel)) break;
       continue;
     }
-    // Staged sends: a peer pulling reads our stage, never the caller's
+    // An eager send: a peer pulling reads our copy, never the caller's
     // buffers, and may have died while at it.
-    if (config_.staged_sends) break;
+    if (posted_eager(ob)) break;
     wait(ob.state, ob.state_sleepers, s);
     s = ob.state.load(std::memory_order_acquire);
   }
@@ -307,22 +316,57 @@ void LinkEngine::ring(Inbox& inbox) {
 void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
   c.sending = send;
   c.send_done = false;
+  c.send_posted = false;
   c.send_end = 0;
-  if (config_.staged_sends) {
-    if (send.count * c.eb > c.stage_bytes)
-      throw ScheduleError(config_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
-                          " bytes, more than its stage of " + std::to_string(c.stage_bytes) + " bytes");
-    c.send_data = data;
-    (void)try_stage(c);
-    return;
-  }
+  c.send_data = data;
+  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > c.stage_bytes)
+    throw ScheduleError(config_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
+                        " bytes, more than its stage of " + std::to_string(c.stage_bytes) + " bytes");
+  (void)try_post(c);
+}
+
+bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
+  return config_.staged_sends || (!config_.virtual_clock && send.count * c.eb <= kEagerBytes);
+}
+
+bool LinkEngine::posted_eager(const Outbox& ob) const {
+  return config_.staged_sends || ob.data == arena_.offset_of(ob.eager);
+}
+
+// Posts the send once the outbox is free (idle: the receiver of our previous
+// send has taken it). An eager send is copied first -- into the outbox's own
+// cache line when it fits, which its receiver reads anyway, else into the
+// rank's stage -- and is done at once: its receiver pulls the copy whenever
+// it comes, and rings our bell when it has (we may be asleep there, with our
+// next send waiting for the outbox). A rendezvous send waits in the outbox
+// for its receiver, unless the receiver waits for us already.
+bool LinkEngine::try_post(LinkRank& c) {
   Outbox& ob = outbox_[slot(c.rank)];
-  ob.data = arena_.offset_of(data);
+  std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s & kAbortBit) throw LinkAborted{};
+  if (s != kIdle) return false;
+  const Transfer& send = c.sending;
+  const auto bytes = static_cast<std::size_t>(send.count * c.eb);
+  const bool copied = eager(c, send);
+  if (copied) {
+    std::byte* copy = bytes <= kEagerBytes ? ob.eager : c.stage;
+    if (bytes > 0) std::memcpy(copy, c.send_data, bytes);
+    ob.data = arena_.offset_of(copy);
+  } else {
+    ob.data = arena_.offset_of(c.send_data);
+  }
   ob.count = send.count;
   ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;
-  std::uint32_t expected = kIdle;
-  if (!ob.state.compare_exchange_strong(expected, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
-  if (deliver_if_waited_for(c, send, data)) c.send_done = true;
+  if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
+  c.send_posted = true;
+  if (copied) {
+    c.staged_to = send.peer;
+    ring(inbox_[slot(send.peer)]);
+    c.send_done = true;
+  } else if (deliver_if_waited_for(c, send, c.send_data)) {
+    c.send_done = true;
+  }
+  return true;
 }
 
 // The receiver may be waiting for us already: then we deliver into its
@@ -372,28 +416,9 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
   return true;
 }
 
-// Staged sends: once the receiver of our previous send has taken it (the
-// outbox is idle), copy this one into our stage and post it; it is done then.
-bool LinkEngine::try_stage(LinkRank& c) {
-  Outbox& ob = outbox_[slot(c.rank)];
-  std::uint32_t s = ob.state.load(std::memory_order_acquire);
-  if (s & kAbortBit) throw LinkAborted{};
-  if (s != kIdle) return false;
-  const Transfer& send = c.sending;
-  if (send.count > 0 && c.eb > 0) std::memcpy(c.stage, c.send_data, static_cast<std::size_t>(send.count * c.eb));
-  ob.data = arena_.offset_of(c.stage);
-  ob.count = send.count;
-  ob.sender_ready = 0;
-  if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
-  c.staged_to = send.peer;
-  ring(inbox_[slot(send.peer)]);
-  c.send_done = true;
-  return true;
-}
-
 bool LinkEngine::test_send(LinkRank& c) {
   if (c.send_done) return true;
-  if (config_.staged_sends) return try_stage(c);
+  if (!c.send_posted) return try_post(c) && c.send_done;
   Outbox& ob = outbox_[slot(c.rank)];
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s == kIdle) {  // the receiver pulled and acked
@@ -413,6 +438,7 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     wake_all(ob.state, scope_, &ob.state_sleepers);
     return old;
   };
+  const bool was_eager = posted_eager(ob);
   if (ob.count != recv.count) {
     ScheduleError error(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
     fail(std::make_exception_ptr(error));
@@ -430,9 +456,9 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
   }
   ob.end = end.send_end;
   if (release() & kAbortBit) throw LinkAborted{};
-  // Staged sends: the sender may sleep on its bell for a receive while its
-  // next send waits for the stage we just freed.
-  if (config_.staged_sends) ring(inbox_[slot(recv.peer)]);
+  // An eager send's sender may sleep on its bell for a receive while its
+  // next send waits for the outbox we just freed.
+  if (was_eager) ring(inbox_[slot(recv.peer)]);
   c.recv_end = end.recv_end;
   c.recv_done = true;
 }
@@ -531,10 +557,10 @@ bool LinkEngine::test_recv(LinkRank& c) {
 void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) {
   if (what == LinkRank::Wait::recv) {
     Inbox& ib = inbox_[slot(c.rank)];
-    // Staged sends: a send waiting for the stage must not sleep through its
-    // release (which rings the bell; this look covers a release before the
-    // bell was read).
-    if (config_.staged_sends && !c.send_done && config_.layout.shares_memory(c.rank, c.sending.peer)) {
+    // A send waiting for the outbox (an eager send of ours not yet taken)
+    // must not sleep through its release (which rings the bell; this look
+    // covers a release before the bell was read).
+    if (!c.send_posted && config_.layout.shares_memory(c.rank, c.sending.peer)) {
       const std::uint32_t s = outbox_[slot(c.rank)].state.load(std::memory_order_seq_cst);
       if (s == kIdle || (s & kAbortBit)) return;
     }

@@ -168,7 +168,11 @@ class LinkEngine final : public Link {
   struct Shared;
 
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
-  bool try_stage(LinkRank& c);
+  bool try_post(LinkRank& c);
+  // Whether `send` is copied and done at once (see try_post), and whether
+  // the send posted in `ob` was.
+  bool eager(const LinkRank& c, const Transfer& send) const;
+  bool posted_eager(const Outbox& ob) const;
   bool try_pull(LinkRank& c);
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);

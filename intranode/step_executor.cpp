@@ -177,6 +177,7 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   c.eb = op.element_bytes;
   c.waiting = LinkRank::Wait::none;
   c.send_done = c.recv_done = true;
+  c.send_posted = true;
   local_.publish_start(c);
   const bool clock = config_.virtual_clock;
   // Without a clock the port model does not matter: both operations of a
@@ -297,8 +298,7 @@ int StepExecutor::waited_for(const LinkRank& c, LinkRank::Wait what) const {
   if (what == LinkRank::Wait::recv) return c.receiving.peer;
   // A staged send waits for the stage, i.e. for the receiver of the send
   // posted there before it.
-  if (config_.staged_sends && c.staged_to >= 0 && config_.layout.shares_memory(c.rank, c.sending.peer))
-    return c.staged_to;
+  if (!c.send_posted && c.staged_to >= 0 && config_.layout.shares_memory(c.rank, c.sending.peer)) return c.staged_to;
   return c.sending.peer;
 }
 

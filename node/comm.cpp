@@ -447,6 +447,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   link.report_every = t.options.wait_report;
   link.on_wait_report = wait_reporter(t.options.on_wait_report);
   link.round_name = "call";
+  link.virtual_clock = t.options.virtual_clock;
   TeamState* state = &t;
   link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };
   t.engine = std::make_unique<LinkEngine>(t.arena, LinkEngine::create_shared(t.arena, t.ranks), std::move(link));

@@ -19,16 +19,17 @@
 // reduce_scatter reads all size() * count elements from recv and leaves the
 // rank's reduced block in its first count elements.
 //
-// Buffers: allreduce copies send into recv (unless in place) and runs the
-// schedule on recv; bcast runs on the buffer; allgather runs on recv. Peers
-// read and write these user buffers directly. Reduce and reduce_scatter run
-// on a scratch copy of send cached with the shape (send is const, and the
-// schedule leaves partial results everywhere), then copy the result out.
+// Buffers: allreduce runs the schedule on recv, reading send where recv has
+// not been written yet (no up-front copy); bcast runs on the buffer;
+// allgather runs on recv. Peers read and write these user buffers directly.
+// Reduce and reduce_scatter run on a scratch buffer cached with the shape
+// (send is const, and the schedule leaves partial results everywhere),
+// reading send the same way, then copy the result out.
 //
-// Virtual time: each collective starts every rank's clock at zero; after the
-// call, virtual_time() is this rank's finish time under the team's cost
-// model -- the simulator's finish time for the same hierarchical schedule.
-// (The local copies in and out are not charged.)
+// Virtual time (TeamOptions::virtual_clock): each collective starts every
+// rank's clock at zero; after the call, virtual_time() is this rank's finish
+// time under the team's cost model -- the simulator's finish time for the
+// same hierarchical schedule. (The local copies in and out are not charged.)
 //
 // Failure: a timeout, a size mismatch or a throwing operator on any rank
 // aborts the team: every rank's collective in progress (and every later one)
@@ -84,6 +85,10 @@ struct TeamOptions {
   std::string reduce_scatter{team_defaults::reduce_scatter};
   int blocks = 0;   // 0: autotuned per shape with the cost model
   CostModel model;  // virtual time (and block autotuning)
+  // Keep every rank's virtual clock (Comm::virtual_time). Off, a message
+  // carries no times, and one of a few bytes is eager: copied beside the
+  // link's words and done at once, without waiting for its receiver.
+  bool virtual_clock = false;
   // Arrival estimates (Comm::edge) for an arrival-aware allreduce (slt, prr):
   // warm-up, smoothing, plans kept per shape (node/arrival_monitor.hpp).
   ArrivalOptions arrival;

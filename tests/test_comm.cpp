@@ -356,6 +356,7 @@ TEST_CASE("concurrency: comm: a team on this machine (hwloc), default options", 
 TEST_CASE("concurrency: comm: virtual time equals the simulator's for the same hierarchical schedule", "[comm]") {
   TeamOptions o = options_for({5, 8, 1}, "size:2");
   o.blocks = 4;
+  o.virtual_clock = true;
   Team team(o);
   const int p = team.size();
   const ReduceOp op = builtin_op("sum", DType::int32);

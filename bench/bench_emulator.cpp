@@ -1,7 +1,7 @@
 // Emulator benchmark: the two configurations side by side in one run.
 // For each it prints the planning time, the whole emulate() call, and the
 // per-repetition wall time of the slowest rank (min / median), plus the
-// thread count and the bytes each rank moves, so where the time goes shows.
+// rank count and the bytes each rank moves, so where the time goes shows.
 // Usage: bench_emulator [repetitions=5]
 #include <algorithm>
 #include <chrono>
@@ -61,12 +61,12 @@ int main(int argc, char** argv) {
     std::sort(wall.begin(), wall.end());
     const double per_rep_min = wall.front(), per_rep_median = wall[wall.size() / 2];
 
-    std::printf("\n%s: %d threads, %d blocks, %s\n", c.label, shape.ranks, r.blocks,
+    std::printf("\n%s: %d ranks, %d blocks, %s\n", c.label, shape.ranks, r.blocks,
                 r.verified ? "verified" : r.failure.c_str());
     std::printf("  emulate() call     %.3f s (target %.0f s): %.2fx under target\n", total_s, c.target_seconds,
                 c.target_seconds / total_s);
     std::printf("  one repetition     min %.3f s, median %.3f s\n", per_rep_min, per_rep_median);
-    std::printf("  set-up and checks  %.3f s (threads, buffers, schedules, verification)\n",
+    std::printf("  set-up and checks  %.3f s (buffers, inputs, schedules, verification)\n",
                 total_s - std::accumulate(wall.begin(), wall.end(), 0.0));
     std::printf("  virtual time       %.1f us (simulator %.1f us, computed in %.3f s)\n",
                 to_seconds(r.virtual_time) * 1e6, to_seconds(simulated.time) * 1e6, simulate_s);

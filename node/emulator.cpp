@@ -134,7 +134,7 @@ class Cluster {
   // arena owned here, not on rank threads, so that an aborted rank never
   // frees memory a peer may still be reading. Buffers come from one mapping
   // (huge pages where the kernel offers them: fewer page faults for hundreds
-  // of MiB), untouched until each rank's own thread fills its slot.
+  // of MiB), untouched until each rank fills its own slot.
   HeapArena arena_;
   std::unique_ptr<LinkEngine> engine_;
   std::byte* buffers_ = nullptr;
@@ -241,7 +241,7 @@ void Cluster::rank_main(int rank) noexcept {
   c.clock = RankClock(config_.model.ports());
   const auto r = static_cast<std::size_t>(rank);
   try {
-    // Buffers: first touched by the rank's own thread (in prepare()).
+    // Buffers: first touched by the rank itself (in prepare()).
     std::byte* y = buffers_ + buffer_offset_[r];
     std::byte* scratch = scratch_elements_[r] > 0 ? y + round_up(bytes_, 64) : nullptr;
     const std::span<const Step> steps(steps_.data() + first_[r], first_[r + 1] - first_[r]);

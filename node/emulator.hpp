@@ -1,5 +1,5 @@
 #pragma once
-// The emulated cluster: N nodes x k ranks as threads in one process, joined
+// The emulated cluster: N nodes x k ranks as tasks in one process, joined
 // by in-process links, executing any registered schedule on real data.
 //
 // A link is a single-copy rendezvous: the sender publishes (address, count,

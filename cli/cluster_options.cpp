@@ -90,9 +90,7 @@ std::string op_names() { return join(builtin_op_names(), ", "); }
 
 void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
   cmd->add_option("--nodes", c.nodes, "emulated nodes")->type_name("N")->capture_default_str();
-  cmd->add_option("--ranks-per-node", c.ranks_per_node, "ranks (threads) per node")
-      ->type_name("K")
-      ->capture_default_str();
+  cmd->add_option("--ranks-per-node", c.ranks_per_node, "ranks per node")->type_name("K")->capture_default_str();
   cmd->add_option("--bytes", c.bytes, "bytes per rank; a whole number of elements")
       ->type_name("SIZE")
       ->capture_default_str();

@@ -80,8 +80,9 @@ void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_par
   args->cluster = configured_cluster_args(config);
   const auto& blocks = config.options().collectives.blocks;
   args->blocks = blocks ? std::to_string(*blocks) : "auto";
-  auto* command = app.add_subcommand(
-      "emulate", "run one algorithm on real data on an emulated cluster (one thread per rank), verify the result");
+  auto* command = app.add_subcommand("emulate",
+                                     "run one algorithm on real data on an emulated cluster (each rank a fiber, one "
+                                     "worker thread per core), verify the result");
   add_algorithm_options(command, args->choice);
   add_collective_options(command, args->collective, args->root, args->blocks);
   add_cluster_options(command, args->cluster, true);

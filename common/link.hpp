@@ -69,9 +69,10 @@ struct LinkRank {
   bool send_posted = true;  // shared-memory link: false while a send waits for the outbox to be free
   Picos send_end = 0, recv_end = 0;
   std::uint32_t recv_bell = 0;  // shared-memory link: the doorbell value last seen
-  // Shared-memory link with staged sends (LinkConfig::staged_sends): where
-  // this rank's sends are copied for their receivers to pull (in the arena),
-  // its size, and the send waiting to be copied there.
+  // Shared-memory link: where this rank's eager sends are copied for their
+  // receivers to pull (in the arena) -- with staged sends
+  // (LinkConfig::staged_sends) every send, else, without a virtual clock,
+  // those that fit -- its size, and the send waiting to be copied there.
   std::byte* stage = nullptr;
   std::size_t stage_bytes = 0;
   const std::byte* send_data = nullptr;

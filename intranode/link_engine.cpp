@@ -53,8 +53,9 @@ constexpr int kPollingRanksPerCore = 8;
 // receiver alone; see deliver_if_waited_for.
 constexpr std::uint64_t kReceiverMovesFromBytes = 16 << 10;
 // Sends of at most this many bytes are eager without a virtual clock (see
-// try_post): what fits beside an outbox's words in its cache line.
-constexpr std::size_t kEagerBytes = 24;
+// try_post): what fits beside an outbox's words in its cache line. A rank
+// with a stage (LinkRank::stage) also sends eagerly what fits there.
+constexpr std::size_t kEagerBytes = 16;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
@@ -73,6 +74,9 @@ struct alignas(64) LinkEngine::Outbox {
   Picos sender_ready = 0;
   // Written by a receiver that pulled, before its ack.
   Picos end = 0;
+  // Written by the sender before posting: whether `data` is an eager copy
+  // (here or in the sender's stage) rather than the sender's own buffer.
+  bool copied = false;
   // An eager send's copy, when it fits here: its receiver reads it with the
   // words above, in one cache line.
   std::byte eager[kEagerBytes];
@@ -328,12 +332,12 @@ void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* 
 }
 
 bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
-  return config_.staged_sends || (!config_.virtual_clock && send.count * c.eb <= kEagerBytes);
+  if (config_.staged_sends) return true;
+  const std::uint64_t bytes = send.count * c.eb;
+  return !config_.virtual_clock && (bytes <= kEagerBytes || bytes <= c.stage_bytes);
 }
 
-bool LinkEngine::posted_eager(const Outbox& ob) const {
-  return config_.staged_sends || ob.data == arena_.offset_of(ob.eager);
-}
+bool LinkEngine::posted_eager(const Outbox& ob) const { return config_.staged_sends || ob.copied; }
 
 // Posts the send once the outbox is free (idle: the receiver of our previous
 // send has taken it). An eager send is copied first -- into the outbox's own
@@ -354,8 +358,10 @@ bool LinkEngine::try_post(LinkRank& c) {
     std::byte* copy = bytes <= kEagerBytes ? ob.eager : c.stage;
     if (bytes > 0) std::memcpy(copy, c.send_data, bytes);
     ob.data = arena_.offset_of(copy);
+    ob.copied = true;
   } else {
     ob.data = arena_.offset_of(c.send_data);
+    ob.copied = false;
   }
   ob.count = send.count;
   ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;

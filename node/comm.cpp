@@ -192,6 +192,16 @@ struct Comm::Impl {
   Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
     link.clock = RankClock(t->options.model.ports());
+    if (!t->options.virtual_clock) {
+      // A stage for eager sends (link_engine.cpp, try_post): messages up to
+      // this size are copied and done at once, instead of a rendezvous whose
+      // acknowledgement costs more than the copy (T = 2, 64 and 256 B: median
+      // 0.29-0.30 us as rendezvous, 0.23-0.26 us eager; at 1 KiB the two
+      // copies cost what the acknowledgement saves).
+      constexpr std::size_t kEagerStageBytes = 512;
+      link.stage = t->arena.address(t->arena.allocate(kEagerStageBytes, 64));
+      link.stage_bytes = kEagerStageBytes;
+    }
     monitor.returned(now(), false);  // the first phase begins
   }
 

@@ -78,8 +78,9 @@ struct alignas(64) LinkEngine::Outbox {
   // (here or in the sender's stage) rather than the sender's own buffer.
   bool copied = false;
   // An eager send's copy, when it fits here: its receiver reads it with the
-  // words above, in one cache line.
-  std::byte eager[kEagerBytes];
+  // words above, in one cache line. Aligned for any element type (the
+  // kernels read it in place).
+  alignas(16) std::byte eager[kEagerBytes];
 };
 
 struct alignas(64) LinkEngine::Inbox {

@@ -58,6 +58,15 @@ long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, co
   return syscall(SYS_futex, const_cast<std::atomic<std::uint32_t>*>(word), op, val, timeout, nullptr, 0);
 }
 
+// A futex timeout (relative, never negative).
+timespec relative_timespec(std::chrono::nanoseconds timeout) {
+  const auto ns = std::max<std::int64_t>(timeout.count(), 0);
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  return ts;
+}
+
 // The hook of a cooperative scheduler running on this thread (wait.hpp).
 thread_local CooperativeYield* t_yield = nullptr;
 
@@ -118,10 +127,7 @@ std::uint32_t idle_enter() {
 }
 
 void idle_sleep(std::uint32_t ticket, std::chrono::nanoseconds timeout) {
-  const auto ns = std::max<std::int64_t>(timeout.count(), 0);
-  timespec ts{};
-  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
-  ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  const timespec ts = relative_timespec(timeout);
   futex(&g_idle_epoch, FUTEX_WAIT_PRIVATE, ticket, &ts);  // woken, timed out, or the epoch moved: all fine
   idle_leave();
 }
@@ -231,10 +237,7 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
     if (slept && policy.check) policy.check();
     const auto slice = std::min({policy.deadline - now, next_report - now,
                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(kWaitSleepSlice)});
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(ns / 1000000000);
-    ts.tv_nsec = static_cast<long>(ns % 1000000000);
+    const timespec ts = relative_timespec(std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
     futex(&word, wait_op, old, &ts);  // EAGAIN, ETIMEDOUT, EINTR: just re-check
   }
 }

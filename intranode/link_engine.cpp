@@ -254,7 +254,7 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
     }
     // An eager send: a peer pulling reads our copy, never the caller's
     // buffers, and may have died while at it.
-    if (posted_eager(ob)) break;
+    if (ob.copied) break;
     wait(ob.state, ob.state_sleepers, s);
     s = ob.state.load(std::memory_order_acquire);
   }
@@ -337,8 +337,6 @@ bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
   const std::uint64_t bytes = send.count * c.eb;
   return !config_.virtual_clock && (bytes <= kEagerBytes || bytes <= c.stage_bytes);
 }
-
-bool LinkEngine::posted_eager(const Outbox& ob) const { return config_.staged_sends || ob.copied; }
 
 // Posts the send once the outbox is free (idle: the receiver of our previous
 // send has taken it). An eager send is copied first -- into the outbox's own
@@ -447,7 +445,7 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     wake_all(ob.state, scope_, &ob.state_sleepers);
     return old;
   };
-  const bool was_eager = posted_eager(ob);
+  const bool was_eager = ob.copied;
   if (ob.count != recv.count) {
     ScheduleError error(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
     fail(std::make_exception_ptr(error));

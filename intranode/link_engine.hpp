@@ -169,10 +169,9 @@ class LinkEngine final : public Link {
 
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
   bool try_post(LinkRank& c);
-  // Whether `send` is copied and done at once (see try_post), and whether
-  // the send posted in `ob` was.
+  // Whether `send` is copied and done at once (see try_post; the posted
+  // send's Outbox::copied says so to its receiver).
   bool eager(const LinkRank& c, const Transfer& send) const;
-  bool posted_eager(const Outbox& ob) const;
   bool try_pull(LinkRank& c);
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);

@@ -1,8 +1,10 @@
 #include "intranode/link_engine.hpp"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -36,9 +38,32 @@ namespace copse {
 //  - A receiver sleeps on its inbox's doorbell, which senders ring after a
 //    post or a delivery addressed to it; a sender sleeps on its outbox state.
 //
+// Staged sends (processes; LinkConfig::staged_sends): receivers never post
+// their inbox. A send is copied (outbox.copied) into the outbox's cache line
+// or the sender's stage and is done at once; the receiver claims the post,
+// pulls the copy and releases the outbox to idle, ringing the sender's bell
+// (the sender's next send may wait for the outbox while it sleeps there).
+//
+// Cross-memory attach (with staged sends; LinkConfig::cross_memory_attach):
+// a large send is not copied. The sender posts its buffer's address in its
+// own process (outbox.attached; outbox.data is then no arena offset) and
+// stays not done; its pid is in its progress record, stored when the rank
+// began its round (publish_start), before any post of the round, so the
+// receiver's claim sees it. The receiver claims the post as above, reads
+// the sender's buffer with process_vm_readv -- straight into its target, or
+// through a small private bounce buffer, chunk by chunk, when it combines --
+// and releases the outbox to idle: that release is the ack, exactly as for a
+// rendezvous pull, and only then may the sender touch its buffer again. A
+// read the kernel refuses (the peer's memory is not ours to read, the peer
+// is gone) fails the engine with a SystemError before the release, so the
+// sender sees the abort rather than an ack. A sender withdrawing after an
+// abort waits while its outbox is claimed (the receiver may still be
+// reading its buffer), as for any post that is not a copy.
+//
 // kAbortBit is sticky: once a run fails it is OR-ed into every outbox state and
 // barrier word, so every CAS of the protocol fails and every sleeper wakes.
-// Data pointers in the words are arena offsets (see arena.hpp).
+// Data pointers in the words are arena offsets (see arena.hpp), but for an
+// attached send's, which is an address in the sender's process.
 namespace {
 
 constexpr std::uint32_t kIdle = 0;
@@ -56,6 +81,10 @@ constexpr std::uint64_t kReceiverMovesFromBytes = 16 << 10;
 // try_post): what fits beside an outbox's words in its cache line. A rank
 // with a stage (LinkRank::stage) also sends eagerly what fits there.
 constexpr std::size_t kEagerBytes = 16;
+// A combining receive by cross-memory attach reads the peer's buffer in
+// chunks of this size into a private bounce buffer, and combines each chunk
+// while it is still in the cache.
+constexpr std::size_t kAttachChunkBytes = 64 << 10;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
@@ -75,8 +104,11 @@ struct alignas(64) LinkEngine::Outbox {
   // Written by a receiver that pulled, before its ack.
   Picos end = 0;
   // Written by the sender before posting: whether `data` is an eager copy
-  // (here or in the sender's stage) rather than the sender's own buffer.
+  // (here or in the sender's stage) rather than the sender's own buffer;
+  // and whether it is the sender's own buffer as an address in the sender's
+  // process, to be read by cross-memory attach, rather than an arena offset.
   bool copied = false;
+  bool attached = false;
   // An eager send's copy, when it fits here: its receiver reads it with the
   // words above, in one cache line. Aligned for any element type (the
   // kernels read it in place).
@@ -103,6 +135,7 @@ struct alignas(64) LinkEngine::Progress {
   std::atomic<bool> done{false};        // finished the steps of `round`
   std::atomic<std::uint32_t> go{0};     // the barrier releases the rank by changing it
   std::atomic<std::uint32_t> go_sleepers{0};
+  std::atomic<std::int32_t> pid{0};  // the rank's process, for cross-memory attach
 };
 
 struct alignas(64) LinkEngine::Shared {
@@ -134,7 +167,10 @@ Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
 LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
     : arena_(arena),
       config_(std::move(config)),
-      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process) {
+      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
+      pid_(static_cast<int>(getpid())) {
+  if (config_.cross_memory_attach && (!config_.staged_sends || config_.virtual_clock))
+    throw UsageError("cross-memory attach needs staged sends and no virtual clock");
   std::byte* base = arena_.address(shared);
   shared_ = std::launder(reinterpret_cast<Shared*>(base));
   if (!config_.members.empty()) {
@@ -278,6 +314,9 @@ void LinkEngine::publish_start(const LinkRank& c) {
   progress.done.store(false, std::memory_order_relaxed);
   progress.step.store(0, std::memory_order_relaxed);
   progress.round.store(c.round, std::memory_order_relaxed);
+  // Read by a receiver of an attached send after its claim, which the
+  // post's seq_cst CAS orders after this store.
+  if (config_.cross_memory_attach) progress.pid.store(pid_, std::memory_order_relaxed);
 }
 
 void LinkEngine::publish_step(const LinkRank& c) {
@@ -326,16 +365,23 @@ void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* 
   c.send_posted = false;
   c.send_end = 0;
   c.send_data = data;
-  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > c.stage_bytes)
+  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > c.stage_bytes &&
+      !attached(c, send))
     throw ScheduleError(config_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
                         " bytes, more than its stage of " + std::to_string(c.stage_bytes) + " bytes");
   (void)try_post(c);
 }
 
 bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
-  if (config_.staged_sends) return true;
+  if (config_.staged_sends) return !attached(c, send);
   const std::uint64_t bytes = send.count * c.eb;
   return !config_.virtual_clock && (bytes <= kEagerBytes || bytes <= c.stage_bytes);
+}
+
+bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
+  if (!config_.cross_memory_attach) return false;
+  const std::uint64_t bytes = send.count * c.eb;
+  return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > c.stage_bytes);
 }
 
 // Posts the send once the outbox is free (idle: the receiver of our previous
@@ -344,7 +390,9 @@ bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
 // rank's stage -- and is done at once: its receiver pulls the copy whenever
 // it comes, and rings our bell when it has (we may be asleep there, with our
 // next send waiting for the outbox). A rendezvous send waits in the outbox
-// for its receiver, unless the receiver waits for us already.
+// for its receiver, unless the receiver waits for us already; an attached
+// one (cross-memory attach) posts its own address and waits for its
+// receiver's read.
 bool LinkEngine::try_post(LinkRank& c) {
   Outbox& ob = outbox_[slot(c.rank)];
   std::uint32_t s = ob.state.load(std::memory_order_acquire);
@@ -353,15 +401,16 @@ bool LinkEngine::try_post(LinkRank& c) {
   const Transfer& send = c.sending;
   const auto bytes = static_cast<std::size_t>(send.count * c.eb);
   const bool copied = eager(c, send);
+  const bool attach = !copied && attached(c, send);
   if (copied) {
     std::byte* copy = bytes <= kEagerBytes ? ob.eager : c.stage;
     if (bytes > 0) std::memcpy(copy, c.send_data, bytes);
     ob.data = arena_.offset_of(copy);
-    ob.copied = true;
   } else {
-    ob.data = arena_.offset_of(c.send_data);
-    ob.copied = false;
+    ob.data = attach ? reinterpret_cast<std::uintptr_t>(c.send_data) : arena_.offset_of(c.send_data);
   }
+  ob.copied = copied;
+  ob.attached = attach;
   ob.count = send.count;
   ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;
   if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
@@ -370,6 +419,8 @@ bool LinkEngine::try_post(LinkRank& c) {
     c.staged_to = send.peer;
     ring(inbox_[slot(send.peer)]);
     c.send_done = true;
+  } else if (attach) {
+    ring(inbox_[slot(send.peer)]);  // receivers of staged sends never post: it will find ours and ack
   } else if (deliver_if_waited_for(c, send, c.send_data)) {
     c.send_done = true;
   }
@@ -455,7 +506,10 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
   const TransferEnds end =
       ends(recv.peer, c.rank, recv.count, c.eb, ob.sender_ready, config_.virtual_clock ? c.clock.recv_ready() : 0);
   try {
-    apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
+    if (ob.attached)
+      read_attached(c, ob);
+    else
+      apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
   } catch (...) {
     fail(std::current_exception());  // first, so that the sender does not take the release for an ack
     release();
@@ -468,6 +522,64 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
   if (was_eager) ring(inbox_[slot(recv.peer)]);
   c.recv_end = end.recv_end;
   c.recv_done = true;
+}
+
+int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t bytes) noexcept {
+  auto* out = static_cast<std::byte*>(to);
+  while (bytes > 0) {
+    // One iovec each side: the kernel may still stop short (at a fault, or
+    // past MAX_RW_COUNT, about 2 GiB); the loop resumes where it stopped.
+    iovec local{out, bytes};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), bytes};
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno;
+    if (got == 0) return EFAULT;
+    out += got;
+    address += static_cast<std::uint64_t>(got);
+    bytes -= static_cast<std::size_t>(got);
+  }
+  return 0;
+}
+
+// Reads an attached send (cross-memory attach) into the receive's target.
+// A sender of this very process (a thread rank beside ours) needs no system
+// call: its buffer is ours to read.
+void LinkEngine::read_attached(LinkRank& c, const Outbox& ob) {
+  const Transfer& recv = c.receiving;
+  const int pid = progress_[slot(recv.peer)].pid.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = recv.count * c.eb;
+  if (pid == pid_) {
+    apply_received(c, c.recv_target, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(ob.data)),
+                   recv.count, c.recv_side);
+    return;
+  }
+  auto read = [&](std::uint64_t at, std::byte* to, std::uint64_t n) {
+    const int error = cross_memory_read(pid, ob.data + at, to, static_cast<std::size_t>(n));
+    if (error == 0) return;
+    std::string why = std::strerror(error);
+    // ESRCH: the sender's process has ended; say so as every wait for it does.
+    if (config_.peer_gone)
+      if (const std::string gone = config_.peer_gone(recv.peer); !gone.empty()) why += "; " + gone;
+    throw SystemError(config_.layout.describe(c.rank) + " cannot read the " + std::to_string(bytes) +
+                      "-byte message of " + config_.layout.describe(recv.peer) + " (pid " + std::to_string(pid) +
+                      ") out of its memory by cross-memory attach (process_vm_readv): " + why);
+  };
+  if (c.recv_side == Combine::replace) {
+    read(0, c.recv_target, bytes);
+  } else {
+    // Combining: chunk by chunk through a bounce buffer that stays in the
+    // cache, of whole elements. One per thread: ranks are threads.
+    thread_local std::vector<std::byte> bounce;
+    const std::uint64_t per = std::max<std::uint64_t>(1, kAttachChunkBytes / c.eb);
+    if (bounce.size() < per * c.eb) bounce.resize(static_cast<std::size_t>(per * c.eb));
+    for (std::uint64_t at = 0; at < recv.count; at += per) {
+      const std::uint64_t n = std::min(per, recv.count - at);
+      read(at * c.eb, bounce.data(), n * c.eb);
+      apply_received(c, c.recv_target + at * c.eb, bounce.data(), n, c.recv_side);
+    }
+  }
+  attached_bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {

@@ -23,12 +23,16 @@
 // working buffer may be the user's own buffer (single copy, no staging).
 // Processes (ShmArena) run with staged sends (LinkConfig::staged_sends): a
 // send is copied into the sender's stage in the segment and pulled from
-// there by its receiver, so working buffers stay private (the user's own).
+// there by its receiver, so working buffers stay private (the user's own);
+// with cross-memory attach (LinkConfig::cross_memory_attach) large sends
+// skip the stage, and their receiver reads them straight out of the
+// sender's private buffer.
 //
 // Layout in the arena (create_shared): a header (abort flag, barrier
 // counter), then one outbox, one inbox and one progress record per rank, each
 // on its own cache line(s).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -79,6 +83,18 @@ struct LinkConfig {
   // rendezvous straight between the two ranks' buffers, which must lie in
   // the arena.
   bool staged_sends = false;
+  // Cross-memory attach (with staged sends; Linux): a send of at least
+  // `attach_from_bytes` (or one larger than the sender's stage) is not
+  // copied into the stage: the sender posts its buffer's own address, and its
+  // receiver reads it straight out of the sender's process with
+  // process_vm_readv -- one copy instead of two, and no stage bound on the
+  // message size. Such a send is a rendezvous again: done once its receiver
+  // has read it. Smaller sends stay eager through the stage. Whoever sets it
+  // must know that every member's process may read every other's memory
+  // (the MPI layer probes it once per team, node/mpi_comm.cpp); a read the
+  // kernel refuses anyway fails the engine with a SystemError.
+  bool cross_memory_attach = false;
+  std::size_t attach_from_bytes = std::size_t{16} << 10;
   // Ranks running on this machine, of this engine and others (virtual nodes
   // of one host each have an engine): with more than its cores, waiting
   // processes spin briefly and yield. 0: the engine's own ranks.
@@ -103,6 +119,12 @@ struct LinkConfig {
 // receive regions overlap). Throws ScheduleError naming rank, step and region.
 std::uint64_t compile_steps(const SchedulePlan& plan, int rank, int ranks, std::uint64_t elements,
                             std::vector<Step>& out);
+
+// Reads `bytes` at `address` in process `pid` into `to` with
+// process_vm_readv (Linux cross-memory attach), resuming after partial
+// reads. Returns 0, or the errno of the read that failed (EFAULT for one that
+// made no progress). Never throws.
+int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t bytes) noexcept;
 
 // Whether a step's send and receive regions overlap (its receive must then be
 // staged: the send transmits the region as it was when the step began).
@@ -160,6 +182,12 @@ class LinkEngine final : public Link {
   void abort() noexcept;
   bool aborted() const;
   FutexScope scope() const { return scope_; }
+  // How this engine's waits spin (null: wait.cpp's default), for waits on
+  // other words of the same ranks (intranode/direct_reduce.hpp).
+  const SpinPolicy* spin_policy() const { return spin(); }
+  // Bytes this process's ranks have read from other processes by
+  // cross-memory attach (LinkConfig::cross_memory_attach), so far.
+  std::uint64_t attached_bytes() const { return attached_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Outbox;
@@ -172,6 +200,10 @@ class LinkEngine final : public Link {
   // Whether `send` is copied and done at once (see try_post; the posted
   // send's Outbox::copied says so to its receiver).
   bool eager(const LinkRank& c, const Transfer& send) const;
+  // Whether `send` is read by its receiver straight from the sender's
+  // process (LinkConfig::cross_memory_attach).
+  bool attached(const LinkRank& c, const Transfer& send) const;
+  void read_attached(LinkRank& c, const Outbox& ob);
   bool try_pull(LinkRank& c);
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);
@@ -203,6 +235,8 @@ class LinkEngine final : public Link {
   Inbox* inbox_;
   Progress* progress_;
   std::vector<int> slot_of_;  // rank -> slot (-1: not a member); empty: slot = rank
+  int pid_ = 0;               // this process's, published in each of its ranks' progress record
+  std::atomic<std::uint64_t> attached_bytes_{0};
 };
 
 }  // namespace copse

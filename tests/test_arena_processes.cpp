@@ -6,11 +6,16 @@
 // checks its result against the sequential reference. The parent waits with
 // a deadline and fails clearly if a child hangs, crashes or reports an error;
 // the segment is removed at the end whatever happens.
+//
+// Staged cases run as the MPI layer's processes do: working buffers private
+// to each process, sends staged in the segment or, with cross-memory attach,
+// read straight out of the sender's private buffer.
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -39,7 +44,10 @@ struct Root {
   Arena::Offset link = 0;
   Arena::Offset buffer[kMaxRanks] = {};
   Arena::Offset scratch[kMaxRanks] = {};
+  Arena::Offset stage[kMaxRanks] = {};
   Picos finish[kMaxRanks] = {};
+  std::uint64_t attached[kMaxRanks] = {};   // bytes each rank read by cross-memory attach
+  std::atomic<int> reaped[kMaxRanks] = {};  // set by the parent once it has reaped the rank's process
   char message[kMaxRanks][kMessageBytes] = {};
 };
 
@@ -60,6 +68,12 @@ struct Case {
   ReduceOp op;
   LinkConfig link;
   int absent_rank = -1;  // a rank whose process exits without taking part
+  // Staged sends: private working buffers, a stage of this many bytes per
+  // rank in the segment (0: buffers in the segment, no stage).
+  std::size_t stage_bytes = 0;
+  // Rank 0 posts its first send and exits at once, leaving its post behind
+  // (its receiver then reads from a process that is gone).
+  bool sender_dies = false;
 };
 
 void put_message(char* out, const std::string& text) {
@@ -79,18 +93,38 @@ void put_message(char* out, const std::string& text) {
     Root* root = arena.at<Root>(arena.root());
     message = root->message[rank];
     if (rank == cs.absent_rank) _exit(0);
+    if (cs.sender_dies && rank != 0) {
+      // Read rank 0's post only once its process is gone.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!root->reaped[0].load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     LinkEngine engine(arena, root->link, cs.link);
     std::vector<Step> steps;
     const std::uint64_t n = cs.shape.count;
-    compile_steps(cs.algorithm->plan(cs.shape), rank, cs.shape.ranks, n, steps);
+    const std::uint64_t staged = compile_steps(cs.algorithm->plan(cs.shape), rank, cs.shape.ranks, n, steps);
     // Process ranks work on buffers in the segment: the input is copied in
-    // (here generated in place) and the result read out of it.
-    std::byte* y = arena.address(root->buffer[rank]);
-    std::byte* scratch = arena.address(root->scratch[rank]);
+    // (here generated in place) and the result read out of it. With staged
+    // sends, on private memory.
+    std::vector<std::byte> own(cs.stage_bytes > 0 ? (n + staged) * cs.op.element_bytes + 64 : 0);
+    std::byte* y = cs.stage_bytes > 0 ? own.data() : arena.address(root->buffer[rank]);
+    std::byte* scratch = cs.stage_bytes > 0 ? own.data() + n * cs.op.element_bytes : arena.address(root->scratch[rank]);
     fill_input(cs.op, rank, n, y);
     LinkRank c;
     c.rank = rank;
     c.clock = RankClock(cs.link.model.ports());
+    if (cs.stage_bytes > 0) {
+      c.stage = arena.address(root->stage[rank]);
+      c.stage_bytes = cs.stage_bytes;
+    }
+    if (cs.sender_dies && rank == 0) {
+      // The executor's set-up of a run, then the post, then gone.
+      c.eb = cs.op.element_bytes;
+      c.op = &cs.op;
+      engine.publish_start(c);
+      engine.start_send(c, steps.front().send, y + steps.front().send.offset * c.eb);
+      _exit(0);
+    }
     for (int round = 0; round < 3; ++round) {  // repeated runs reuse the link state
       if (round > 0) fill_input(cs.op, rank, n, y);
       c.round = round;
@@ -107,6 +141,7 @@ void put_message(char* out, const std::string& text) {
       }
     }
     root->finish[rank] = c.clock.now();
+    root->attached[rank] = engine.attached_bytes();
     status = 0;
   } catch (const LinkAborted&) {
     if (message) put_message(message, "aborted by another rank's failure");
@@ -124,6 +159,7 @@ struct Outcome {
   std::vector<int> status;  // exit status per rank; -signal if killed by a signal
   std::vector<std::string> message;
   std::vector<Picos> finish;
+  std::uint64_t attached = 0;  // bytes read by cross-memory attach, all ranks
 };
 
 // Runs `cs` with one process per rank; fails the test if any child outlives
@@ -144,7 +180,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
     scratch[static_cast<std::size_t>(r)] = compile_steps(plan, r, k, n, steps);
   }
   std::size_t bytes = sizeof(Root) + 4096 + static_cast<std::size_t>(k) * 1024;
-  for (int r = 0; r < k; ++r) bytes += (n + scratch[static_cast<std::size_t>(r)]) * eb + 256;
+  for (int r = 0; r < k; ++r) bytes += (n + scratch[static_cast<std::size_t>(r)]) * eb + cs.stage_bytes + 256;
   ShmArena arena(ShmArena::Create{}, guard.name, bytes);
   const Arena::Offset root_at = arena.allocate(sizeof(Root), 64);
   Root* root = new (arena.address(root_at)) Root{};
@@ -152,6 +188,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
   for (int r = 0; r < k; ++r) {
     root->buffer[r] = arena.allocate(n * eb, 64);
     root->scratch[r] = arena.allocate(scratch[static_cast<std::size_t>(r)] * eb, 64);
+    if (cs.stage_bytes > 0) root->stage[r] = arena.allocate(cs.stage_bytes, 64);
   }
   arena.set_root(root_at);
 
@@ -169,6 +206,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
 
   Outcome out;
   out.status.assign(static_cast<std::size_t>(k), 0);
+  out.attached = 0;
   std::vector<bool> reaped(static_cast<std::size_t>(k), false);
   const auto until = std::chrono::steady_clock::now() + deadline;
   int left = k;
@@ -179,6 +217,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
       const pid_t got = waitpid(pids[static_cast<std::size_t>(r)], &status, WNOHANG);
       if (got == 0) continue;
       reaped[static_cast<std::size_t>(r)] = true;
+      root->reaped[r].store(1);
       --left;
       out.status[static_cast<std::size_t>(r)] = got < 0             ? -1000
                                                 : WIFEXITED(status) ? WEXITSTATUS(status)
@@ -199,6 +238,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
   for (int r = 0; r < k; ++r) {
     out.message.emplace_back(root->message[r]);
     out.finish.push_back(root->finish[r]);
+    out.attached += root->attached[r];
   }
   return out;
 }
@@ -278,6 +318,123 @@ TEST_CASE("concurrency: processes: a rank that never takes part makes its peers 
     if (k == 2)
       CHECK_THAT(out.message[0], Catch::Contains("waiting for rank 1") && Catch::Contains("rank 1 has not started"));
   }
+}
+
+namespace {
+
+// The MPI layer's link between processes: staged sends, no virtual clock;
+// cross-memory attach for sends of `from` bytes and more.
+LinkConfig staged_config(int k, bool attach, std::size_t from) {
+  LinkConfig link = link_config(k, Ports::bidirectional);
+  link.virtual_clock = false;
+  link.staged_sends = true;
+  link.cross_memory_attach = attach;
+  link.attach_from_bytes = from;
+  return link;
+}
+
+// The bytes `cs`'s receivers must read by cross-memory attach in one run:
+// every send beyond the outbox's inline eager copy (16 bytes) of at least
+// attach_from_bytes, or too large for the stage.
+std::uint64_t attached_per_run(const Case& cs) {
+  if (!cs.link.cross_memory_attach) return 0;
+  std::uint64_t total = 0;
+  for (int r = 0; r < cs.shape.ranks; ++r) {
+    std::vector<Step> steps;
+    compile_steps(cs.algorithm->plan(cs.shape), r, cs.shape.ranks, cs.shape.count, steps);
+    for (const Step& st : steps) {
+      const std::uint64_t bytes = st.send ? st.send.count * cs.op.element_bytes : 0;
+      if (bytes > 16 && (bytes >= cs.link.attach_from_bytes || bytes > cs.stage_bytes)) total += bytes;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: processes with staged sends read large messages by cross-memory attach",
+          "[arena][processes][cma]") {
+  // Elements of 8 bytes, attach from 4 KiB (512 elements): with 2 ranks
+  // Rabenseifner's halves of 1023, 1024 and 1025 elements lie below, at and
+  // above it; `affine` (non-commutative) combines on both sides, and the
+  // allgather half replaces. The second configuration attaches only what
+  // outgrows the 8 KiB stage; the third is the fallback, every send staged.
+  struct Mode {
+    const char* what;
+    bool attach;
+    std::size_t from;
+  };
+  const Mode modes[] = {{"attach from 4 KiB", true, 4096},
+                        {"attach beyond the stage", true, std::size_t{1} << 20},
+                        {"stage only", false, 4096}};
+  const std::pair<const char*, const char*> runs[] = {
+      {"rabenseifner", "affine"}, {"dual-root", "affine"}, {"rabenseifner", "sum"}};
+  std::uint64_t attached = 0;
+  for (const Mode& mode : modes)
+    for (const auto& [name, op_name] : runs)
+      for (int k : {2, 3, 4})
+        for (std::uint64_t n : {1, 7, 1023, 1024, 1025, 100003}) {
+          Case cs;
+          cs.algorithm = &find_algorithm(Collective::allreduce, name);
+          cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
+          cs.shape = Shape{k, n, 4, 0};
+          cs.link = staged_config(k, mode.attach, mode.from);
+          // The fallback stages every send: its stage holds the whole vector.
+          cs.stage_bytes = mode.attach ? 8192 : std::max<std::size_t>(8192, n * cs.op.element_bytes);
+          INFO(mode.what << ": " << name << " " << op_name << ", " << k << " processes, " << n << " elements");
+          const Outcome out = run_processes(cs, std::chrono::seconds(60));
+          for (int r = 0; r < k; ++r) {
+            INFO("rank " << r << ": " << out.message[static_cast<std::size_t>(r)]);
+            CHECK(out.status[static_cast<std::size_t>(r)] == 0);
+          }
+          // Three rounds, every large message read from the sender's
+          // process, none silently staged instead.
+          CHECK(out.attached == 3 * attached_per_run(cs));
+          attached += out.attached;
+        }
+  CHECK(attached > 0);
+}
+
+TEST_CASE("concurrency: processes: an attached send whose receiver never comes times out, not hangs",
+          "[arena][processes][cma]") {
+  Case cs;
+  cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
+  cs.op = builtin_op("sum", DType::int32);
+  cs.shape = Shape{2, 100000, 1, 0};
+  cs.link = staged_config(2, true, 4096);
+  cs.link.wait_timeout = std::chrono::milliseconds(300);
+  cs.stage_bytes = 8192;
+  cs.absent_rank = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome out = run_processes(cs, std::chrono::seconds(30));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  INFO("rank 0: " << out.message[0]);
+  CHECK(out.status[0] == 1);
+  CHECK_THAT(out.message[0], Catch::Contains("timed out after 300 ms waiting for rank 1"));
+}
+
+TEST_CASE("concurrency: processes: reading an attached send of a process that is gone fails naming both ranks",
+          "[arena][processes][cma]") {
+  // Rank 0 posts its first send (200 KB, attached) and exits; rank 1 reads
+  // it once rank 0's process has been reaped: process_vm_readv fails (ESRCH),
+  // and rank 1 fails with a SystemError instead of waiting.
+  Case cs;
+  cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
+  cs.op = builtin_op("sum", DType::int32);
+  cs.shape = Shape{2, 100000, 1, 0};
+  cs.link = staged_config(2, true, 4096);
+  cs.link.wait_timeout = std::chrono::milliseconds(5000);
+  cs.stage_bytes = 8192;
+  cs.sender_dies = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome out = run_processes(cs, std::chrono::seconds(30));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
+  CHECK(out.status[0] == 0);
+  INFO("rank 1: " << out.message[1]);
+  CHECK(out.status[1] == 1);
+  CHECK_THAT(out.message[1], Catch::Contains("rank 1") && Catch::Contains("cannot read the 200000-byte message of") &&
+                                 Catch::Contains("rank 0") && Catch::Contains("process_vm_readv") &&
+                                 Catch::Contains(std::strerror(ESRCH)));
 }
 
 TEST_CASE("shared-memory arena: offsets, alignment, bounds and removal", "[arena]") {

@@ -47,7 +47,15 @@ namespace copse::mpi {
 //    copied there, and the peer pulls it straight into its own memory) and
 //    its plan cache. A collective runs the schedule on the user's buffers
 //    where their layout allows (else on private memory); vectors larger than
-//    half a window run in pieces.
+//    half a window run in pieces, so that every send fits the stage.
+//  - Cross-memory attach (CommOptions::cross_memory_attach): where the set-up
+//    probe finds every process able to read its node peers' memory, sends
+//    to node peers of kAttachFromBytes and more skip the window: the peer
+//    reads them straight out of the sender's buffer (process_vm_readv; the
+//    link engine's LinkConfig::cross_memory_attach). Only the small sends
+//    use the stage then, so pieces no longer follow the window; they stay
+//    (of kAttachedPieceBytes) to keep MPI's int message counts and the
+//    private working copies bounded.
 //  - Schedules: hierarchical over internal ranks with peers renamed to copse
 //    ranks, or -- a non-commutative operator on a communicator whose nodes
 //    are not consecutive -- the inter-node algorithm itself over the copse
@@ -80,6 +88,20 @@ namespace copse::mpi {
 namespace {
 
 constexpr int kAgreeFields = 8;  // the agreement record, in int64
+
+// Cross-memory attach: sends to node peers of at least this many bytes are
+// read by the receiver out of the sender's buffer, smaller ones go through
+// the sender's stage (one system call costs about as much as copying a few
+// KiB twice; see the link engine's LinkConfig::attach_from_bytes).
+constexpr std::size_t kAttachFromBytes = std::size_t{16} << 10;
+// With cross-memory attach, the most bytes of one piece of a collective's
+// vector (allgather and reduce_scatter: of all blocks of a piece): far below
+// MPI's int counts for messages between nodes, and the private working
+// copies (reduce's non-roots, allgather and reduce_scatter) stay this small.
+constexpr std::size_t kAttachedPieceBytes = std::size_t{256} << 20;
+// The probe's word: what a reader expects to find in its peer's memory,
+// mixed with the peer's pid.
+constexpr std::uint64_t kProbeWord = 0x636f7073652d636dULL;
 
 using Clock = std::chrono::steady_clock;
 
@@ -321,6 +343,8 @@ struct TeamState {
   std::unique_ptr<LinkEngine> engine;
   std::byte* windows = nullptr;
   std::size_t window_stride = 0;
+  bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
+  std::string cma_note;  // Team::cross_memory_attach_note
   std::vector<Comm> comms;
 
   // Arrival estimates (set when the allreduce is arrival-aware).
@@ -337,6 +361,7 @@ struct TeamState {
   ~TeamState();
   void set_up(MPI_Comm comm, int thread_count);
   void open_segment();
+  void probe_cross_memory_attach();
   std::string peer_gone(int peer) const;
   void record_failure(std::exception_ptr e) noexcept;
   [[noreturn]] void rethrow_failure();
@@ -372,8 +397,8 @@ struct Comm::Impl {
   int rank;
   LinkRank link;
   MpiLink mpi;
-  std::byte* window;  // in the node's segment: this rank's stage (LinkConfig::staged_sends)
-  std::size_t half;   // pieces keep every vector within half a window
+  std::byte* window;        // in the node's segment: this rank's stage (LinkConfig::staged_sends)
+  std::size_t piece_bytes;  // pieces keep every vector within this: half a window, or kAttachedPieceBytes
   // Private working memory: the working vector where the user's buffer
   // cannot serve (allgather's and reduce_scatter's block order, reduce's
   // non-roots), and the executor's scratch.
@@ -397,7 +422,7 @@ struct Comm::Impl {
         rank(r),
         mpi(*t->channel, t->layout, r),
         window(t->window_of(r)),
-        half(t->window_stride / 2),
+        piece_bytes(t->cma ? kAttachedPieceBytes : t->window_stride / 2),
         monitor(t->options.arrival, t->arrival_aware) {
     if (t->arrival_aware) {
       arrival_sends.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
@@ -651,11 +676,13 @@ struct Comm::Impl {
   // Elements of `eb` bytes per piece of a vector, and per block of a piece
   // of p blocks.
   std::uint64_t piece(std::size_t eb) const {
-    if (eb > half) throw UsageError("an element of " + std::to_string(eb) + " bytes does not fit half a window");
-    return eb == 0 ? 1 : half / eb;
+    if (eb > piece_bytes)
+      throw UsageError("an element of " + std::to_string(eb) + " bytes does not fit a piece of " +
+                       std::to_string(piece_bytes) + " bytes");
+    return eb == 0 ? 1 : piece_bytes / eb;
   }
   std::uint64_t block_piece(std::size_t eb) const {
-    const std::uint64_t per = eb == 0 ? 1 : half / (eb * static_cast<std::uint64_t>(team->ranks));
+    const std::uint64_t per = eb == 0 ? 1 : piece_bytes / (eb * static_cast<std::uint64_t>(team->ranks));
     if (per == 0)
       throw UsageError("a window of " + std::to_string(team->window_stride) + " bytes is too small for blocks of " +
                        std::to_string(eb) + "-byte elements from " + std::to_string(team->ranks) +
@@ -859,12 +886,15 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
       watches.emplace(q, std::make_unique<ProcessWatch>(static_cast<pid_t>(pid_of[static_cast<std::size_t>(q)])));
   }
   open_segment();
+  probe_cross_memory_attach();
 
   LinkConfig link;
   link.layout = layout;
   link.members = node_members;
   link.virtual_clock = false;
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
+  link.cross_memory_attach = cma;
+  link.attach_from_bytes = kAttachFromBytes;
   link.ranks_on_host = ranks_on_host;
   link.wait_timeout = options.wait_timeout;
   link.report_every = options.wait_report;
@@ -925,6 +955,44 @@ void TeamState::open_segment() {
   const auto* root = arena->at<SegmentRoot>(arena->root());
   node = arena->at<NodeShared>(root->node);
   windows = arena->address(root->windows);
+}
+
+// Cross-memory attach: every process reads a word of each node peer's
+// private memory with process_vm_readv, as the link engine will read their
+// buffers, and the whole communicator agrees to use it only if every read
+// returned the word -- everywhere, not per node, because the pieces a
+// collective runs in depend on it and every process must cut the same ones.
+// A failure is no error: the window serves, and the note says why.
+void TeamState::probe_cross_memory_attach() {
+  const auto me = static_cast<std::int64_t>(getpid());
+  // On this stack, which no peer leaves before the agreement below, i.e.
+  // before every peer has read it. Volatile: it must really be in memory.
+  volatile std::uint64_t word = kProbeWord ^ static_cast<std::uint64_t>(me);
+  const std::int64_t mine[3] = {static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(&word)), me, process};
+  int node_size = 0;
+  check_mpi(PMPI_Comm_size(node_comm, &node_size), "MPI_Comm_size (node)");
+  std::vector<std::int64_t> all(3 * static_cast<std::size_t>(node_size));
+  check_mpi(PMPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, node_comm),
+            "MPI_Allgather (cross-memory attach probe)");
+  int ok = options.cross_memory_attach ? 1 : 0;
+  cma_note = ok ? "" : "off (not asked for)";
+  for (std::size_t i = 0; ok && i < static_cast<std::size_t>(node_size); ++i) {
+    const std::int64_t pid = all[3 * i + 1], peer = all[3 * i + 2];
+    if (pid == me) continue;
+    std::uint64_t got = 0;
+    const int error =
+        cross_memory_read(static_cast<int>(pid), static_cast<std::uint64_t>(all[3 * i]), &got, sizeof got);
+    if (error == 0 && got == (kProbeWord ^ static_cast<std::uint64_t>(pid))) continue;
+    ok = 0;
+    cma_note = "off: process " + std::to_string(process) + " cannot read the memory of process " +
+               std::to_string(peer) + " (pid " + std::to_string(pid) +
+               ") by process_vm_readv: " + (error ? std::strerror(error) : "it read another value");
+  }
+  int everywhere = 0;
+  check_mpi(PMPI_Allreduce(&ok, &everywhere, 1, MPI_INT, MPI_MIN, dup), "MPI_Allreduce (cross-memory attach)");
+  cma = everywhere == 1;
+  if (cma) cma_note = "on";
+  if (ok && !cma) cma_note = "off: another process cannot use it (its note says why)";
 }
 
 // ---- failure ----------------------------------------------------------------------------
@@ -995,6 +1063,9 @@ Team::~Team() = default;
 int Team::size() const { return impl_->ranks; }
 const RankMap& Team::layout() const { return impl_->layout; }
 const HierarchyPlan& Team::plan() const { return *impl_->plan; }
+bool Team::cross_memory_attach() const { return impl_->cma; }
+const std::string& Team::cross_memory_attach_note() const { return impl_->cma_note; }
+std::uint64_t Team::attached_bytes() const { return impl_->engine->attached_bytes(); }
 
 Comm& Team::comm(int thread) {
   if (thread < 0 || thread >= impl_->threads)

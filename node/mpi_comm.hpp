@@ -17,7 +17,8 @@
 // testing the inter-node path on one host -- blocks of `ranks_per_node`
 // consecutive processes of MPI_COMM_WORLD (the last node may be smaller). The processes of a node
 // share one Boost.Interprocess segment holding the shared-memory link and
-// every rank's working window; transfers within a node go through it,
+// every rank's working window; transfers within a node go through it (large
+// ones, with cross-memory attach, straight from the sender's memory),
 // transfers between nodes over MPI point-to-point on a private duplicate of
 // the communicator (never on the user's tags). Reduction groups come from
 // hwloc over the processes' actual CPU bindings; the configured inter-node
@@ -49,6 +50,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -81,13 +83,23 @@ struct CommOptions {
   // (the last may be smaller). A process's node does not depend on the
   // communicator, as a host's would not.
   int ranks_per_node = 0;
-  // Each rank's window in the node's segment: half for the working vector,
-  // half for staging. A collective whose vector is larger runs in pieces of
+  // Each rank's window in the node's segment: its stage, where its sends to
+  // node peers are copied for them to pull. Without cross-memory attach a
+  // collective whose vector is larger than half a window runs in pieces of
   // half a window (allgather and reduce_scatter: pieces of every block). The
   // default, 4 MiB, keeps pieces (2 MiB) long enough that a piece's start-up
   // (a few microseconds per tree level) is a few percent of its copy time,
   // while a node of 64 ranks reserves 256 MiB of /dev/shm per communicator.
   std::size_t window_bytes = std::size_t{4} << 20;
+  // Cross-memory attach: the processes of a node read each other's large
+  // messages (16 KiB and more) straight out of the sender's buffer with
+  // process_vm_readv -- one copy instead of two through the window, and no
+  // pieces for the window's sake. On (auto) where a probe at set-up finds
+  // every process of the communicator able to read its node peers' memory
+  // (the kernel may forbid it: Yama's ptrace_scope, containers, other
+  // users); else, or when false, every message goes through the window.
+  // Team::cross_memory_attach says which.
+  bool cross_memory_attach = true;
   std::size_t plan_cache = 64;  // shapes kept per Comm (least recently used go first)
   ArrivalOptions arrival;       // Comm::edge with an arrival-aware allreduce (node/arrival_monitor.hpp)
   std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline
@@ -113,6 +125,14 @@ class Team {
   // The hierarchy, over the ranks renumbered node by node (the communicator's
   // own numbering when its nodes hold consecutive ranks).
   const HierarchyPlan& plan() const;
+  // Whether the node's processes read large messages from each other's
+  // memory (CommOptions::cross_memory_attach, agreed at set-up); if not,
+  // why ("off" when not asked for, else the probe's failure as this process
+  // saw it, or that another process's probe failed).
+  bool cross_memory_attach() const;
+  const std::string& cross_memory_attach_note() const;
+  // Bytes this process's ranks have read by cross-memory attach so far.
+  std::uint64_t attached_bytes() const;
   // The calling thread must act as this thread rank of this process.
   Comm& comm(int thread = 0);
 

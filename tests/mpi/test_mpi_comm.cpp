@@ -13,7 +13,9 @@
 //       are reported); a deadline; mismatched counts failing with both sizes
 //       named; a thread level too low for thread ranks refused; edge()
 //       with SLT and PRR and rank 1 late: right results, every rank planned
-//       from the same predictions, rank 1 last.
+//       from the same predictions, rank 1 last; cross-memory attach on
+//       (large messages read from node peers' memory, or the kernel's
+//       refusal named) and off.
 //   copse_mpi_tests hybrid --threads T0,T1,... [--ranks-per-node K]
 //       process q brings Tq thread ranks (MPI_THREAD_MULTIPLE when every
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
@@ -503,6 +505,39 @@ void check_arrival(MPI_Comm comm, const Args& a) {
   }
 }
 
+// Cross-memory attach (CommOptions::cross_memory_attach). On, a process
+// with node peers in other processes reads their large messages out of
+// their memory -- the bytes it read say so, so that a silent fallback to the
+// window fails here -- unless the kernel refuses it (the note then names
+// process_vm_readv). Off, every message goes through the window. Right
+// results both ways, on vectors that the window alone cuts into pieces.
+void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
+  for (bool on : {true, false}) {
+    CommOptions o = options_for(a);
+    o.cross_memory_attach = on;
+    Team team(comm, o);
+    Comm& c = team.comm();
+    const std::string& note = team.cross_memory_attach_note();
+    if (on && !team.cross_memory_attach()) {
+      expect(note.find("process_vm_readv") != std::string::npos || note.find("another process") != std::string::npos,
+             where(c, "cross-memory attach is off, but not because the kernel refused it: " + note));
+      if (g_world == 0) std::fprintf(stderr, "note: cross-memory attach is unavailable here (%s)\n", note.c_str());
+      continue;
+    }
+    expect(team.cross_memory_attach() == on, where(c, "cross-memory attach " + std::string(on ? "on" : "off")));
+    expect(note == (on ? "on" : "off (not asked for)"), where(c, "cross-memory attach note: " + note));
+    bool peers = false;  // node peers in other processes
+    const auto& layout = team.layout();
+    for (int r = 0; r < layout.ranks(); ++r)
+      peers = peers || (layout.node(r) == layout.node(c.rank()) && layout.process(r) != layout.process(c.rank()));
+    const std::uint64_t before = team.attached_bytes();
+    run_large(c);
+    const bool read = team.attached_bytes() > before;
+    expect(read == (on && peers), where(c, std::string("large messages ") + (read ? "" : "not ") +
+                                               "read by cross-memory attach with it " + (on ? "on" : "off")));
+  }
+}
+
 // TEST_MPI_PHASES=1: world rank 0 says how long each phase took.
 void phase(const char* name) {
   static auto last = std::chrono::steady_clock::now();
@@ -556,6 +591,8 @@ void run_all(const Args& a) {
   phase("thread level");
   check_arrival(reverse, a);
   phase("arrival");
+  check_cross_memory_attach(round_robin, a);
+  phase("cross-memory attach");
   for (MPI_Comm* sub : {&dup, &reverse, &round_robin}) PMPI_Comm_free(sub);
 }
 
@@ -615,7 +652,9 @@ void run_hybrid(const Args& a) {
 // Process 1 is killed in the middle of an allreduce: it has sent its part of
 // the first piece and waits for that piece's result, which cannot come before
 // process 2 (800 ms late) arrives; the pieces after it need process 1's data,
-// which never comes. Node 0 is processes 0-2, node 1 process 3. Every other
+// which never comes. (With cross-memory attach the allreduce runs whole, not
+// in pieces, and the peer that comes to read process 1's posted part finds
+// its process gone.) Node 0 is processes 0-2, node 1 process 3. Every other
 // process prints how it failed, one line each, for process_death.sh.
 void run_death(const Args&) {
   CommOptions o;

@@ -37,4 +37,19 @@ constexpr T round_up(T n, std::type_identity_t<T> to) {
   return (n + to - 1) / to * to;
 }
 
+// `text` as a JSON string, quotes included: quotes and backslashes escaped,
+// control characters as spaces (the texts are messages and names).
+inline std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += ' ';
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace copse

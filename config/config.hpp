@@ -53,6 +53,7 @@
 //   mpi.max_bytes            SIZE|none  none  larger calls go to the MPI library
 //   mpi.stats                FILE    ""       append one JSON line per process at MPI_Finalize; "" = none
 //   mpi.trace                FILE    ""       one JSON line per collective call per process (mpi/trace.hpp); "" = none
+//   mpi.cma                  auto|off  auto   processes of a node read large messages from each other's memory
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
 // file it may also be a TOML number, in seconds. SIZE is its byte syntax
@@ -180,6 +181,10 @@ struct MpiOptions {
   std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none
   std::string trace;                       // one JSON line per collective call (mpi/trace.hpp); empty: none
+  // Cross-memory attach between the processes of a node (CommOptions::
+  // cross_memory_attach): true (auto) where a probe at set-up finds it
+  // allowed, false (off): never.
+  bool cma = true;
   bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
   bool operator==(const MpiOptions&) const = default;
 };

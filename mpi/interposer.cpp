@@ -183,6 +183,13 @@ void start() {
   g_state.store(state.release(), std::memory_order_release);
 }
 
+// Ends a record's Team (if it has one), counting its cross-memory attach in the stats.
+void end_team(State& s, Record& r) {
+  if (!r.team) return;
+  s.stats.team_done(r.team->cross_memory_attach(), r.team->cross_memory_attach_note(), r.team->attached_bytes());
+  r.team.reset();
+}
+
 // Before PMPI_Finalize: every Team, then the records, the keyval, the stats.
 void stop(State& s) {
   Nested nested;
@@ -197,7 +204,7 @@ void stop(State& s) {
   // The Teams first, outside any attribute callback (see comm_free).
   for (Record* r : records) {
     try {
-      r->team.reset();
+      end_team(s, *r);
     } catch (...) {
     }
   }
@@ -427,7 +434,7 @@ int comm_free(MPI_Comm* comm) {
     int found = 0;
     if (PMPI_Comm_get_attr(*comm, s->keyval, &value, &found) == MPI_SUCCESS && found) {
       try {
-        static_cast<Record*>(value)->team.reset();
+        end_team(*s, *static_cast<Record*>(value));
       } catch (...) {
       }
     }

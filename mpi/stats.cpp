@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace copse::mpi {
 
@@ -21,8 +22,21 @@ std::string Stats::json_line(int rank, int size) const {
     }
     return out + "}";
   };
+  std::string cma;
+  {
+    std::lock_guard<std::mutex> lock(cma_mutex_);
+    cma = "{\"teams\": " + std::to_string(cma_teams_) + ", \"off\": " + std::to_string(cma_off_) +
+          ", \"bytes\": " + std::to_string(cma_bytes_) + ", \"note\": " + json_string(cma_note_) + "}";
+  }
   return "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) +
-         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + "}\n";
+         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + ", \"cma\": " + cma + "}\n";
+}
+
+void Stats::team_done(bool cma, const std::string& note, std::uint64_t attached_bytes) {
+  std::lock_guard<std::mutex> lock(cma_mutex_);
+  ++(cma ? cma_teams_ : cma_off_);
+  if (!cma && cma_note_.empty()) cma_note_ = note;
+  cma_bytes_ += attached_bytes;
 }
 
 void append_line(const std::string& path, std::string_view line, std::string_view what) {

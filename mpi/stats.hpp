@@ -2,12 +2,17 @@
 // What the interposition library did with each collective call: served by
 // copse, or passed to the MPI library. At MPI_Finalize every process appends
 // one line to the stats file (mpi.stats, COPSE_MPI_STATS):
-//   {"rank": 0, "size": 4, "served": {"allreduce": 12, ...}, "passed": {"allreduce": 1, ...}}
-// with every collective of config.hpp's MpiCollective in both objects.
+//   {"rank": 0, "size": 4, "served": {"allreduce": 12, ...}, "passed": {"allreduce": 1, ...},
+//    "cma": {"teams": 1, "off": 0, "bytes": 123456, "note": ""}}
+// with every collective of config.hpp's MpiCollective in both objects, and
+// cross-memory attach (mpi.cma) over the process's Teams: how many read
+// large messages from their node peers' memory, how many did not (`note`:
+// why, for the first), and the bytes this process read that way.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -23,6 +28,8 @@ class Stats {
   void passed(MpiCollective c) noexcept { passed_[index(c)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t served_count(MpiCollective c) const noexcept { return served_[index(c)].load(); }
   std::uint64_t passed_count(MpiCollective c) const noexcept { return passed_[index(c)].load(); }
+  // A Team ends: whether it used cross-memory attach, why not, the bytes it read so.
+  void team_done(bool cma, const std::string& note, std::uint64_t attached_bytes);
 
   // The stats file's line for this process (rank in MPI_COMM_WORLD, its
   // size), newline included.
@@ -32,6 +39,9 @@ class Stats {
   static std::size_t index(MpiCollective c) noexcept { return static_cast<std::size_t>(c); }
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> served_{};
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
+  mutable std::mutex cma_mutex_;  // Teams end rarely: a lock keeps the four together
+  std::uint64_t cma_teams_ = 0, cma_off_ = 0, cma_bytes_ = 0;
+  std::string cma_note_;
 };
 
 // Appends `line` to the file `path` (created with mode 0644 if absent) in one

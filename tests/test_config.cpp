@@ -156,6 +156,8 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.mpi.min_bytes == 0);
   CHECK_FALSE(o.mpi.max_bytes.has_value());
   CHECK(o.mpi.stats.empty());
+  CHECK(o.mpi.cma);
+  CHECK(config.value_text("mpi.cma") == "auto");
   CHECK(config.value_text("mpi.serve") == "all");
   CHECK(config.value_text("mpi.max_bytes") == "none");
 }
@@ -198,6 +200,10 @@ TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config
   CHECK(config.options().mpi.max_bytes == 0);
   config.set("mpi.stats", "/tmp/stats.jsonl");
   CHECK(config.options().mpi.stats == "/tmp/stats.jsonl");
+  config.set("mpi.cma", "off");
+  CHECK_FALSE(config.options().mpi.cma);
+  CHECK(config.value_text("mpi.cma") == "off");
+  CHECK_THROWS_WITH(config.set("mpi.cma", "on"), Catch::Contains("expected auto or off"));
 }
 
 TEST_CASE("config: wait_timeout takes a time or none", "[config]") {
@@ -284,7 +290,7 @@ TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
 
 TEST_CASE("config: every key listed once, with its variable", "[config]") {
   const auto keys = copse::config_keys();
-  CHECK(keys.size() == 37);
+  CHECK(keys.size() == 38);
   std::vector<std::string> names;
   for (const auto& key : keys) {
     names.emplace_back(key.name);
@@ -579,6 +585,7 @@ TEST_CASE("config: every invalid file value names key, value, file and line", "[
       {"mpi.max_bytes", "1.5", "expected a size in bytes (got a floating-point number)"},
       {"mpi.max_bytes", "\"1.5\"", "not a whole number"},
       {"mpi.stats", "true", "expected a string (got a boolean)"},
+      {"mpi.cma", "false", "expected auto or off"},
   };
   for (const auto& c : cases) {
     const auto dot = c.key.find('.');

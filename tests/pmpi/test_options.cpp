@@ -40,6 +40,7 @@ TEST_CASE("mpi: make_comm_options of the default configuration is CommOptions()"
   CHECK(made.ranks_per_node == reference.ranks_per_node);
   CHECK(made.wait_timeout == reference.wait_timeout);
   CHECK(made.wait_report == reference.wait_report);
+  CHECK(made.cross_memory_attach == reference.cross_memory_attach);
 }
 
 TEST_CASE("mpi: make_comm_options carries every setting", "[mpi]") {
@@ -59,6 +60,7 @@ TEST_CASE("mpi: make_comm_options carries every setting", "[mpi]") {
   config.set("hierarchy.ranks_per_node", "3");
   config.set("runtime.wait_timeout", "2s");
   config.set("runtime.wait_report", "5s");
+  config.set("mpi.cma", "off");
   const copse::mpi::CommOptions made = copse::mpi::make_comm_options(config.options());
   CHECK(made.allreduce == "ring");
   CHECK(made.reduce == "chain");
@@ -75,4 +77,5 @@ TEST_CASE("mpi: make_comm_options carries every setting", "[mpi]") {
   CHECK(made.ranks_per_node == 3);
   CHECK(made.wait_timeout == std::chrono::milliseconds(2000));
   CHECK(made.wait_report == std::chrono::milliseconds(5000));
+  CHECK_FALSE(made.cross_memory_attach);
 }

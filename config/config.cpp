@@ -167,13 +167,13 @@ Timing read_timing(const Raw& r) {
   throw BadValue{"expected hockney or loggp"};
 }
 
-// mpi.cma: true for auto, false for off.
-bool read_cma(const Raw& r) {
+CmaMode read_cma(const Raw& r) {
   if (is_text(r)) {
-    if (r.str == "auto") return true;
-    if (r.str == "off") return false;
+    if (r.str == "auto") return CmaMode::automatic;
+    if (r.str == "on") return CmaMode::on;
+    if (r.str == "off") return CmaMode::off;
   }
-  throw BadValue{"expected auto or off"};
+  throw BadValue{"expected auto, on or off"};
 }
 
 // A grouping as Grouping::parse reads it (its message says what is accepted).
@@ -440,11 +440,14 @@ constexpr std::array kKeys = {
             "at MPI_Finalize every process appends one JSON line of served and passed calls; empty: none"},
            [](Options& o, const Raw& r) { o.mpi.stats = read_string(r); },
            [](const Options& o) -> ConfigValue { return o.mpi.stats; }},
-    KeyDef{{"mpi.cma", "COPSE_MPI_CMA", "auto|off",
+    KeyDef{{"mpi.cma", "COPSE_MPI_CMA", "auto|on|off",
             "processes of a node read large messages straight from each other's memory (Linux cross-memory "
-            "attach) where the kernel allows it; off: through the node's segment"},
+            "attach): auto where the kernel allows it and its copy is no slower than two memcpys; on: wherever "
+            "it allows it; off: through the node's segment"},
            [](Options& o, const Raw& r) { o.mpi.cma = read_cma(r); },
-           [](const Options& o) -> ConfigValue { return std::string(o.mpi.cma ? "auto" : "off"); }},
+           [](const Options& o) -> ConfigValue {
+             return std::string(o.mpi.cma == CmaMode::automatic ? "auto" : o.mpi.cma == CmaMode::on ? "on" : "off");
+           }},
     KeyDef{{"mpi.trace", "COPSE_MPI_TRACE", "FILE",
             "every process records each collective call it makes as one JSON line in this file (replaced at "
             "MPI_Init), for copse replay; empty: none"},

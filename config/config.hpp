@@ -53,7 +53,7 @@
 //   mpi.max_bytes            SIZE|none  none  larger calls go to the MPI library
 //   mpi.stats                FILE    ""       append one JSON line per process at MPI_Finalize; "" = none
 //   mpi.trace                FILE    ""       one JSON line per collective call per process (mpi/trace.hpp); "" = none
-//   mpi.cma                  auto|off  auto   processes of a node read large messages from each other's memory
+//   mpi.cma                  auto|on|off  auto  processes of a node read large messages from each other's memory
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
 // file it may also be a TOML number, in seconds. SIZE is its byte syntax
@@ -170,6 +170,8 @@ inline constexpr std::array<MpiCollective, 7> kMpiCollectives = {
 std::string_view to_string(MpiCollective c);  // "allreduce", ..., "reduce_scatter_block", "reduce_scatter"
 
 // What the interposition library serves and what it leaves to the MPI library.
+enum class CmaMode { automatic, on, off };  // mpi.cma
+
 struct MpiOptions {
   // Bit c set: MpiCollective c is served (when its datatype, operator and
   // communicator allow); clear: every such call goes to the MPI library.
@@ -182,9 +184,9 @@ struct MpiOptions {
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none
   std::string trace;                       // one JSON line per collective call (mpi/trace.hpp); empty: none
   // Cross-memory attach between the processes of a node (CommOptions::
-  // cross_memory_attach): true (auto) where a probe at set-up finds it
-  // allowed, false (off): never.
-  bool cma = true;
+  // cross_memory_attach): auto where a probe at set-up finds it allowed and
+  // no slower than the copies it replaces, on where allowed, off: never.
+  CmaMode cma = CmaMode::automatic;
   bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
   bool operator==(const MpiOptions&) const = default;
 };

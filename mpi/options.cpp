@@ -18,7 +18,9 @@ CommOptions make_comm_options(const Options& options) {
   comm.ranks_per_node = options.hierarchy.ranks_per_node;
   comm.wait_timeout = options.runtime.wait_timeout_ms();
   comm.wait_report = options.runtime.wait_report_ms();
-  comm.cross_memory_attach = options.mpi.cma;
+  comm.cross_memory_attach = options.mpi.cma == CmaMode::automatic ? CommOptions::Attach::automatic
+                             : options.mpi.cma == CmaMode::on      ? CommOptions::Attach::on
+                                                                   : CommOptions::Attach::off;
   return comm;
 }
 

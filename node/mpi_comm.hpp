@@ -94,12 +94,16 @@ struct CommOptions {
   // Cross-memory attach: the processes of a node read each other's large
   // messages (16 KiB and more) straight out of the sender's buffer with
   // process_vm_readv -- one copy instead of two through the window, and no
-  // pieces for the window's sake. On (auto) where a probe at set-up finds
+  // pieces for the window's sake. `on`: wherever a probe at set-up finds
   // every process of the communicator able to read its node peers' memory
   // (the kernel may forbid it: Yama's ptrace_scope, containers, other
-  // users); else, or when false, every message goes through the window.
-  // Team::cross_memory_attach says which.
-  bool cross_memory_attach = true;
+  // users). `automatic`: there, and only if the probe also finds the
+  // kernel's copy of 1 MiB no slower than the two copies through the window
+  // it replaces (on some virtual machines it is several times slower than a
+  // memcpy). `off`: every message goes through the window.
+  // Team::cross_memory_attach says which, and why not.
+  enum class Attach { automatic, on, off };
+  Attach cross_memory_attach = Attach::automatic;
   std::size_t plan_cache = 64;  // shapes kept per Comm (least recently used go first)
   ArrivalOptions arrival;       // Comm::edge with an arrival-aware allreduce (node/arrival_monitor.hpp)
   std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline

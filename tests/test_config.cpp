@@ -156,7 +156,7 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.mpi.min_bytes == 0);
   CHECK_FALSE(o.mpi.max_bytes.has_value());
   CHECK(o.mpi.stats.empty());
-  CHECK(o.mpi.cma);
+  CHECK(o.mpi.cma == copse::CmaMode::automatic);
   CHECK(config.value_text("mpi.cma") == "auto");
   CHECK(config.value_text("mpi.serve") == "all");
   CHECK(config.value_text("mpi.max_bytes") == "none");
@@ -201,9 +201,12 @@ TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config
   config.set("mpi.stats", "/tmp/stats.jsonl");
   CHECK(config.options().mpi.stats == "/tmp/stats.jsonl");
   config.set("mpi.cma", "off");
-  CHECK_FALSE(config.options().mpi.cma);
+  CHECK(config.options().mpi.cma == copse::CmaMode::off);
   CHECK(config.value_text("mpi.cma") == "off");
-  CHECK_THROWS_WITH(config.set("mpi.cma", "on"), Catch::Contains("expected auto or off"));
+  config.set("mpi.cma", "on");
+  CHECK(config.options().mpi.cma == copse::CmaMode::on);
+  CHECK(config.value_text("mpi.cma") == "on");
+  CHECK_THROWS_WITH(config.set("mpi.cma", "yes"), Catch::Contains("expected auto, on or off"));
 }
 
 TEST_CASE("config: wait_timeout takes a time or none", "[config]") {
@@ -585,7 +588,7 @@ TEST_CASE("config: every invalid file value names key, value, file and line", "[
       {"mpi.max_bytes", "1.5", "expected a size in bytes (got a floating-point number)"},
       {"mpi.max_bytes", "\"1.5\"", "not a whole number"},
       {"mpi.stats", "true", "expected a string (got a boolean)"},
-      {"mpi.cma", "false", "expected auto or off"},
+      {"mpi.cma", "false", "expected auto, on or off"},
   };
   for (const auto& c : cases) {
     const auto dot = c.key.find('.');

@@ -60,7 +60,7 @@ TEST_CASE("mpi: make_comm_options carries every setting", "[mpi]") {
   config.set("hierarchy.ranks_per_node", "3");
   config.set("runtime.wait_timeout", "2s");
   config.set("runtime.wait_report", "5s");
-  config.set("mpi.cma", "off");
+  config.set("mpi.cma", "on");
   const copse::mpi::CommOptions made = copse::mpi::make_comm_options(config.options());
   CHECK(made.allreduce == "ring");
   CHECK(made.reduce == "chain");
@@ -77,5 +77,5 @@ TEST_CASE("mpi: make_comm_options carries every setting", "[mpi]") {
   CHECK(made.ranks_per_node == 3);
   CHECK(made.wait_timeout == std::chrono::milliseconds(2000));
   CHECK(made.wait_report == std::chrono::milliseconds(5000));
-  CHECK_FALSE(made.cross_memory_attach);
+  CHECK(made.cross_memory_attach == copse::mpi::CommOptions::Attach::on);
 }

@@ -11,6 +11,7 @@
 #include "common/units.hpp"
 #include "internode/registry.hpp"
 #include "internode/selection.hpp"
+#include "intranode/direct_reduce.hpp"
 
 namespace copse {
 namespace {
@@ -87,8 +88,16 @@ int run_selection(const CostModel& model, bool json) {
       table.push_back(std::move(line));
     }
   }
+  // Outside the simulation: what a team on one node runs instead (node/comm.cpp).
+  const Json direct{{"collectives", {"allreduce", "barrier"}},
+                    {"max_bytes", DirectReduce::kSlotBytes},
+                    {"max_ranks", DirectReduce::kMaxRanks}};
   if (json) {
-    std::cout << Json{{"model", model_summary(model)}, {"element_bytes", 1}, {"commutative", true}, {"selection", rows}}
+    std::cout << Json{{"model", model_summary(model)},
+                      {"element_bytes", 1},
+                      {"commutative", true},
+                      {"selection", rows},
+                      {"direct_reduce", direct}}
                      .dump(2)
               << "\n";
     return 0;
@@ -111,6 +120,11 @@ int run_selection(const CostModel& model, bool json) {
   for (std::uint64_t bytes : kGridSizes) header.push_back(format_bytes(bytes));
   print(header);
   for (const auto& line : table) print(line);
+  std::cout << "\nA thread team on one node without a virtual clock runs allreduce and barrier of at most "
+            << format_bytes(DirectReduce::kSlotBytes) << " among at most " << DirectReduce::kMaxRanks
+            << " ranks through the direct shared-memory reduce instead\n"
+               "(every rank posts its vector in a slot and reduces all slots in rank order: one round; not a "
+               "schedule, so not simulated).\n";
   return 0;
 }
 

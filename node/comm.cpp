@@ -11,6 +11,7 @@
 #include "internode/registry.hpp"
 #include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
+#include "intranode/direct_reduce.hpp"
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
@@ -71,6 +72,10 @@ struct TeamState {
   int ranks = 0;
   HeapArena arena;
   std::unique_ptr<LinkEngine> engine;
+  // One node without a virtual clock: small allreduces and barriers in one
+  // round through shared slots (intranode/direct_reduce.hpp), where the
+  // selection would choose; null otherwise.
+  std::unique_ptr<DirectReduce> direct;
 
   std::mutex shapes_mutex;
   std::vector<std::shared_ptr<const SharedShape>> shapes;  // keyed ones: least recently used first
@@ -176,6 +181,7 @@ struct Comm::Impl {
   TeamState* team;
   int rank;
   LinkRank link;
+  DirectRank direct;
   std::int64_t calls = 0;
   Picos last_time = 0;
   std::vector<std::unique_ptr<Entry>> cache;
@@ -191,6 +197,7 @@ struct Comm::Impl {
 
   Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
+    direct.rank = r;
     link.clock = RankClock(t->options.model.ports());
     if (!t->options.virtual_clock) {
       // A stage for eager sends (link_engine.cpp, try_post): messages up to
@@ -333,6 +340,46 @@ struct Comm::Impl {
     last_time = link.clock.now();
     monitor.returned(now(), e.collective == Collective::allreduce);  // the next computation phase begins
   }
+
+  // Whether collective `c` of `bytes` runs through the team's direct reduce:
+  // it must exist and fit, and the configuration must leave the choice to
+  // the selection (an algorithm named in the options runs as a schedule).
+  bool direct_fits(Collective c, std::size_t bytes) const {
+    return team->direct && DirectReduce::fits(team->ranks, bytes) &&
+           algorithm_name(team->options, c) == default_algorithm_name(c);
+  }
+
+  // An allreduce (or, without an operator, a barrier) through the direct
+  // reduce; failures as run()'s.
+  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
+    LinkEngine& engine = *team->engine;
+    if (engine.aborted()) team->rethrow_failure();
+    link.round = calls++;
+    link.activity = to_string(c);
+    link.step = 0;
+    engine.publish_start(link);  // for peers' wait messages (LinkEngine::peer_state)
+    const TeamOptions& o = team->options;
+    WaitPolicy policy = team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [&] {
+      return engine.config().layout.describe(rank) + ", direct reduce of call " + std::to_string(link.round) + " (" +
+             std::string(link.activity) + "): waiting for rank " + std::to_string(direct.waiting_for) +
+             " to post its vector" + engine.peer_state(link, direct.waiting_for);
+    });
+    policy.check = [&engine] {
+      if (engine.aborted()) throw LinkAborted{};
+    };
+    try {
+      team->direct->allreduce(direct, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, op,
+                              policy);
+    } catch (...) {
+      // Timed out or the operator threw here (every other rank then learns
+      // it from the engine), or aborted by another rank.
+      if (!engine.aborted()) engine.fail(std::current_exception());
+      team->rethrow_failure();
+    }
+    engine.publish_done(link);
+    last_time = 0;
+    monitor.returned(now(), c == Collective::allreduce);
+  }
 };
 
 Comm::Comm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -372,6 +419,9 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
       e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0, me.team->warmup_allreduce);
       me.planned.clear();
     }
+  } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes)) {
+    me.run_direct(Collective::allreduce, send, recv, count, &op);
+    return;
   } else {
     e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
   }
@@ -399,6 +449,8 @@ void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
 }
 
 void Comm::barrier() {
+  if (impl_->direct_fits(Collective::barrier, 0))
+    return impl_->run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr);
   // One element of zero bytes: the schedule's messages carry no data, only
   // the rendezvous (and alpha on the virtual clock).
   auto& e = impl_->entry(Collective::barrier, 1, DType::uint8, 0, nullptr, 0);
@@ -461,6 +513,9 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   TeamState* state = &t;
   link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };
   t.engine = std::make_unique<LinkEngine>(t.arena, LinkEngine::create_shared(t.arena, t.ranks), std::move(link));
+  if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::fits(t.ranks, 0))
+    t.direct = std::make_unique<DirectReduce>(t.arena, DirectReduce::create_shared(t.arena, t.ranks), t.ranks,
+                                              t.engine->spin_policy());
 
   t.comms.reserve(static_cast<std::size_t>(t.ranks));
   for (int r = 0; r < t.ranks; ++r) t.comms.push_back(Comm(std::make_unique<Comm::Impl>(&t, r)));

@@ -26,6 +26,12 @@
 // (send is const, and the schedule leaves partial results everywhere),
 // reading send the same way, then copy the result out.
 //
+// Small vectors: on one node without a virtual clock, an allreduce of at
+// most DirectReduce::kSlotBytes and every barrier run in one round through
+// the direct shared-memory reduce (intranode/direct_reduce.hpp) -- each rank
+// posts its vector and reduces all of them in rank order -- where the
+// selection would choose (an algorithm named in the options runs as named).
+//
 // Virtual time (TeamOptions::virtual_clock): each collective starts every
 // rank's clock at zero; after the call, virtual_time() is this rank's finish
 // time under the team's cost model -- the simulator's finish time for the

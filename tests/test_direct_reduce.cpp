@@ -1,0 +1,216 @@
+// The direct shared-memory reduce (intranode/direct_reduce.hpp): every rank
+// gets the rank-order reduction, bitwise the same on every rank; repeated
+// calls reuse the slots safely; waits end on their deadline and on an abort.
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/reduce_op.hpp"
+#include "intranode/direct_reduce.hpp"
+#include "support.hpp"
+
+using namespace copse;
+using copse::testing::message_of;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+// Runs body(rank, reducer) on p threads over one fresh set of slots; returns
+// each rank's exception (null if none).
+template <class Body>
+std::vector<std::exception_ptr> on_ranks(int p, Body&& body) {
+  HeapArena arena;
+  DirectReduce reducer(arena, DirectReduce::create_shared(arena, p), p, nullptr);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(p));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r, reducer);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+WaitPolicy patient() {
+  WaitPolicy policy;
+  policy.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  return policy;
+}
+
+// Inexact float32 inputs: sums of these depend on their association.
+Bytes random_floats(int rank, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 gen(seed * 1000 + static_cast<std::uint64_t>(rank));
+  std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = value(gen) * (rank % 3 == 0 ? 1e-4f : 1.0f);
+  Bytes b(count * sizeof(float));
+  if (count > 0) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// ((x_0 + x_1) + x_2) + ...: the sequential reference, written out.
+Bytes float_reference(int p, std::size_t count, std::uint64_t seed) {
+  std::vector<float> acc(count, 0.0f);
+  for (int r = 0; r < p; ++r) {
+    const Bytes x = random_floats(r, count, seed);
+    for (std::size_t i = 0; i < count; ++i) {
+      float xi = 0;
+      std::memcpy(&xi, x.data() + i * sizeof(float), sizeof(float));
+      acc[i] = r == 0 ? xi : acc[i] + xi;
+    }
+  }
+  Bytes b(count * sizeof(float));
+  if (count > 0) std::memcpy(b.data(), acc.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: direct reduce: rank-order results on every rank, p 1 to 32, every count that fits",
+          "[direct]") {
+  const ReduceOp affine = builtin_op("affine", DType::uint32);  // not commutative; 8-byte elements
+  const ReduceOp fsum = builtin_op("sum", DType::float32);
+  const std::size_t max_affine = DirectReduce::kSlotBytes / affine.element_bytes;
+  const std::size_t max_float = DirectReduce::kSlotBytes / fsum.element_bytes;
+  for (int p : {1, 2, 3, 4, 5, 7, 8, 13, 32}) {
+    INFO("p = " << p);
+    // Several rounds per shape: call n uses buffer n % 2, so repeated calls
+    // check that no rank overwrites what a slower one still reads.
+    struct Call {
+      const ReduceOp* op;
+      std::size_t count;
+      bool in_place;
+    };
+    std::vector<Call> calls;
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, max_affine})
+      for (bool in_place : {false, true}) calls.push_back({&affine, n, in_place});
+    for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{33}, max_float})
+      for (bool in_place : {false, true}) calls.push_back({&fsum, n, in_place});
+    const int rounds = p > 8 ? 3 : 6;
+    std::vector<std::vector<Bytes>> got(static_cast<std::size_t>(p));  // per rank, per call and round
+    const auto errors = on_ranks(p, [&](int r, DirectReduce& reducer) {
+      DirectRank me{r, 0, -1};
+      const WaitPolicy policy = patient();
+      std::mt19937 jitter(static_cast<unsigned>(r));
+      for (int round = 0; round < rounds; ++round)
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          const Call& call = calls[k];
+          Bytes in = call.op == &affine ? Bytes(call.count * affine.element_bytes)
+                                        : random_floats(r, call.count, k * 100 + static_cast<std::size_t>(round));
+          if (call.op == &affine && call.count > 0) fill_input(affine, r, call.count, in.data());
+          Bytes out(in.size(), std::byte{0x5a});
+          if (jitter() % 4 == 0) std::this_thread::yield();
+          if (call.in_place) {
+            out = in;
+            reducer.allreduce(me, out.data(), out.data(), call.count, call.op, policy);
+          } else {
+            reducer.allreduce(me, in.data(), out.data(), call.count, call.op, policy);
+          }
+          got[static_cast<std::size_t>(r)].push_back(std::move(out));
+        }
+      if (me.calls != static_cast<std::uint32_t>(rounds * static_cast<int>(calls.size())) || me.waiting_for != -1)
+        throw std::logic_error("the rank's call count or wait record is off");
+    });
+    for (int r = 0; r < p; ++r) CHECK(message_of(errors[static_cast<std::size_t>(r)]) == "");
+    std::size_t index = 0;
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t k = 0; k < calls.size(); ++k, ++index) {
+        const Call& call = calls[k];
+        const Bytes want = call.op == &affine
+                               ? reference_result(affine, p, call.count)
+                               : float_reference(p, call.count, k * 100 + static_cast<std::size_t>(round));
+        for (int r = 0; r < p; ++r) {
+          INFO("rank " << r << ", round " << round << ", " << call.op->name << " of " << call.count << " elements"
+                       << (call.in_place ? ", in place" : ""));
+          CHECK(got[static_cast<std::size_t>(r)][index] == want);  // bitwise
+        }
+      }
+  }
+}
+
+TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", "[direct]") {
+  // Nobody leaves call n before everyone has entered it.
+  const int p = 5;
+  // (Catch's assertions are not for threads: a rank throws what it saw.)
+  std::atomic<int> entered{0};
+  const auto errors = on_ranks(p, [&](int r, DirectReduce& reducer) {
+    DirectRank me{r, 0, -1};
+    const WaitPolicy policy = patient();
+    for (int n = 1; n <= 50; ++n) {
+      entered.fetch_add(1);
+      reducer.allreduce(me, nullptr, nullptr, 0, nullptr, policy);
+      if (entered.load() < n * p)
+        throw std::logic_error("left call " + std::to_string(n) + " after " + std::to_string(entered.load()) +
+                               " entries");
+    }
+  });
+  for (const auto& e : errors) CHECK(message_of(e) == "");
+}
+
+TEST_CASE("direct reduce: refuses what does not fit", "[direct]") {
+  CHECK(DirectReduce::fits(1, 0));
+  CHECK(DirectReduce::fits(DirectReduce::kMaxRanks, DirectReduce::kSlotBytes));
+  CHECK_FALSE(DirectReduce::fits(DirectReduce::kMaxRanks + 1, 8));
+  CHECK_FALSE(DirectReduce::fits(0, 8));
+  CHECK_FALSE(DirectReduce::fits(2, DirectReduce::kSlotBytes + 1));
+  HeapArena arena;
+  CHECK_THROWS_AS(DirectReduce::create_shared(arena, DirectReduce::kMaxRanks + 1), UsageError);
+  DirectReduce reducer(arena, DirectReduce::create_shared(arena, 1), 1, nullptr);
+  const ReduceOp op = builtin_op("sum", DType::float64);
+  std::vector<double> v(DirectReduce::kSlotBytes / sizeof(double) + 1, 1.0);
+  DirectRank me;
+  CHECK_THROWS_AS(reducer.allreduce(me, reinterpret_cast<const std::byte*>(v.data()),
+                                    reinterpret_cast<std::byte*>(v.data()), v.size(), &op, patient()),
+                  UsageError);
+}
+
+TEST_CASE("concurrency: direct reduce: a missing rank ends the wait at its deadline, an abort sooner", "[direct]") {
+  const ReduceOp op = builtin_op("sum", DType::int32);
+  SECTION("deadline") {
+    HeapArena arena;
+    DirectReduce reducer(arena, DirectReduce::create_shared(arena, 3), 3, nullptr);
+    DirectRank me{0, 0, -1};
+    WaitPolicy policy;
+    policy.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    policy.timeout_message = [&] { return "waiting for rank " + std::to_string(me.waiting_for); };
+    int v = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(
+        reducer.allreduce(me, reinterpret_cast<const std::byte*>(&v), reinterpret_cast<std::byte*>(&v), 1, &op, policy),
+        "waiting for rank 1");
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  }
+  SECTION("abort") {
+    std::atomic<bool> aborted{false};
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto errors = on_ranks(2, [&](int r, DirectReduce& reducer) {
+      if (r == 1) {  // never calls; aborts the "team" instead
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        aborted = true;
+        return;
+      }
+      DirectRank me{r, 0, -1};
+      WaitPolicy policy = patient();
+      policy.check = [&] {
+        if (aborted) throw LinkAborted{};
+      };
+      int v = 1;
+      reducer.allreduce(me, reinterpret_cast<const std::byte*>(&v), reinterpret_cast<std::byte*>(&v), 1, &op, policy);
+    });
+    REQUIRE(errors[0]);
+    CHECK_THROWS_AS(std::rethrow_exception(errors[0]), LinkAborted);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  }
+}

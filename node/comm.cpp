@@ -182,6 +182,7 @@ struct Comm::Impl {
   int rank;
   LinkRank link;
   DirectRank direct;
+  WaitPolicy direct_policy;  // see direct_wait_policy
   std::int64_t calls = 0;
   Picos last_time = 0;
   std::vector<std::unique_ptr<Entry>> cache;
@@ -198,6 +199,7 @@ struct Comm::Impl {
   Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
     direct.rank = r;
+    if (t->direct) direct_policy = direct_wait_policy();
     link.clock = RankClock(t->options.model.ports());
     if (!t->options.virtual_clock) {
       // A stage for eager sends (link_engine.cpp, try_post): messages up to
@@ -349,6 +351,22 @@ struct Comm::Impl {
            algorithm_name(team->options, c) == default_algorithm_name(c);
   }
 
+  // How the direct reduce waits: made once, so that a call allocates
+  // nothing; run_direct renews the deadline when the team has a timeout.
+  WaitPolicy direct_wait_policy() {
+    const TeamOptions& o = team->options;
+    WaitPolicy p = team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [this] {
+      const LinkEngine& engine = *team->engine;
+      return engine.config().layout.describe(rank) + ", direct reduce of call " + std::to_string(link.round) + " (" +
+             std::string(link.activity) + "): waiting for rank " + std::to_string(direct.waiting_for) +
+             " to post its vector" + engine.peer_state(link, direct.waiting_for);
+    });
+    p.check = [engine = team->engine.get()] {
+      if (engine->aborted()) throw LinkAborted{};
+    };
+    return p;
+  }
+
   // An allreduce (or, without an operator, a barrier) through the direct
   // reduce; failures as run()'s.
   void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
@@ -358,18 +376,10 @@ struct Comm::Impl {
     link.activity = to_string(c);
     link.step = 0;
     engine.publish_start(link);  // for peers' wait messages (LinkEngine::peer_state)
-    const TeamOptions& o = team->options;
-    WaitPolicy policy = team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [&] {
-      return engine.config().layout.describe(rank) + ", direct reduce of call " + std::to_string(link.round) + " (" +
-             std::string(link.activity) + "): waiting for rank " + std::to_string(direct.waiting_for) +
-             " to post its vector" + engine.peer_state(link, direct.waiting_for);
-    });
-    policy.check = [&engine] {
-      if (engine.aborted()) throw LinkAborted{};
-    };
+    if (team->options.wait_timeout) direct_policy.deadline = Clock::now() + *team->options.wait_timeout;
     try {
       team->direct->allreduce(direct, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, op,
-                              policy);
+                              direct_policy);
     } catch (...) {
       // Timed out or the operator threw here (every other rank then learns
       // it from the engine), or aborted by another rank.

@@ -8,16 +8,19 @@
 
 namespace copse {
 
+namespace {
+constexpr std::size_t kBuffers = 2;  // call n uses buffer n % 2 (see the header)
+}  // namespace
+
 // A rank's word: the last call it has posted (its slot holds that call's
 // vector), on a cache line of its own that its peers poll.
 struct alignas(64) DirectReduce::Slot {
   std::atomic<std::uint32_t> posted{0};
   std::atomic<std::uint32_t> sleepers{0};
+  // The size of the vector in each buffer, written before `posted` (and,
+  // like the buffer, not rewritten while a peer may read it).
+  std::uint64_t bytes[kBuffers] = {0, 0};
 };
-
-namespace {
-constexpr std::size_t kBuffers = 2;  // call n uses buffer n % 2 (see the header)
-}  // namespace
 
 Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
   if (ranks < 1 || ranks > kMaxRanks)
@@ -51,6 +54,7 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
   const std::uint32_t call = ++me.calls;
   Slot& mine = slots_[me.rank];
   if (bytes > 0) std::memcpy(data(me.rank, call), send, bytes);
+  mine.bytes[call % kBuffers] = bytes;
   mine.posted.store(call, std::memory_order_release);
   wake_all(mine.posted, scope_, &mine.sleepers);
 
@@ -60,11 +64,16 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
     if (q == me.rank) continue;
     Slot& peer = slots_[q];
     std::uint32_t seen = peer.posted.load(std::memory_order_acquire);
-    if (static_cast<std::int32_t>(seen - call) >= 0) continue;
-    me.waiting_for = q;
-    while (static_cast<std::int32_t>(seen - call) < 0)
-      seen = wait_while_equal(peer.posted, seen, policy, scope_, &peer.sleepers, spin_);
-    me.waiting_for = -1;
+    if (static_cast<std::int32_t>(seen - call) < 0) {
+      me.waiting_for = q;
+      while (static_cast<std::int32_t>(seen - call) < 0)
+        seen = wait_while_equal(peer.posted, seen, policy, scope_, &peer.sleepers, spin_);
+      me.waiting_for = -1;
+    }
+    if (peer.bytes[call % kBuffers] != bytes)
+      throw ScheduleError("size mismatch in direct reduce " + std::to_string(call) + ": rank " + std::to_string(q) +
+                          " reduces " + std::to_string(peer.bytes[call % kBuffers]) + " bytes, rank " +
+                          std::to_string(me.rank) + " reduces " + std::to_string(bytes));
   }
   if (bytes == 0) return;
 

@@ -159,6 +159,22 @@ TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", 
   for (const auto& e : errors) CHECK(message_of(e) == "");
 }
 
+TEST_CASE("concurrency: direct reduce: ranks reducing different sizes fail, naming both", "[direct]") {
+  const ReduceOp op = builtin_op("sum", DType::int32);
+  const auto errors = on_ranks(2, [&](int r, DirectReduce& reducer) {
+    DirectRank me{r, 0, -1};
+    std::vector<int> v(static_cast<std::size_t>(2 + r), 1);
+    reducer.allreduce(me, reinterpret_cast<const std::byte*>(v.data()), reinterpret_cast<std::byte*>(v.data()),
+                      v.size(), &op, patient());
+  });
+  for (const auto& e : errors) {
+    REQUIRE(e);
+    CHECK_THROWS_AS(std::rethrow_exception(e), ScheduleError);
+    CHECK_THAT(message_of(e), Catch::Contains("size mismatch") && Catch::Contains("rank 0") &&
+                                  Catch::Contains("rank 1") && Catch::Contains("8") && Catch::Contains("12"));
+  }
+}
+
 TEST_CASE("direct reduce: refuses what does not fit", "[direct]") {
   CHECK(DirectReduce::fits(1, 0));
   CHECK(DirectReduce::fits(DirectReduce::kMaxRanks, DirectReduce::kSlotBytes));

@@ -442,7 +442,7 @@ constexpr std::array kKeys = {
            [](const Options& o) -> ConfigValue { return o.mpi.stats; }},
     KeyDef{{"mpi.cma", "COPSE_MPI_CMA", "auto|on|off",
             "processes of a node read large messages straight from each other's memory (Linux cross-memory "
-            "attach): auto where the kernel allows it and its copy is no slower than two memcpys; on: wherever "
+            "attach): auto where the kernel allows it and its copy costs at most 1.5 memcpys; on: wherever "
             "it allows it; off: through the node's segment"},
            [](Options& o, const Raw& r) { o.mpi.cma = read_cma(r); },
            [](const Options& o) -> ConfigValue {

@@ -966,10 +966,12 @@ void TeamState::open_segment() {
 // collective runs in depend on it and every process must cut the same ones.
 // Automatic: each process also times reading 1 MiB of its next node peer's
 // memory against copying 1 MiB itself, and refuses the read where it costs
-// more than the two copies through the window it would replace. (Measured
-// on a 2-core AMD EPYC virtual machine: 75 us against 2 x 19 us, and an
-// allreduce of 1 MiB twice as slow with it.) A refusal is no error: the
-// window serves, and the note says why.
+// more than 1.5 copies: it replaces the window's two, but the sender's copy
+// into its stage often runs in parallel with the receiver's work (in an
+// exchange, on the other core), so the break-even lies between one copy and
+// two. (Measured on a 2-core AMD EPYC virtual machine: 75 us against 19 us,
+// and an allreduce of 1 MiB twice as slow with it.) A refusal is no error:
+// the window serves, and the note says why.
 void TeamState::probe_cross_memory_attach() {
   using Attach = CommOptions::Attach;
   const auto me = static_cast<std::int64_t>(getpid());
@@ -1007,21 +1009,25 @@ void TeamState::probe_cross_memory_attach() {
     std::vector<std::byte> to(kProbeSampleBytes, std::byte{0});
     using Micros = std::chrono::duration<double, std::micro>;
     double read = 1e30, copy = 1e30;  // the best of a few, as a warm run would see
-    for (int rep = 0; rep < 5; ++rep) {
+    bool failed = false;
+    for (int rep = 0; rep < 5 && !failed; ++rep) {
       auto t0 = Clock::now();
-      if (cross_memory_read(pid, from, to.data(), to.size()) != 0) read = 1e30;
-      read = std::min(read, Micros(Clock::now() - t0).count());
+      failed = cross_memory_read(pid, from, to.data(), to.size()) != 0;
+      read = failed ? 1e30 : std::min(read, Micros(Clock::now() - t0).count());
       t0 = Clock::now();
       std::memcpy(to.data(), sample.data(), to.size());
       asm volatile("" : : "r"(to.data()) : "memory");  // the copy is used
       copy = std::min(copy, Micros(Clock::now() - t0).count());
     }
-    if (read > 2 * copy) {
+    if (failed) {
       ok = 0;
-      char text[200];
+      cma_note = "off: process " + std::to_string(process) + " failed to read 1 MiB of a node peer by process_vm_readv";
+    } else if (read > 1.5 * copy) {
+      ok = 0;
+      char text[256];
       std::snprintf(text, sizeof text,
-                    "off: process_vm_readv read 1 MiB in %.0f us on process %d, slower than the two copies through "
-                    "the window it would replace (2 x %.0f us)",
+                    "off: process_vm_readv read 1 MiB in %.0f us on process %d, more than 1.5 times the %.0f us of "
+                    "a local copy (the window's two copies, one often made in parallel by the sender)",
                     read, process, copy);
       cma_note = text;
     }

@@ -98,9 +98,9 @@ struct CommOptions {
   // every process of the communicator able to read its node peers' memory
   // (the kernel may forbid it: Yama's ptrace_scope, containers, other
   // users). `automatic`: there, and only if the probe also finds the
-  // kernel's copy of 1 MiB no slower than the two copies through the window
-  // it replaces (on some virtual machines it is several times slower than a
-  // memcpy). `off`: every message goes through the window.
+  // kernel's copy of 1 MiB taking at most 1.5 times a local memcpy (it
+  // replaces the window's two copies, one often made in parallel by the
+  // sender; on some virtual machines it is several times slower). `off`: every message goes through the window.
   // Team::cross_memory_attach says which, and why not.
   enum class Attach { automatic, on, off };
   Attach cross_memory_attach = Attach::automatic;

@@ -395,15 +395,26 @@ TEST_CASE("concurrency: processes with staged sends read large messages by cross
   CHECK(attached > 0);
 }
 
-TEST_CASE("concurrency: processes: an attached send whose receiver never comes times out, not hangs",
-          "[arena][processes][cma]") {
+namespace {
+
+// Two processes exchanging halves of 100000 int32 (200 KB each, attached)
+// in Rabenseifner's first step, with a wait timeout of `timeout`.
+Case attached_exchange(std::chrono::milliseconds timeout) {
   Case cs;
   cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
   cs.op = builtin_op("sum", DType::int32);
   cs.shape = Shape{2, 100000, 1, 0};
   cs.link = staged_config(2, true, 4096);
-  cs.link.wait_timeout = std::chrono::milliseconds(300);
+  cs.link.wait_timeout = timeout;
   cs.stage_bytes = 8192;
+  return cs;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: processes: an attached send whose receiver never comes times out, not hangs",
+          "[arena][processes][cma]") {
+  Case cs = attached_exchange(std::chrono::milliseconds(300));
   cs.absent_rank = 1;
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome out = run_processes(cs, std::chrono::seconds(30));
@@ -418,13 +429,7 @@ TEST_CASE("concurrency: processes: reading an attached send of a process that is
   // Rank 0 posts its first send (200 KB, attached) and exits; rank 1 reads
   // it once rank 0's process has been reaped: process_vm_readv fails (ESRCH),
   // and rank 1 fails with a SystemError instead of waiting.
-  Case cs;
-  cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
-  cs.op = builtin_op("sum", DType::int32);
-  cs.shape = Shape{2, 100000, 1, 0};
-  cs.link = staged_config(2, true, 4096);
-  cs.link.wait_timeout = std::chrono::milliseconds(5000);
-  cs.stage_bytes = 8192;
+  Case cs = attached_exchange(std::chrono::milliseconds(5000));
   cs.sender_dies = true;
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome out = run_processes(cs, std::chrono::seconds(30));

@@ -185,9 +185,6 @@ class LinkEngine final : public Link {
   // How this engine's waits spin (null: wait.cpp's default), for waits on
   // other words of the same ranks (intranode/direct_reduce.hpp).
   const SpinPolicy* spin_policy() const { return spin(); }
-  // How this engine's waits spin (null: wait.cpp's default), for waits on
-  // other words of the same ranks (intranode/direct_reduce.hpp).
-  const SpinPolicy* spin_policy() const { return spin(); }
   // Bytes this process's ranks have read from other processes by
   // cross-memory attach (LinkConfig::cross_memory_attach), so far.
   std::uint64_t attached_bytes() const { return attached_bytes_.load(std::memory_order_relaxed); }

@@ -6,7 +6,8 @@
 #                               collective not served, when K is given): its
 #                               own result checks, then its COPSE_MPI_STATS
 #                               lines against the calls it expected copse to
-#                               serve and to pass
+#                               serve and to pass (one node: with
+#                               COPSE_MPI_CMA=on, and bytes read so)
 #   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
 #                               stats: the Fortran bindings' calls were served
 #   run.sh c-api NP             tests/pmpi/c_api.c, linked with libcopse_mpi.so
@@ -62,11 +63,13 @@ preloaded() {
 
 # The stats lines: one per rank 0..NP-1, each of size NP; then, per rank,
 # served and passed equal to the expectation (a file of lines, or one object
-# that holds for every rank).
+# that holds for every rank). With COPSE_MPI_CMA=on and NP > 1, also that
+# every rank read bytes of its node peers by cross-memory attach, unless the
+# kernel refused it (the note names process_vm_readv).
 check_stats() {
-  python3 - "$tmp/stats.jsonl" "$np" "$1" <<'EOF'
+  python3 - "$tmp/stats.jsonl" "$np" "$1" "${COPSE_MPI_CMA:-}" <<'EOF'
 import json, sys
-stats_path, np, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+stats_path, np, expected, cma = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 lines = [json.loads(l) for l in open(stats_path)]
 bad = []
 if sorted(l["rank"] for l in lines) != list(range(np)):
@@ -82,6 +85,11 @@ for l in lines:
     for kind in ("served", "passed"):
         if e is None or l[kind] != e[kind]:
             bad.append(f"rank {l['rank']} {kind}: {l[kind]}, expected {e and e[kind]}")
+    c = l["cma"]
+    if cma == "on" and np > 1 and not (c["teams"] >= 1 and c["bytes"] > 0) and "process_vm_readv" not in c["note"]:
+        bad.append(f"rank {l['rank']} cma: {c}, expected bytes read by cross-memory attach (or the kernel's refusal)")
+    if cma == "on" and "process_vm_readv" in c["note"]:
+        print(f"note: rank {l['rank']}: no cross-memory attach here ({c['note']})")
 for b in bad:
     print("FAIL", b)
 if not bad:
@@ -99,6 +107,10 @@ case "$what" in
       export COPSE_HIERARCHY_RANKS_PER_NODE=$k
       export COPSE_MPI_SERVE=allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block
       extra=(--not-served reduce_scatter)
+    else
+      # One node: large messages by cross-memory attach wherever the kernel
+      # allows it, whether or not it pays here (auto may decline it).
+      export COPSE_MPI_CMA=on
     fi
     preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) "${extra[@]}" ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }

@@ -27,10 +27,14 @@ Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
     throw UsageError("the direct reduce serves 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
                      std::to_string(ranks));
   const auto p = static_cast<std::size_t>(ranks);
-  const Arena::Offset at = arena.allocate(p * (sizeof(Slot) + kBuffers * kSlotBytes), 64);
+  const Arena::Offset at = arena.allocate(shared_bytes(ranks), 64);
   std::byte* base = arena.address(at);
   for (std::size_t r = 0; r < p; ++r) new (base + r * sizeof(Slot)) Slot{};
   return at;
+}
+
+std::size_t DirectReduce::shared_bytes(int ranks) {
+  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kSlotBytes);
 }
 
 DirectReduce::DirectReduce(Arena& arena, Arena::Offset shared, int ranks, const SpinPolicy* spin)
@@ -66,14 +70,19 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
     std::uint32_t seen = peer.posted.load(std::memory_order_acquire);
     if (static_cast<std::int32_t>(seen - call) < 0) {
       me.waiting_for = q;
+      me.wait_started = std::chrono::steady_clock::now();
       while (static_cast<std::int32_t>(seen - call) < 0)
         seen = wait_while_equal(peer.posted, seen, policy, scope_, &peer.sleepers, spin_);
       me.waiting_for = -1;
     }
-    if (peer.bytes[call % kBuffers] != bytes)
+    if (peer.bytes[call % kBuffers] != bytes) {
+      auto size = [eb](std::uint64_t b) {
+        return eb > 0 && b % eb == 0 ? std::to_string(b / eb) + " elements" : std::to_string(b) + " bytes";
+      };
       throw ScheduleError("size mismatch in direct reduce " + std::to_string(call) + ": rank " + std::to_string(q) +
-                          " reduces " + std::to_string(peer.bytes[call % kBuffers]) + " bytes, rank " +
-                          std::to_string(me.rank) + " reduces " + std::to_string(bytes));
+                          " reduces " + size(peer.bytes[call % kBuffers]) + ", rank " + std::to_string(me.rank) +
+                          " reduces " + size(bytes));
+    }
   }
   if (bytes == 0) return;
 

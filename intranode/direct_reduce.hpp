@@ -27,6 +27,7 @@
 // only after it has finished reading call n. So nobody overwrites a buffer a
 // peer may still be reading, and a post never waits for readers.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,11 +38,12 @@
 namespace copse {
 
 // One rank's private side: its call count and, while it waits, whom for
-// (for the wait's messages).
+// and since when (for the wait's messages).
 struct DirectRank {
   int rank = 0;
   std::uint32_t calls = 0;
   int waiting_for = -1;
+  std::chrono::steady_clock::time_point wait_started;
 };
 
 class DirectReduce {
@@ -57,7 +59,9 @@ class DirectReduce {
   static bool fits(int ranks, std::size_t bytes) { return ranks >= 1 && ranks <= kMaxRanks && bytes <= kSlotBytes; }
 
   // Places the slots of `ranks` ranks in `arena`; returns their offset.
+  // They take at most shared_bytes(ranks) of it.
   static Arena::Offset create_shared(Arena& arena, int ranks);
+  static std::size_t shared_bytes(int ranks);
 
   // Attaches to slots made by create_shared. Waits spin under `spin` (null:
   // wait.cpp's default), as the node's link engine does.

@@ -15,6 +15,7 @@
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
+#include "node/team_direct.hpp"
 #include "node/team_plan.hpp"
 #include "node/team_wait.hpp"
 
@@ -181,8 +182,7 @@ struct Comm::Impl {
   TeamState* team;
   int rank;
   LinkRank link;
-  DirectRank direct;
-  WaitPolicy direct_policy;  // see direct_wait_policy
+  std::optional<TeamDirectReduce> direct;  // when the team has a direct reduce
   std::int64_t calls = 0;
   Picos last_time = 0;
   std::vector<std::unique_ptr<Entry>> cache;
@@ -198,8 +198,9 @@ struct Comm::Impl {
 
   Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
-    direct.rank = r;
-    if (t->direct) direct_policy = direct_wait_policy();
+    if (t->direct)
+      direct.emplace(*t->engine, *t->direct, link, t->options.wait_timeout, t->options.wait_report,
+                     wait_reporter(t->options.on_wait_report));
     link.clock = RankClock(t->options.model.ports());
     if (!t->options.virtual_clock) {
       // A stage for eager sends (link_engine.cpp, try_post): messages up to
@@ -351,42 +352,16 @@ struct Comm::Impl {
            algorithm_name(team->options, c) == default_algorithm_name(c);
   }
 
-  // How the direct reduce waits: made once, so that a call allocates
-  // nothing; run_direct renews the deadline when the team has a timeout.
-  WaitPolicy direct_wait_policy() {
-    const TeamOptions& o = team->options;
-    WaitPolicy p = team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [this] {
-      const LinkEngine& engine = *team->engine;
-      return engine.config().layout.describe(rank) + ", direct reduce of call " + std::to_string(link.round) + " (" +
-             std::string(link.activity) + "): waiting for rank " + std::to_string(direct.waiting_for) +
-             " to post its vector" + engine.peer_state(link, direct.waiting_for);
-    });
-    p.check = [engine = team->engine.get()] {
-      if (engine->aborted()) throw LinkAborted{};
-    };
-    return p;
-  }
-
   // An allreduce (or, without an operator, a barrier) through the direct
   // reduce; failures as run()'s.
   void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
-    LinkEngine& engine = *team->engine;
-    if (engine.aborted()) team->rethrow_failure();
+    if (team->engine->aborted()) team->rethrow_failure();
     link.round = calls++;
-    link.activity = to_string(c);
-    link.step = 0;
-    engine.publish_start(link);  // for peers' wait messages (LinkEngine::peer_state)
-    if (team->options.wait_timeout) direct_policy.deadline = Clock::now() + *team->options.wait_timeout;
     try {
-      team->direct->allreduce(direct, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, op,
-                              direct_policy);
+      direct->run(c, send, recv, count, op);
     } catch (...) {
-      // Timed out or the operator threw here (every other rank then learns
-      // it from the engine), or aborted by another rank.
-      if (!engine.aborted()) engine.fail(std::current_exception());
       team->rethrow_failure();
     }
-    engine.publish_done(link);
     last_time = 0;
     monitor.returned(now(), c == Collective::allreduce);
   }

@@ -26,9 +26,11 @@
 #include "internode/registry.hpp"
 #include "internode/simulator.hpp"
 #include "intranode/arena.hpp"
+#include "intranode/direct_reduce.hpp"
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
+#include "node/team_direct.hpp"
 #include "node/team_plan.hpp"
 #include "node/team_wait.hpp"
 
@@ -219,6 +221,7 @@ struct SegmentRoot {
   Arena::Offset link = 0;
   Arena::Offset windows = 0;  // the node's i-th rank's window at windows + i * window_stride
   std::uint64_t window_stride = 0;
+  Arena::Offset direct = 0;  // the direct reduce's slots (see TeamState::direct), if any
 };
 
 // Per process, as every process learns it in one allgather.
@@ -343,6 +346,10 @@ struct TeamState {
   std::map<int, std::unique_ptr<ProcessWatch>> watches;  // other processes of this node
   std::vector<int> pid_of;                               // per process
   std::unique_ptr<LinkEngine> engine;
+  // A communicator on one node: small allreduces and barriers in one round
+  // through slots in the segment (intranode/direct_reduce.hpp), as the
+  // thread Team does; null otherwise.
+  std::unique_ptr<DirectReduce> direct;
   std::byte* windows = nullptr;
   std::size_t window_stride = 0;
   bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
@@ -398,6 +405,7 @@ struct Comm::Impl {
   TeamState* team;
   int rank;
   LinkRank link;
+  std::optional<TeamDirectReduce> direct;  // when the team has a direct reduce
   MpiLink mpi;
   std::byte* window;        // in the node's segment: this rank's stage (LinkConfig::staged_sends)
   std::size_t piece_bytes;  // pieces keep every vector within this: half a window, or kAttachedPieceBytes
@@ -434,6 +442,9 @@ struct Comm::Impl {
     }
     monitor.returned(now(), false);
     link.rank = r;
+    if (t->direct)
+      direct.emplace(*t->engine, *t->direct, link, t->options.wait_timeout, t->options.wait_report,
+                     wait_reporter(t->options.on_wait_report));
     link.stage = window;
     link.stage_bytes = t->window_stride;
     link.remote = &mpi;
@@ -565,6 +576,27 @@ struct Comm::Impl {
       team->rethrow_failure();
     }
     monitor.returned(now(), false);  // a computation phase begins (an allreduce also counts its call)
+  }
+
+  // Whether collective `c` of `bytes` runs through the direct reduce: it
+  // must exist and fit, and the configuration must leave the choice to the
+  // selection (an algorithm named in the options runs as a schedule).
+  bool direct_fits(Collective c, std::size_t bytes) const {
+    return team->direct && !team->arrival_aware && DirectReduce::fits(team->ranks, bytes) &&
+           algorithm_name(team->options, c) == default_algorithm_name(c);
+  }
+
+  // An allreduce (or, without an operator, a barrier) through the direct
+  // reduce; failures as run()'s.
+  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
+    if (team->engine->aborted()) team->rethrow_failure();
+    link.round = calls++;
+    try {
+      direct->run(c, send, recv, count, op);
+    } catch (...) {
+      team->rethrow_failure();
+    }
+    monitor.returned(now(), false);
   }
 
   // Fails the whole team with `error` (recorded, every rank aborted), then throws it.
@@ -906,6 +938,9 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.on_failure = [this](std::exception_ptr e) { record_failure(std::move(e)); };
   const auto* root = arena->at<SegmentRoot>(arena->root());
   engine = std::make_unique<LinkEngine>(*arena, root->link, std::move(link));
+  if (root->direct != 0)
+    direct = std::make_unique<DirectReduce>(*arena, root->direct, static_cast<int>(node_members.size()),
+                                            engine->spin_policy());
 }
 
 // The node's segment: the leader creates it (every page reserved, mode
@@ -925,8 +960,10 @@ void TeamState::open_segment() {
     try {
       std::snprintf(name, sizeof name, "/copse-%d-%llu", static_cast<int>(getpid()),
                     static_cast<unsigned long long>(serial++));
-      const std::size_t bytes =
-          4096 + sizeof(SegmentRoot) + sizeof(NodeShared) + 1024 * (local + 1) + local * window_stride + 4096;
+      const bool one_node = layout.nodes() == 1 && DirectReduce::fits(static_cast<int>(local), 0);
+      const std::size_t bytes = 4096 + sizeof(SegmentRoot) + sizeof(NodeShared) + 1024 * (local + 1) +
+                                local * window_stride + 4096 +
+                                (one_node ? DirectReduce::shared_bytes(static_cast<int>(local)) + 64 : 0);
       arena = std::make_unique<ShmArena>(ShmArena::Create{}, name, bytes);
       const Arena::Offset root_at = arena->allocate(sizeof(SegmentRoot), 64);
       auto* root = new (arena->address(root_at)) SegmentRoot{};
@@ -935,6 +972,7 @@ void TeamState::open_segment() {
       root->link = LinkEngine::create_shared(*arena, static_cast<int>(local));
       root->windows = arena->allocate(local * window_stride, 4096);
       root->window_stride = window_stride;
+      if (one_node) root->direct = DirectReduce::create_shared(*arena, static_cast<int>(local));
       arena->set_root(root_at);
     } catch (...) {
       failure = std::current_exception();
@@ -1154,6 +1192,11 @@ void in_pieces(std::uint64_t count, std::uint64_t piece, Body&& body) {
 void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   Impl& m = *impl_;
   const std::size_t eb = op.element_bytes;
+  if (m.direct_fits(Collective::allreduce, count * eb)) {
+    m.run_direct(Collective::allreduce, send, recv, count, &op);
+    m.monitor.returned(m.now(), true);
+    return;
+  }
   const std::byte* in = send == recv ? bytes_of(recv) : bytes_of(send);
   const AlgorithmInfo* forced = nullptr;
   const ArrivalKey* key = nullptr;
@@ -1216,6 +1259,7 @@ void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
 void Comm::barrier() {
   // One element of zero bytes: the schedule's messages carry no data.
   Impl& m = *impl_;
+  if (m.direct_fits(Collective::barrier, 0)) return m.run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr);
   auto& e = m.entry(Collective::barrier, 1, 1, DType::uint8, 0, nullptr, 0);
   m.run(e.steps, m.work_vector(0), Impl::data_op(DType::uint8, 0), Collective::barrier);
 }

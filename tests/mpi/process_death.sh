@@ -12,14 +12,22 @@
 # and what is checked is copse's own detection. (mpirun still ends the job
 # when the first survivor leaves without MPI_Finalize, so survivors wait a
 # little before they leave; mpirun's own exit status is not checked.)
-#   tests/mpi/process_death.sh PATH/TO/copse_mpi_tests
+#
+# With `direct`: copse_mpi_tests death-direct, np 3 on one node, where the
+# allreduce is small enough for the direct reduce (its waits must notice the
+# death as the link engine's do).
+#   tests/mpi/process_death.sh PATH/TO/copse_mpi_tests [direct]
 set -uo pipefail
 program=$1
+mode=death np=4 survivors="0 2 3"
+if [[ "${2:-}" == direct ]]; then
+  mode=death-direct np=3 survivors="0 2"
+fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-timeout 60 mpirun -np 4 --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 \
-  --mca orte_abort_on_non_zero_status 0 "$program" death >"$out" 2>&1
+timeout 60 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 \
+  --mca orte_abort_on_non_zero_status 0 "$program" "$mode" >"$out" 2>&1
 bad=0
 fail() {
   echo "process_death: $*"
@@ -27,7 +35,7 @@ fail() {
 }
 dead_pid=$(sed -n 's/^copse-death: pid \([0-9]*\) is MPI rank 1$/\1/p' "$out")
 [[ -n "$dead_pid" ]] || fail "rank 1 never said its pid"
-for rank in 0 2 3; do
+for rank in $survivors; do
   line=$(grep "^copse-death: MPI rank $rank " "$out")
   if [[ -z "$line" ]]; then
     fail "MPI rank $rank said nothing"

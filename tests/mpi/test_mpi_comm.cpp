@@ -21,8 +21,9 @@
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
 //       locking paths run); every thread runs the matrix on its own Comm,
 //       and edge() with PRR and copse rank 1 late.
-//   copse_mpi_tests death
-//       np 4, virtual nodes of 3: process 1 is killed while it waits in an
+//   copse_mpi_tests death | death-direct
+//       np 4, virtual nodes of 3 (death-direct: np 3, one node, a vector
+//       the direct reduce takes): process 1 is killed while it waits in an
 //       allreduce; every other process must fail with an error naming it
 //       (tests/mpi/process_death.sh checks what they print).
 //
@@ -48,10 +49,12 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
+#include "intranode/direct_reduce.hpp"
 #include "node/mpi_comm.hpp"
 
 // Not `using namespace copse`: copse::Comm (threads) would clash with copse::mpi::Comm.
 using copse::builtin_op;
+using copse::DirectReduce;
 using copse::DType;
 using copse::Error;
 using copse::ErrorKind;
@@ -338,14 +341,17 @@ void check_bitwise(Comm& c) {
 }
 
 // The same shapes again hit the cache; more shapes than it holds evict.
+// (Vectors past the direct reduce's slots: smaller ones on one node are
+// not schedules, and plan nothing.)
 void check_plan_cache(Comm& c) {
   guarded(c, "plan cache", [&] {
     const ReduceOp op = builtin_op("sum", DType::int32);
+    const std::uint64_t first = DirectReduce::kSlotBytes / sizeof(std::int32_t) + 1;
     for (int round = 0; round < 2; ++round)
-      for (std::uint64_t n = 1; n <= 10; ++n) check_allreduce(c, op, n, false);
+      for (std::uint64_t n = first; n < first + 10; ++n) check_allreduce(c, op, n, false);
     expect(c.cached_plans() == 4,
            where(c, "the plan cache holds " + std::to_string(c.cached_plans()) + " shapes, not 4"));
-    check_allreduce(c, op, 10, true);
+    check_allreduce(c, op, first + 9, true);
     expect(c.cached_plans() == 4, where(c, "a cached shape changed the cache's size"));
   });
 }
@@ -666,14 +672,16 @@ void run_hybrid(const Args& a) {
 // in pieces, and the peer that comes to read process 1's posted part finds
 // its process gone.) Node 0 is processes 0-2, node 1 process 3. Every other
 // process prints how it failed, one line each, for process_death.sh.
-void run_death(const Args&) {
+// `direct`: one node, and an allreduce small enough for the direct reduce
+// (death-direct); else virtual nodes of 3 and one that runs in pieces.
+void run_death(const Args&, bool direct) {
   CommOptions o;
-  o.ranks_per_node = 3;
+  o.ranks_per_node = direct ? 0 : 3;
   o.window_bytes = 64 << 10;  // pieces of 32 KiB: the allreduce below runs in 13
   Team team(MPI_COMM_WORLD, o);
   Comm& c = team.comm();
   const ReduceOp op = builtin_op("sum", DType::int32);
-  const std::uint64_t n = 100000;
+  const std::uint64_t n = direct ? 100 : 100000;
   Bytes x = input(op, c.rank(), n);
   c.allreduce(x.data(), x.data(), n, op);  // everyone is set up and has planned
   std::printf("copse-death: pid %d is MPI rank %d\n", static_cast<int>(getpid()), g_world);
@@ -685,6 +693,9 @@ void run_death(const Args&) {
       raise(SIGKILL);
     }).detach();
   if (g_world == 2) std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // A direct reduce needs nothing of a peer once it has posted: rank 1 must
+  // die before it posts.
+  if (direct && g_world == 1) std::this_thread::sleep_for(std::chrono::seconds(10));
   const auto start = std::chrono::steady_clock::now();
   try {
     c.allreduce(x.data(), x.data(), n, op);
@@ -721,8 +732,10 @@ int main(int argc, char** argv) {
       run_all(a);
     else if (a.mode == "hybrid")
       run_hybrid(a);
+    else if (a.mode == "death-direct")
+      run_death(a, true);
     else if (a.mode == "death")
-      run_death(a);
+      run_death(a, false);
     else
       fail("unknown mode " + a.mode);
   } catch (const std::exception& e) {

@@ -138,7 +138,7 @@ case "$what" in
     # Each process that fails may say why before MPI_Abort ends the job:
     # at least one line, and every copse line names the call and the mismatch.
     said=$(grep -c '^copse: ' "$tmp/err")
-    named=$(grep -c '^copse: MPI_Allreduce failed on rank [0-9]* of its communicator: .*mismatched calls' "$tmp/err")
+    named=$(grep -cE '^copse: MPI_Allreduce failed on rank [0-9]* of its communicator: .*(mismatched calls|size mismatch)' "$tmp/err")
     if ((status == 0)) || ((said == 0 || said != named)) || grep -q 'returned under' "$tmp/err"; then
       echo "FAIL MPI_ERRORS_ARE_FATAL: exit $status, $said copse lines ($named as expected); stderr:"
       sed 's/^/  /' "$tmp/err"

@@ -1,0 +1,57 @@
+#include "node/team_direct.hpp"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, LinkRank& link,
+                                   std::optional<std::chrono::milliseconds> timeout,
+                                   std::chrono::milliseconds report_every, WaitReporter report)
+    : engine_(engine), reducer_(reducer), link_(link), timeout_(timeout) {
+  direct_.rank = link.rank;
+  auto describe = [this](const std::string& how) {
+    return engine_.config().layout.describe(link_.rank) + ", direct reduce of call " + std::to_string(link_.round) +
+           " (" + std::string(link_.activity) + "): " + how + " waiting for rank " +
+           std::to_string(direct_.waiting_for) + " to post its vector" + engine_.peer_state(link_, direct_.waiting_for);
+  };
+  policy_.timeout_message = [describe, ms = timeout.value_or(std::chrono::milliseconds(0)).count()] {
+    return describe("timed out after " + std::to_string(ms) + " ms");
+  };
+  if (report_every.count() > 0) {
+    policy_.report_every = report_every;
+    policy_.report = [this, describe, report = std::move(report)] {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - direct_.wait_started);
+      report(describe("still blocked after " + std::to_string(waited.count()) + " s"));
+    };
+  }
+  policy_.check = [this, describe] {
+    if (engine_.aborted()) throw LinkAborted{};
+    if (!engine_.config().peer_gone || direct_.waiting_for < 0) return;
+    const std::string why = engine_.config().peer_gone(direct_.waiting_for);
+    if (!why.empty())
+      throw SystemError(describe("gave up") + ": rank " + std::to_string(direct_.waiting_for) + ": " + why);
+  };
+}
+
+void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
+  link_.activity = to_string(c);
+  link_.step = 0;
+  engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
+  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+  try {
+    reducer_.allreduce(direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, op, policy_);
+  } catch (...) {
+    // Timed out, a size mismatch or the operator threw here (every other
+    // rank then learns it from the engine), or aborted by another rank.
+    if (!engine_.aborted()) engine_.fail(std::current_exception());
+    throw;
+  }
+  engine_.publish_done(link_);
+}
+
+}  // namespace copse

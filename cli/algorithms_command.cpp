@@ -91,7 +91,8 @@ int run_selection(const CostModel& model, bool json) {
   // Outside the simulation: what a team on one node runs instead (node/comm.cpp).
   const Json direct{{"collectives", {"allreduce", "barrier"}},
                     {"max_bytes", DirectReduce::kSlotBytes},
-                    {"max_ranks", DirectReduce::kMaxRanks}};
+                    {"max_ranks", DirectReduce::kMaxRanks},
+                    {"sliced_allreduce_from_bytes", DirectReduce::kSlicedFromBytes}};
   if (json) {
     std::cout << Json{{"model", model_summary(model)},
                       {"element_bytes", 1},
@@ -120,11 +121,14 @@ int run_selection(const CostModel& model, bool json) {
   for (std::uint64_t bytes : kGridSizes) header.push_back(format_bytes(bytes));
   print(header);
   for (const auto& line : table) print(line);
-  std::cout << "\nA thread team on one node without a virtual clock runs allreduce and barrier of at most "
+  std::cout << "\nA team on one node without a virtual clock runs allreduce and barrier of at most "
             << format_bytes(DirectReduce::kSlotBytes) << " among at most " << DirectReduce::kMaxRanks
             << " ranks through the direct shared-memory reduce instead\n"
-               "(every rank posts its vector in a slot and reduces all slots in rank order: one round; not a "
-               "schedule, so not simulated).\n";
+               "(every rank posts its vector in a slot and reduces all slots in rank order: one round), and a "
+               "thread team its allreduces from "
+            << format_bytes(DirectReduce::kSlicedFromBytes)
+            << " in slices\n(each rank reduces its 1/T slice straight from the others' vectors, then copies the "
+               "other slices); neither is a schedule, so neither is simulated.\n";
   return 0;
 }
 

@@ -18,8 +18,11 @@
 // and small teams only (fits(), kMaxRanks).
 //
 // It is not a schedule and keeps no virtual clock: the simulator and the
-// emulator never see it. A thread Team without a virtual clock runs its
-// small allreduces and its barriers here (node/comm.cpp).
+// emulator never see it. A Team on one node without a virtual clock runs
+// its small allreduces and its barriers here (node/comm.cpp,
+// node/mpi_comm.cpp), and a thread Team its large allreduces in slices
+// (allreduce_sliced: each rank reduces its 1/T slice straight from its
+// peers' vectors, then copies the other slices from theirs).
 //
 // Reuse without a wait (worked for T = 2): each rank has two data buffers
 // and call n uses buffer n % 2. Rank 0 may write call n + 2 into buffer
@@ -27,11 +30,13 @@
 // only after it has finished reading call n. So nobody overwrites a buffer a
 // peer may still be reading, and a post never waits for readers.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 
 #include "common/reduce_op.hpp"
+#include "common/schedule.hpp"
 #include "common/wait.hpp"
 #include "intranode/arena.hpp"
 
@@ -43,6 +48,7 @@ struct DirectRank {
   int rank = 0;
   std::uint32_t calls = 0;
   int waiting_for = -1;
+  const char* waiting_what = "";  // e.g. "to post its vector"
   std::chrono::steady_clock::time_point wait_started;
 };
 
@@ -57,6 +63,17 @@ class DirectReduce {
   // The largest team it serves: each rank reads every slot.
   static constexpr int kMaxRanks = 32;
   static bool fits(int ranks, std::size_t bytes) { return ranks >= 1 && ranks <= kMaxRanks && bytes <= kSlotBytes; }
+  // Vectors from this size on are reduced in slices (allreduce_sliced)
+  // where the ranks are threads of one process. Measured on 2 cores against
+  // the selected schedules (back-to-back float sums): level at T = 2 (the
+  // same bytes move either way); at T = 4 and 8 ahead from 128 KiB (128 KiB:
+  // 21 against 26-29 us at T = 4; 1 MiB: 93-109 against 110-122 us at T = 4,
+  // 215-218 against 319-327 us at T = 8; 16 MiB: 4.0 against 5.2-6.6 ms and
+  // 7.0-8.3 against 10.8-11.8 ms), mixed at 64 KiB.
+  static constexpr std::size_t kSlicedFromBytes = 128 << 10;
+  static bool slices(int ranks, std::size_t bytes) {
+    return ranks >= 1 && ranks <= kMaxRanks && bytes >= kSlicedFromBytes;
+  }
 
   // Places the slots of `ranks` ranks in `arena`; returns their offset.
   // They take at most shared_bytes(ranks) of it.
@@ -78,12 +95,31 @@ class DirectReduce {
   void allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp* op,
                  const WaitPolicy& policy);
 
+  // The same for a vector of any size among threads of one process (a
+  // HeapArena; UsageError otherwise), without copying it into the slots:
+  // each rank reduces its 1/T slice straight from its peers' send vectors
+  // into its receive vector (in rank order: bitwise the same result
+  // wherever it is read), then copies the other slices from its peers'
+  // receive vectors -- one read of every input and one of every result, as
+  // a reduce-scatter and allgather move at least, in three waits whatever T.
+  // The calls share the count with allreduce() and may alternate with it.
+  void allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp& op,
+                        const WaitPolicy& policy);
+
  private:
   struct Slot;
+  using Word = std::atomic<std::uint32_t> Slot::*;
   std::byte* data(int rank, std::uint32_t call) const;
+  void post(std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t call);
+  // Waits until every peer's `word` has reached `call`.
+  void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
+                 const WaitPolicy& policy);
+  // Every peer's post of `call`, of `bytes` as ours (else ScheduleError).
+  void await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb, const WaitPolicy& policy);
 
   int ranks_;
   FutexScope scope_;
+  bool one_process_;
   const SpinPolicy* spin_;
   Slot* slots_;
   std::byte* data_;

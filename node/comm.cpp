@@ -344,21 +344,25 @@ struct Comm::Impl {
     monitor.returned(now(), e.collective == Collective::allreduce);  // the next computation phase begins
   }
 
-  // Whether collective `c` of `bytes` runs through the team's direct reduce:
-  // it must exist and fit, and the configuration must leave the choice to
-  // the selection (an algorithm named in the options runs as a schedule).
-  bool direct_fits(Collective c, std::size_t bytes) const {
-    return team->direct && DirectReduce::fits(team->ranks, bytes) &&
+  // Whether collective `c` of `bytes` runs through the team's direct reduce
+  // (small vectors through its slots, large ones in slices: `sliced`): it
+  // must exist and take the size, and the configuration must leave the
+  // choice to the selection (an algorithm named in the options runs as a
+  // schedule).
+  bool direct_fits(Collective c, std::size_t bytes, bool sliced = false) const {
+    return team->direct &&
+           (sliced ? DirectReduce::slices(team->ranks, bytes) : DirectReduce::fits(team->ranks, bytes)) &&
            algorithm_name(team->options, c) == default_algorithm_name(c);
   }
 
   // An allreduce (or, without an operator, a barrier) through the direct
   // reduce; failures as run()'s.
-  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
+  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
+                  bool sliced = false) {
     if (team->engine->aborted()) team->rethrow_failure();
     link.round = calls++;
     try {
-      direct->run(c, send, recv, count, op);
+      direct->run(c, send, recv, count, op, sliced);
     } catch (...) {
       team->rethrow_failure();
     }
@@ -406,6 +410,9 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
     }
   } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes)) {
     me.run_direct(Collective::allreduce, send, recv, count, &op);
+    return;
+  } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes, true)) {
+    me.run_direct(Collective::allreduce, send, recv, count, &op, true);
     return;
   } else {
     e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);

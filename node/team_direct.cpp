@@ -16,7 +16,8 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
   auto describe = [this](const std::string& how) {
     return engine_.config().layout.describe(link_.rank) + ", direct reduce of call " + std::to_string(link_.round) +
            " (" + std::string(link_.activity) + "): " + how + " waiting for rank " +
-           std::to_string(direct_.waiting_for) + " to post its vector" + engine_.peer_state(link_, direct_.waiting_for);
+           std::to_string(direct_.waiting_for) + " " + direct_.waiting_what +
+           engine_.peer_state(link_, direct_.waiting_for);
   };
   policy_.timeout_message = [describe, ms = timeout.value_or(std::chrono::milliseconds(0)).count()] {
     return describe("timed out after " + std::to_string(ms) + " ms");
@@ -38,13 +39,19 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
   };
 }
 
-void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op) {
+void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
+                           bool sliced) {
   link_.activity = to_string(c);
   link_.step = 0;
   engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
   if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
   try {
-    reducer_.allreduce(direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, op, policy_);
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    if (sliced)
+      reducer_.allreduce_sliced(direct_, in, out, count, *op, policy_);
+    else
+      reducer_.allreduce(direct_, in, out, count, op, policy_);
   } catch (...) {
     // Timed out, a size mismatch or the operator threw here (every other
     // rank then learns it from the engine), or aborted by another rank.

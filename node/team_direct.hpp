@@ -34,9 +34,11 @@ class TeamDirectReduce {
   TeamDirectReduce& operator=(const TeamDirectReduce&) = delete;
 
   // One call of collective `c` (allreduce; barrier without an operator), as
-  // the run numbered link.round (the caller sets it). A failure here fails
-  // the engine, unless it is aborted already, and propagates.
-  void run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op);
+  // the run numbered link.round (the caller sets it); `sliced`: an
+  // allreduce through DirectReduce::allreduce_sliced (threads only). A
+  // failure here fails the engine, unless it is aborted already, and
+  // propagates.
+  void run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op, bool sliced = false);
 
  private:
   LinkEngine& engine_;

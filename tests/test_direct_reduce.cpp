@@ -2,12 +2,14 @@
 // gets the rank-order reduction, bitwise the same on every rank; repeated
 // calls reuse the slots safely; waits end on their deadline and on an abort.
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,10 +78,21 @@ Bytes float_reference(int p, std::size_t count, std::uint64_t seed) {
   return b;
 }
 
+// "" if equal, else where they differ (a short message for Catch, whose
+// own rendering of two large vectors takes minutes).
+std::string first_difference(const Bytes& got, const Bytes& want) {
+  if (got.size() != want.size()) return std::to_string(got.size()) + " bytes, expected " + std::to_string(want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) return "byte " + std::to_string(i) + " differs";
+  return "";
+}
+
 }  // namespace
 
-TEST_CASE("concurrency: direct reduce: rank-order results on every rank, p 1 to 32, every count that fits",
-          "[direct]") {
+TEST_CASE(
+    "concurrency: direct reduce: rank-order results on every rank, p 1 to 32, through the slots and in slices, "
+    "interleaved",
+    "[direct]") {
   const ReduceOp affine = builtin_op("affine", DType::uint32);  // not commutative; 8-byte elements
   const ReduceOp fsum = builtin_op("sum", DType::float32);
   const std::size_t max_affine = DirectReduce::kSlotBytes / affine.element_bytes;
@@ -88,20 +101,34 @@ TEST_CASE("concurrency: direct reduce: rank-order results on every rank, p 1 to 
     INFO("p = " << p);
     // Several rounds per shape: call n uses buffer n % 2, so repeated calls
     // check that no rank overwrites what a slower one still reads.
+    // Sliced calls: fewer elements than ranks (void slices), odd counts,
+    // and a large one, among the slot calls.
     struct Call {
       const ReduceOp* op;
       std::size_t count;
       bool in_place;
+      bool sliced;
     };
     std::vector<Call> calls;
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, max_affine})
-      for (bool in_place : {false, true}) calls.push_back({&affine, n, in_place});
+      for (bool in_place : {false, true}) calls.push_back({&affine, n, in_place, false});
     for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{33}, max_float})
-      for (bool in_place : {false, true}) calls.push_back({&fsum, n, in_place});
-    const int rounds = p > 8 ? 3 : 6;
+      for (bool in_place : {false, true}) calls.push_back({&fsum, n, in_place, false});
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001}})
+      for (bool in_place : {false, true}) {
+        calls.push_back({&affine, n, in_place, true});
+        calls.push_back({&fsum, n, in_place, true});
+      }
+    const std::size_t large = p <= 8 ? 40009 : 3001;  // past the 16 KiB chunk of an in-place slice
+    for (bool in_place : {false, true}) {
+      calls.push_back({&affine, large, in_place, true});
+      calls.push_back({&fsum, large, in_place, true});
+    }
+    const int rounds = p > 8 ? 2 : 4;
     std::vector<std::vector<Bytes>> got(static_cast<std::size_t>(p));  // per rank, per call and round
     const auto errors = on_ranks(p, [&](int r, DirectReduce& reducer) {
-      DirectRank me{r, 0, -1, {}};
+      DirectRank me;
+      me.rank = r;
       const WaitPolicy policy = patient();
       std::mt19937 jitter(static_cast<unsigned>(r));
       for (int round = 0; round < rounds; ++round)
@@ -112,13 +139,20 @@ TEST_CASE("concurrency: direct reduce: rank-order results on every rank, p 1 to 
           if (call.op == &affine && call.count > 0) fill_input(affine, r, call.count, in.data());
           Bytes out(in.size(), std::byte{0x5a});
           if (jitter() % 4 == 0) std::this_thread::yield();
+          const std::byte* send = in.data();
           if (call.in_place) {
             out = in;
-            reducer.allreduce(me, out.data(), out.data(), call.count, call.op, policy);
-          } else {
-            reducer.allreduce(me, in.data(), out.data(), call.count, call.op, policy);
+            send = out.data();
           }
-          got[static_cast<std::size_t>(r)].push_back(std::move(out));
+          if (call.sliced)
+            reducer.allreduce_sliced(me, send, out.data(), call.count, *call.op, policy);
+          else
+            reducer.allreduce(me, send, out.data(), call.count, call.op, policy);
+          got[static_cast<std::size_t>(r)].push_back(out);
+          // As a caller may at once: reuse both vectors. A peer still
+          // reading them would see this.
+          std::fill(out.begin(), out.end(), std::byte{0xa5});
+          std::fill(in.begin(), in.end(), std::byte{0xa5});
         }
       if (me.calls != static_cast<std::uint32_t>(rounds * static_cast<int>(calls.size())) || me.waiting_for != -1)
         throw std::logic_error("the rank's call count or wait record is off");
@@ -133,8 +167,8 @@ TEST_CASE("concurrency: direct reduce: rank-order results on every rank, p 1 to 
                                : float_reference(p, call.count, k * 100 + static_cast<std::size_t>(round));
         for (int r = 0; r < p; ++r) {
           INFO("rank " << r << ", round " << round << ", " << call.op->name << " of " << call.count << " elements"
-                       << (call.in_place ? ", in place" : ""));
-          CHECK(got[static_cast<std::size_t>(r)][index] == want);  // bitwise
+                       << (call.in_place ? ", in place" : "") << (call.sliced ? ", sliced" : ""));
+          CHECK(first_difference(got[static_cast<std::size_t>(r)][index], want) == "");  // bitwise
         }
       }
   }
@@ -146,7 +180,8 @@ TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", 
   // (Catch's assertions are not for threads: a rank throws what it saw.)
   std::atomic<int> entered{0};
   const auto errors = on_ranks(p, [&](int r, DirectReduce& reducer) {
-    DirectRank me{r, 0, -1, {}};
+    DirectRank me;
+    me.rank = r;
     const WaitPolicy policy = patient();
     for (int n = 1; n <= 50; ++n) {
       entered.fetch_add(1);
@@ -162,7 +197,8 @@ TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", 
 TEST_CASE("concurrency: direct reduce: ranks reducing different sizes fail, naming both", "[direct]") {
   const ReduceOp op = builtin_op("sum", DType::int32);
   const auto errors = on_ranks(2, [&](int r, DirectReduce& reducer) {
-    DirectRank me{r, 0, -1, {}};
+    DirectRank me;
+    me.rank = r;
     std::vector<int> v(static_cast<std::size_t>(2 + r), 1);
     reducer.allreduce(me, reinterpret_cast<const std::byte*>(v.data()), reinterpret_cast<std::byte*>(v.data()),
                       v.size(), &op, patient());
@@ -198,7 +234,7 @@ TEST_CASE("concurrency: direct reduce: a missing rank ends the wait at its deadl
   SECTION("deadline") {
     HeapArena arena;
     DirectReduce reducer(arena, DirectReduce::create_shared(arena, 3), 3, nullptr);
-    DirectRank me{0, 0, -1, {}};
+    DirectRank me;
     WaitPolicy policy;
     policy.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     policy.timeout_message = [&] { return "waiting for rank " + std::to_string(me.waiting_for); };
@@ -218,7 +254,8 @@ TEST_CASE("concurrency: direct reduce: a missing rank ends the wait at its deadl
         aborted = true;
         return;
       }
-      DirectRank me{r, 0, -1, {}};
+      DirectRank me;
+      me.rank = r;
       WaitPolicy policy = patient();
       policy.check = [&] {
         if (aborted) throw LinkAborted{};

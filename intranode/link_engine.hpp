@@ -218,8 +218,8 @@ class LinkEngine final : public Link {
     return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
   }
 
-  // Processes' waits spin under spin_ (node-wide spinner slots), and so do
-  // threads' up to a few per core; others keep wait.cpp's default.
+  // Processes' waits spin (or poll) under spin_, and so do threads' up to a
+  // few per core; others keep wait.cpp's default.
   const SpinPolicy* spin() const { return scope_ == FutexScope::shared || thread_spin_ ? &spin_ : nullptr; }
 
   Arena& arena_;

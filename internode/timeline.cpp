@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/units.hpp"
 
 namespace copse {
@@ -259,19 +260,6 @@ std::string fixed(std::int64_t units, int digits) {
                 static_cast<unsigned long long>(u / static_cast<std::uint64_t>(scale)), digits,
                 static_cast<unsigned long long>(u % static_cast<std::uint64_t>(scale)));
   return buffer;
-}
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      out += ' ';
-    else
-      out += c;
-  }
-  return out + "\"";
 }
 
 std::string event_name(const TimelineEvent& e) {

@@ -153,14 +153,11 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
   if (CooperativeYield* hook = t_yield) return cooperative_wait(word, old, policy, *hook);
 
   if (spin) {
-    // The caller's spinning: a spin of pause instructions while a slot is
-    // free, then -- slot or not -- polls that yield the core (another rank
-    // on it gets to run) before the futex.
-    // Without a count every waiter has a core of its own: no shared line to
-    // bounce between them, and no clock read before the first 64 looks
-    // (a small message's wait ends sooner).
-    const bool counted = spin->spinners != nullptr;
-    if (spin->slots > 0 && (!counted || spin->spinners->fetch_add(1, std::memory_order_relaxed) < spin->slots)) {
+    // The caller's spinning: a spin of pause instructions, if any, then
+    // polls that yield the core (another rank on it gets to run) before the
+    // futex. No clock read before the first 64 looks: a small message's
+    // wait ends sooner.
+    if (spin->spin.count() > 0) {
       Deadline spin_end{};
       for (int i = 1;; ++i) {
         cpu_relax();
@@ -175,7 +172,6 @@ std::uint32_t wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint
         }
       }
     }
-    if (counted && spin->slots > 0) spin->spinners->fetch_sub(1, std::memory_order_relaxed);
     if (v != old) return v;
     if (spin->poll.count() > 0) {
       const auto poll_end = std::chrono::steady_clock::now() + spin->poll;

@@ -43,14 +43,11 @@ inline constexpr std::chrono::milliseconds kWaitSleepSlice{100};
 // How waits on shared words spin before they sleep, when the default (a
 // short spin per core of the process's affinity, see wait.cpp) does not fit:
 // processes pinned one per core each see a single core, though the ranks
-// they wait for run on other cores. `spinners` counts the spinning waiters of
-// every process sharing it (it lives in their shared memory), at most `slots`
-// at once (null `spinners`: no limit, for waiters that each have a core);
-// a waiter with a slot spins `spin`, then polls, yielding the core between
-// looks, for `poll` more before it sleeps on the futex.
+// they wait for run on other cores. A waiter spins `spin` (waiters that each
+// have a core; 0 where ranks share cores: a spin there only keeps the rank
+// waited for off the core), then polls, yielding the core between looks,
+// for `poll` more before it sleeps on the futex.
 struct SpinPolicy {
-  std::atomic<std::int32_t>* spinners = nullptr;
-  int slots = 0;
   std::chrono::nanoseconds spin{0};
   std::chrono::nanoseconds poll{0};
 };

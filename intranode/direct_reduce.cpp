@@ -34,7 +34,7 @@ struct alignas(64) DirectReduce::Slot {
 };
 
 Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
-  if (ranks < 1 || ranks > kMaxRanks)
+  if (!serves(ranks))
     throw UsageError("the direct reduce serves 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
                      std::to_string(ranks));
   const auto p = static_cast<std::size_t>(ranks);

@@ -62,7 +62,8 @@ class DirectReduce {
   static constexpr std::size_t kSlotBytes = 2048;
   // The largest team it serves: each rank reads every slot.
   static constexpr int kMaxRanks = 32;
-  static bool fits(int ranks, std::size_t bytes) { return ranks >= 1 && ranks <= kMaxRanks && bytes <= kSlotBytes; }
+  static bool serves(int ranks) { return ranks >= 1 && ranks <= kMaxRanks; }
+  static bool fits(int ranks, std::size_t bytes) { return serves(ranks) && bytes <= kSlotBytes; }
   // Vectors from this size on are reduced in slices (allreduce_sliced)
   // where the ranks are threads of one process. Measured on 2 cores against
   // the selected schedules (back-to-back float sums): level at T = 2 (the
@@ -71,9 +72,7 @@ class DirectReduce {
   // 215-218 against 319-327 us at T = 8; 16 MiB: 4.0 against 5.2-6.6 ms and
   // 7.0-8.3 against 10.8-11.8 ms), mixed at 64 KiB.
   static constexpr std::size_t kSlicedFromBytes = 128 << 10;
-  static bool slices(int ranks, std::size_t bytes) {
-    return ranks >= 1 && ranks <= kMaxRanks && bytes >= kSlicedFromBytes;
-  }
+  static bool slices(int ranks, std::size_t bytes) { return serves(ranks) && bytes >= kSlicedFromBytes; }
 
   // Places the slots of `ranks` ranks in `arena`; returns their offset.
   // They take at most shared_bytes(ranks) of it.

@@ -193,9 +193,9 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   progress_ = std::launder(reinterpret_cast<Progress*>(base));
   // Processes of a node: they fit when the machine has a core for every
   // rank, whatever each process's own affinity (pinned one per core, each
-  // sees one). While the node's ranks fit its cores, a waiter spins long without giving up
-  // its core -- its peer runs on another one and will answer within a copy's
-  // time, and a yield on a busy machine costs a whole time slice; with more
+  // sees one). While the node's ranks fit its cores, a waiter spins long
+  // without giving up its core -- its peer runs on another one and will
+  // answer within a copy's time, and a yield on a busy machine costs a whole time slice; with more
   // ranks than cores it polls from the first look, yielding the core to the
   // ranks it waits for, as MPI libraries do, before it sleeps: a spin there
   // only keeps the rank it waits for off the core (np 4 on 2 cores,
@@ -203,8 +203,6 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   // 4.4-5.8 us without; Open MPI 4.2-7.3 us).
   const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   const bool fits = std::max(slots(), config_.ranks_on_host) <= cores;
-  spin_.spinners = nullptr;  // a core each, or nobody spins: no count to share
-  spin_.slots = fits ? cores : 0;
   spin_.spin = std::chrono::milliseconds(fits ? 2 : 0);
   spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
   // Threads of one process (a thread Team, a small emulation): while the
@@ -224,8 +222,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
   thread_spin_ = scope_ == FutexScope::process && slots() <= kPollingRanksPerCore * process_cores;
   if (thread_spin_) {
     const bool thread_fits = slots() <= spin_slots();
-    spin_.slots = thread_fits ? spin_slots() : 0;
-    spin_.spin = std::chrono::milliseconds(2);
+    spin_.spin = std::chrono::milliseconds(thread_fits ? 2 : 0);
     spin_.poll = thread_fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
     if (thread_fits) receiver_moves_from_ = kReceiverMovesFromBytes;
   }

@@ -97,7 +97,8 @@ struct LinkConfig {
   std::size_t attach_from_bytes = std::size_t{16} << 10;
   // Ranks running on this machine, of this engine and others (virtual nodes
   // of one host each have an engine): with more than its cores, waiting
-  // processes spin briefly and yield. 0: the engine's own ranks.
+  // processes poll, yielding the core, instead of spinning. 0: the engine's
+  // own ranks.
   int ranks_on_host = 0;
   const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
   std::vector<int> members;

@@ -505,7 +505,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   TeamState* state = &t;
   link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };
   t.engine = std::make_unique<LinkEngine>(t.arena, LinkEngine::create_shared(t.arena, t.ranks), std::move(link));
-  if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::fits(t.ranks, 0))
+  if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::serves(t.ranks))
     t.direct = std::make_unique<DirectReduce>(t.arena, DirectReduce::create_shared(t.arena, t.ranks), t.ranks,
                                               t.engine->spin_policy());
 

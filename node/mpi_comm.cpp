@@ -960,7 +960,7 @@ void TeamState::open_segment() {
     try {
       std::snprintf(name, sizeof name, "/copse-%d-%llu", static_cast<int>(getpid()),
                     static_cast<unsigned long long>(serial++));
-      const bool one_node = layout.nodes() == 1 && DirectReduce::fits(static_cast<int>(local), 0);
+      const bool one_node = layout.nodes() == 1 && DirectReduce::serves(static_cast<int>(local));
       const std::size_t bytes = 4096 + sizeof(SegmentRoot) + sizeof(NodeShared) + 1024 * (local + 1) +
                                 local * window_stride + 4096 +
                                 (one_node ? DirectReduce::shared_bytes(static_cast<int>(local)) + 64 : 0);

@@ -9,6 +9,7 @@ packages=(
   catch2 libopenmpi-dev openmpi-bin
   gfortran  # the Fortran test of libcopse_mpi.so (tests/pmpi/fortran.f90)
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libbenchmark-dev clang-format
+  universal-ctags  # tests/sizes.sh: function lengths
   graphviz python3 gnuplot-nox  # gnuplot: the studies' SVG plots
   clang-14 libclang-rt-14-dev  # libFuzzer for fuzz/run.sh (CTest fuzz_schedule_file)
 )

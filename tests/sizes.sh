@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The house limits: no source file over 600 lines and no function over 120
+# lines, tables excepted. Checks every C, C++, Fortran and shell file git
+# knows of (tracked, or new and not ignored) in every folder, tests and bench
+# included. Function extents come from universal-ctags (scripts/install-deps.sh
+# installs it) for C and C++; for what ctags gives only a start line (shell
+# functions, Fortran units) and what it does not see (Catch2's TEST_CASE),
+# the end is the first line after the start that closes at the start's
+# indentation (clang-format and the scripts' style keep it so).
+# Prints every violation; exit 1 if any.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+max_file=600
+max_function=120
+
+# What may exceed a limit, and why: tables, whose length is their content.
+# One entry a line: a path (the file's length) or path:function (a function's).
+# None today: the algorithm registry (internode/registry.cpp) is well within
+# both. An entry would read
+#   "internode/registry.cpp:registry"  # the algorithm table: one row per algorithm
+allowed=()
+
+if ! command -v ctags >/dev/null || ! ctags --version 2>/dev/null | grep -q "Universal Ctags"; then
+  echo "sizes.sh: universal-ctags is not installed (scripts/install-deps.sh installs it)" >&2
+  exit 1
+fi
+is_allowed() {
+  local entry
+  for entry in "${allowed[@]}"; do [[ $entry == "$1" ]] && return 0; done
+  return 1
+}
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.h' '*.c' '*.f90' '*.sh' \
+  2>/dev/null || find . -path ./build -prune -o \( -name '*.[ch]pp' -o -name '*.[ch]' -o -name '*.f90' -o -name '*.sh' \) -print)
+files=("${files[@]#./}")
+bad=0
+
+for f in "${files[@]}"; do
+  [[ -f $f ]] || continue
+  lines=$(wc -l <"$f")
+  if ((lines > max_file)) && ! is_allowed "$f"; then
+    echo "sizes: $f has $lines lines (at most $max_file)"
+    bad=$((bad + 1))
+  fi
+done
+
+# Functions: "start end file name" for each, end 0 where it is to be found.
+functions() {
+  printf '%s\n' "${files[@]}" | ctags -L - --fields=+ne --kinds-C++=+f -x \
+    --_xformat='%{line}|%{end}|%{kind}|%{input}|%{name}' 2>/dev/null |
+    awk -F'|' '$3 ~ /^(function|subroutine|program)$/ && $5 !~ /=$/ { print $1, ($2 == "" ? 0 : $2), $4, $5 }'
+  # (ctags's shell parser also reads an array assignment, `name=()`, as a
+  # function: the awk above drops those.) Catch2 test cases, which ctags
+  # reads as calls:
+  local f
+  for f in "${files[@]}"; do
+    [[ $f == *.cpp ]] || continue
+    grep -n -E '^(TEST_CASE|TEST_CASE_METHOD|SCENARIO|TEMPLATE_TEST_CASE)\(' "$f" |
+      awk -F: -v file="$f" '{ print $1, 0, file, "TEST_CASE" }'
+  done
+}
+
+# The end of the unit that starts at line $2 of $1: the start line itself
+# where it closes what it opens, else the first later line that, at the start
+# line's indentation, closes it (`}` or Fortran's `end`).
+find_end() {
+  awk -v start="$2" '
+    NR == start {
+      match($0, /^[ \t]*/); indent = substr($0, 1, RLENGTH)
+      line = $0; opens = gsub(/{/, "", line); closes = gsub(/}/, "", line)
+      if (opens > 0 && opens == closes) { print NR; exit }  # f() { ...; } on one line
+      next
+    }
+    NR > start && index($0, indent) == 1 {
+      rest = substr($0, length(indent) + 1)
+      if (rest ~ /^}/ || tolower(rest) ~ /^end[ \t]*(subroutine|function|program)?([ \t!]|$)/) { print NR; exit }
+    }' "$1"
+}
+
+while read -r start end file name; do
+  ((end > 0)) || end=$(find_end "$file" "$start")
+  [[ -n $end ]] || continue
+  length=$((end - start + 1))
+  if [[ -n ${SIZES_DEBUG:-} ]] && echo "debug $length $file:$start $name"
+  ((length > max_function)) && ! is_allowed "$file:$name"; then
+    echo "sizes: $file:$start: $name has $length lines (at most $max_function)"
+    bad=$((bad + 1))
+  fi
+done < <(functions)
+
+echo "sizes: ${#files[@]} files checked, $bad over a limit"
+((bad == 0))

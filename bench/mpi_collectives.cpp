@@ -56,6 +56,8 @@
 // does not compile cleanly under -Wextra -Werror.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
+#include "mpi_collectives.hpp"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -64,49 +66,46 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
-namespace {
-
-using json = nlohmann::ordered_json;  // keys in the order written
-
-enum class Id { allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block };
-
-struct Collective {
-  Id id;
-  const char* name;      // on the command line and in the JSON
-  const char* function;  // in the tables
-  bool rooted;
-  // Blocks of `count` elements in each rank's send and receive buffers: np
-  // where one buffer holds every rank's block, 0 for the barrier.
-  bool team_send, team_recv;
-  bool has_data() const { return id != Id::barrier; }
-  bool reduces() const { return id == Id::allreduce || id == Id::reduce || id == Id::reduce_scatter_block; }
-  const char* data_text() const { return reduces() ? ", float32 sum" : has_data() ? ", float32" : ""; }
-  std::size_t blocks(bool send, int ranks) const { return (send ? team_send : team_recv) ? std::size_t(ranks) : 1; }
-};
-
-constexpr Collective kCollectives[] = {
-    {Id::allreduce, "allreduce", "MPI_Allreduce", false, false, false},
-    {Id::reduce, "reduce", "MPI_Reduce", true, false, false},
-    {Id::bcast, "bcast", "MPI_Bcast", true, false, false},
-    {Id::barrier, "barrier", "MPI_Barrier", false, false, false},
-    {Id::allgather, "allgather", "MPI_Allgather", false, false, true},
-    {Id::reduce_scatter_block, "reduce_scatter_block", "MPI_Reduce_scatter_block", false, true, false},
-};
+namespace mpi_collectives {
 
 const Collective* collective_named(const std::string& name) {
   for (const Collective& c : kCollectives)
     if (name == c.name) return &c;
   return nullptr;
 }
+
+std::string human(std::size_t bytes) {
+  char buf[32];
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  return buf;
+}
+
+// Microseconds with about three significant figures, right-aligned.
+std::string us(double seconds, int width) {
+  char buf[48];
+  const double v = seconds * 1e6;
+  std::snprintf(buf, sizeof buf, v < 10 ? "%*.2f" : v < 1000 ? "%*.1f" : "%*.0f", width, v);
+  return buf;
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+namespace {
 
 // ---- sizes, repetitions, data ------------------------------------------------
 
@@ -167,38 +166,12 @@ std::size_t parse_size(const std::string& text) {
   return static_cast<std::size_t>(v);
 }
 
-std::string human(std::size_t bytes) {
-  char buf[32];
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
-    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
-  else
-    std::snprintf(buf, sizeof buf, "%zu B", bytes);
-  return buf;
-}
-
 std::vector<std::string> split(const std::string& list, char sep = ',') {
   std::vector<std::string> items;
   std::istringstream in(list);
   for (std::string item; std::getline(in, item, sep);)
     if (!item.empty()) items.push_back(item);
   return items;
-}
-
-// Microseconds with about three significant figures, right-aligned.
-std::string us(double seconds, int width) {
-  char buf[48];
-  const double v = seconds * 1e6;
-  std::snprintf(buf, sizeof buf, v < 10 ? "%*.2f" : v < 1000 ? "%*.1f" : "%*.0f", width, v);
-  return buf;
-}
-
-double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // ---- measure mode --------------------------------------------------------------
@@ -473,219 +446,6 @@ int run_measure(const Options& o, int rank, int ranks) {
   return all_ok ? 0 : 1;
 }
 
-// ---- report mode ---------------------------------------------------------------
-
-struct Pooled {
-  std::vector<double> times;
-  bool ok = true;
-  int runs = 0;
-};
-
-struct ReportOptions {
-  std::vector<std::string> files;
-  std::string baseline;  // default: "tuned" if present, else the first label seen
-  std::string csv_path;
-  std::vector<std::string> stats;  // files of per-process call counts (COPSE_MPI_STATS)
-};
-
-// Sums per file the call counts an interposed library reports, one JSON line
-// per process: {"rank": r, "size": p, "served": {"allreduce": n, ...},
-// "passed": {...}} (copse's COPSE_MPI_STATS). It says whether the library
-// under test ran the calls or handed them to the MPI library underneath: a
-// ratio near 1 means nothing if copse passed everything through.
-int print_stats(const std::vector<std::string>& files) {
-  std::printf("\nCalls the interposed library served and passed on, summed over processes and rounds:\n");
-  for (const std::string& path : files) {
-    std::ifstream in(path);
-    std::map<std::string, std::map<std::string, long long>> sums;  // "served"/"passed" -> collective -> calls
-    int lines = 0;
-    try {
-      for (std::string line; std::getline(in, line);) {
-        if (line.empty()) continue;
-        const json j = json::parse(line);
-        for (const char* kind : {"served", "passed"})
-          for (const auto& [name, calls] : j.at(kind).items()) sums[kind][name] += calls.get<long long>();
-        ++lines;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "mpi_collectives: %s: not a statistics line (%s)\n", path.c_str(), e.what());
-      return 2;
-    }
-    std::printf("  %s: %d process record(s)%s\n", path.c_str(), lines, lines ? "" : " (the library wrote none)");
-    for (const char* kind : {"served", "passed"}) {
-      std::string text;
-      for (const auto& [name, calls] : sums[kind])
-        if (calls) text += (text.empty() ? "" : ", ") + name + " " + std::to_string(calls);
-      std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
-    }
-  }
-  return 0;
-}
-
-int run_report(const ReportOptions& o) {
-  // (config, collective index, root, bytes) -> label -> pooled repetitions
-  using Key = std::tuple<std::string, int, int, std::size_t>;
-  std::map<Key, std::map<std::string, Pooled>> data;
-  std::vector<std::string> configs, labels;  // in order of first appearance
-  std::map<std::string, int> np_of;
-  auto remember = [](std::vector<std::string>& list, const std::string& item) {
-    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
-  };
-  for (const std::string& path : o.files) {
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "mpi_collectives: cannot read %s\n", path.c_str());
-      return 2;
-    }
-    int line_no = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++line_no;
-      if (line.empty()) continue;
-      try {
-        const json j = json::parse(line);
-        const Collective* c = collective_named(j.at("collective").get<std::string>());
-        if (!c) throw std::runtime_error("unknown collective");
-        const int index = static_cast<int>(c - kCollectives);
-        const int root = j.at("root").is_null() ? -1 : j.at("root").get<int>();
-        const std::string config = j.at("config").get<std::string>(), label = j.at("label").get<std::string>();
-        Pooled& p = data[{config, index, root, j.at("bytes").get<std::size_t>()}][label];
-        const auto times = j.at("times").get<std::vector<double>>();
-        p.times.insert(p.times.end(), times.begin(), times.end());
-        p.ok = p.ok && j.at("verified").get<bool>();
-        ++p.runs;
-        np_of[config] = j.at("np").get<int>();
-        remember(configs, config);
-        remember(labels, label);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "mpi_collectives: %s:%d: not a result line (%s)\n", path.c_str(), line_no, e.what());
-        return 2;
-      }
-    }
-  }
-  if (data.empty()) {
-    std::fprintf(stderr, "mpi_collectives: no results in the report's files\n");
-    return 1;
-  }
-  std::string base = o.baseline;
-  if (base.empty()) base = std::find(labels.begin(), labels.end(), "tuned") != labels.end() ? "tuned" : labels.front();
-  if (std::find(labels.begin(), labels.end(), base) == labels.end()) {
-    std::fprintf(stderr, "mpi_collectives: baseline '%s' is not a label of the results\n", base.c_str());
-    return 2;
-  }
-  std::vector<std::string> others;
-  for (const std::string& l : labels)
-    if (l != base) others.push_back(l);
-
-  std::FILE* csv = nullptr;
-  if (!o.csv_path.empty()) {
-    if (!(csv = std::fopen(o.csv_path.c_str(), "w"))) {
-      std::fprintf(stderr, "mpi_collectives: cannot write %s\n", o.csv_path.c_str());
-      return 2;
-    }
-    std::fprintf(
-        csv,
-        "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,%s_over_min,%s_over_median\n",
-        base.c_str(), base.c_str());
-  }
-
-  bool all_ok = true;
-  // Columns: a label's min and median, then per other label the ratios
-  // baseline/label by min and by median; each at least as wide as its title.
-  auto right = [](const std::string& text, std::size_t width) {
-    return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
-  };
-  auto fixed = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-    return std::string(buf);
-  };
-  auto time_width = [](const std::string& l) { return std::max<std::size_t>(10, l.size() + 4); };
-  auto ratio_width = [&](const std::string& l) { return base.size() + l.size() + 5; };
-  for (const std::string& config : configs) {
-    for (int index = 0; index < static_cast<int>(std::size(kCollectives)); ++index) {
-      const Collective& c = kCollectives[index];
-      std::map<int, std::vector<std::size_t>> sizes_of_root;
-      for (const auto& [key, by_label] : data)
-        if (std::get<0>(key) == config && std::get<1>(key) == index)
-          sizes_of_root[std::get<2>(key)].push_back(std::get<3>(key));
-      for (const auto& [root, sizes] : sizes_of_root) {
-        std::printf(
-            "\n== %s (np=%d): %s%s%s; times in us, min and median of the slowest rank over pooled repetitions\n",
-            config.c_str(), np_of[config], c.function, root >= 0 ? (", root " + std::to_string(root)).c_str() : "",
-            c.data_text());
-        std::string header = right("size", 10);
-        for (const std::string& l : labels)
-          header += " | " + right(l + " min", time_width(l)) + " " + right("median", 9) + " ";
-        for (const std::string& l : others)
-          header += " | " + right(base + "/" + l + " min", ratio_width(l)) + " " + right("median", 7);
-        std::printf("%s | runs\n", header.c_str());
-        std::map<std::string, std::vector<std::string>> below_1, below_1_5;  // per label: sizes that miss the target
-        for (const std::size_t bytes : sizes) {
-          const auto& by_label = data.at({config, index, root, bytes});
-          std::string row = right(human(bytes), 10), runs;
-          for (const std::string& l : labels) {
-            auto it = by_label.find(l);
-            if (it == by_label.end()) {
-              row += " | " + right("-", time_width(l)) + " " + right("-", 9) + " ";
-              runs += " -";
-              continue;
-            }
-            const Pooled& p = it->second;
-            all_ok = all_ok && p.ok;
-            row += " | " + us(min_of(p.times), static_cast<int>(time_width(l))) + " " + us(median_of(p.times), 9) +
-                   (p.ok ? " " : "!");
-            runs += ' ';  // (not " " + ...: GCC 12 warns -Wrestrict on literal + string at -O3)
-            runs += std::to_string(p.runs);
-          }
-          const auto b = by_label.find(base);
-          for (const std::string& l : others) {
-            auto it = by_label.find(l);
-            if (b == by_label.end() || it == by_label.end()) {
-              row += " | " + right("-", ratio_width(l)) + " " + right("-", 7);
-              continue;
-            }
-            const double by_min = min_of(b->second.times) / min_of(it->second.times);
-            const double by_median = median_of(b->second.times) / median_of(it->second.times);
-            row += " | " + right(fixed(by_min), ratio_width(l)) + " " + right(fixed(by_median), 7);
-            if (std::min(by_min, by_median) < 1) below_1[l].push_back(human(bytes));
-            if (bytes >= (16u << 10) && std::min(by_min, by_median) < 1.5) below_1_5[l].push_back(human(bytes));
-          }
-          std::printf("%s |%s\n", row.c_str(), runs.c_str());
-          if (csv)
-            for (const std::string& l : labels) {
-              auto it = by_label.find(l);
-              if (it == by_label.end()) continue;
-              const Pooled& p = it->second;
-              std::fprintf(csv, "%s,%d,%s,%s,%zu,%s,%d,%zu,%s,%.9g,%.9g,", config.c_str(), np_of[config], c.name,
-                           root >= 0 ? std::to_string(root).c_str() : "", bytes, l.c_str(), p.runs, p.times.size(),
-                           p.ok ? "true" : "false", min_of(p.times), median_of(p.times));
-              if (b == by_label.end())
-                std::fprintf(csv, ",\n");
-              else
-                std::fprintf(csv, "%.4f,%.4f\n", min_of(b->second.times) / min_of(p.times),
-                             median_of(b->second.times) / median_of(p.times));
-            }
-        }
-        // The target for copse against the MPI library: at least as
-        // fast at every size, at least 1.5x from 16 KiB, by min and by median.
-        for (const std::string& l : others) {
-          auto join = [](const std::vector<std::string>& v) {
-            std::string s;
-            for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-            return s.empty() ? std::string("none") : s;
-          };
-          std::printf("  %s/%s below 1 (min or median) at: %s; below 1.5 from 16 KiB at: %s\n", base.c_str(), l.c_str(),
-                      join(below_1[l]).c_str(), join(below_1_5[l]).c_str());
-        }
-      }
-    }
-  }
-  std::printf("\n'!' marks a side whose result was wrong; runs: rounds pooled per label.\n");
-  if (csv) std::fclose(csv);
-  if (!o.stats.empty() && print_stats(o.stats) != 0) return 2;
-  return all_ok ? 0 : 1;
-}
-
 // ---- command line -----------------------------------------------------------------
 
 const char* kUsage =
@@ -769,8 +529,10 @@ std::string parse_report(int argc, char** argv, ReportOptions& o) {
 }
 
 }  // namespace
+}  // namespace mpi_collectives
 
 int main(int argc, char** argv) {
+  using namespace mpi_collectives;
   // Report mode needs no MPI at all.
   for (int a = 1; a < argc; ++a)
     if (std::strcmp(argv[a], "--report") == 0) {

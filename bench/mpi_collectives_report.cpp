@@ -1,0 +1,260 @@
+// Report mode of bench/mpi_collectives.cpp (--report FILE..., no mpirun):
+// pools the JSON lines of several runs (rounds of the same config, label,
+// collective, root and size: min and median over all their repetitions) and
+// prints per config and collective one row per size with every label's min
+// and median and the ratio baseline/label (above 1: the label is faster than
+// the baseline); --csv FILE writes the same figures, one row per label.
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mpi_collectives.hpp"
+
+namespace mpi_collectives {
+
+namespace {
+
+struct Pooled {
+  std::vector<double> times;
+  bool ok = true;
+  int runs = 0;
+};
+
+// Every run's lines, pooled.
+struct Results {
+  // (config, collective index, root, bytes) -> label -> pooled repetitions
+  using Key = std::tuple<std::string, int, int, std::size_t>;
+  std::map<Key, std::map<std::string, Pooled>> data;
+  std::vector<std::string> configs, labels;  // in order of first appearance
+  std::map<std::string, int> np_of;
+};
+
+// The labels' columns: the baseline's and the others', whose ratios
+// baseline/label are printed.
+struct Columns {
+  std::string base;
+  std::vector<std::string> labels, others;
+};
+
+// Sums per file the call counts an interposed library reports, one JSON line
+// per process: {"rank": r, "size": p, "served": {"allreduce": n, ...},
+// "passed": {...}} (copse's COPSE_MPI_STATS). It says whether the library
+// under test ran the calls or handed them to the MPI library underneath: a
+// ratio near 1 means nothing if copse passed everything through.
+int print_stats(const std::vector<std::string>& files) {
+  std::printf("\nCalls the interposed library served and passed on, summed over processes and rounds:\n");
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    std::map<std::string, std::map<std::string, long long>> sums;  // "served"/"passed" -> collective -> calls
+    int lines = 0;
+    try {
+      for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        const json j = json::parse(line);
+        for (const char* kind : {"served", "passed"})
+          for (const auto& [name, calls] : j.at(kind).items()) sums[kind][name] += calls.get<long long>();
+        ++lines;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mpi_collectives: %s: not a statistics line (%s)\n", path.c_str(), e.what());
+      return 2;
+    }
+    std::printf("  %s: %d process record(s)%s\n", path.c_str(), lines, lines ? "" : " (the library wrote none)");
+    for (const char* kind : {"served", "passed"}) {
+      std::string text;
+      for (const auto& [name, calls] : sums[kind])
+        if (calls) text += (text.empty() ? "" : ", ") + name + " " + std::to_string(calls);
+      std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
+    }
+  }
+  return 0;
+}
+
+// Reads the result lines of `files` into `r`; 0, or 2 on an unreadable file
+// or line.
+int load_results(const std::vector<std::string>& files, Results& r) {
+  auto remember = [](std::vector<std::string>& list, const std::string& item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+  };
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "mpi_collectives: cannot read %s\n", path.c_str());
+      return 2;
+    }
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.empty()) continue;
+      try {
+        const json j = json::parse(line);
+        const Collective* c = collective_named(j.at("collective").get<std::string>());
+        if (!c) throw std::runtime_error("unknown collective");
+        const int index = static_cast<int>(c - kCollectives);
+        const int root = j.at("root").is_null() ? -1 : j.at("root").get<int>();
+        const std::string config = j.at("config").get<std::string>(), label = j.at("label").get<std::string>();
+        Pooled& p = r.data[{config, index, root, j.at("bytes").get<std::size_t>()}][label];
+        const auto times = j.at("times").get<std::vector<double>>();
+        p.times.insert(p.times.end(), times.begin(), times.end());
+        p.ok = p.ok && j.at("verified").get<bool>();
+        ++p.runs;
+        r.np_of[config] = j.at("np").get<int>();
+        remember(r.configs, config);
+        remember(r.labels, label);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mpi_collectives: %s:%d: not a result line (%s)\n", path.c_str(), line_no, e.what());
+        return 2;
+      }
+    }
+  }
+  return 0;
+}
+
+// Columns: a label's min and median, then per other label the ratios
+// baseline/label by min and by median; each at least as wide as its title.
+std::string right(const std::string& text, std::size_t width) {
+  return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+}
+std::string fixed(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return std::string(buf);
+}
+std::size_t time_width(const std::string& label) { return std::max<std::size_t>(10, label.size() + 4); }
+std::size_t ratio_width(const Columns& k, const std::string& label) { return k.base.size() + label.size() + 5; }
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? std::string("none") : s;
+}
+
+// The table of one config, collective and root: a row per size; with `csv`,
+// its rows there too. Whether every result in it verified.
+bool print_table(const Results& r, const Columns& k, const std::string& config, int index, int root,
+                 const std::vector<std::size_t>& sizes, std::FILE* csv) {
+  const Collective& c = kCollectives[index];
+  const int np = r.np_of.at(config);
+  bool all_ok = true;
+  std::printf("\n== %s (np=%d): %s%s%s; times in us, min and median of the slowest rank over pooled repetitions\n",
+              config.c_str(), np, c.function, root >= 0 ? (", root " + std::to_string(root)).c_str() : "",
+              c.data_text());
+  std::string header = right("size", 10);
+  for (const std::string& l : k.labels)
+    header += " | " + right(l + " min", time_width(l)) + " " + right("median", 9) + " ";
+  for (const std::string& l : k.others)
+    header += " | " + right(k.base + "/" + l + " min", ratio_width(k, l)) + " " + right("median", 7);
+  std::printf("%s | runs\n", header.c_str());
+  std::map<std::string, std::vector<std::string>> below_1, below_1_5;  // per label: sizes that miss the target
+  for (const std::size_t bytes : sizes) {
+    const auto& by_label = r.data.at({config, index, root, bytes});
+    std::string row = right(human(bytes), 10), runs;
+    for (const std::string& l : k.labels) {
+      auto it = by_label.find(l);
+      if (it == by_label.end()) {
+        row += " | " + right("-", time_width(l)) + " " + right("-", 9) + " ";
+        runs += " -";
+        continue;
+      }
+      const Pooled& p = it->second;
+      all_ok = all_ok && p.ok;
+      row += " | " + us(min_of(p.times), static_cast<int>(time_width(l))) + " " + us(median_of(p.times), 9) +
+             (p.ok ? " " : "!");
+      runs += ' ';  // (not " " + ...: GCC 12 warns -Wrestrict on literal + string at -O3)
+      runs += std::to_string(p.runs);
+    }
+    const auto b = by_label.find(k.base);
+    for (const std::string& l : k.others) {
+      auto it = by_label.find(l);
+      if (b == by_label.end() || it == by_label.end()) {
+        row += " | " + right("-", ratio_width(k, l)) + " " + right("-", 7);
+        continue;
+      }
+      const double by_min = min_of(b->second.times) / min_of(it->second.times);
+      const double by_median = median_of(b->second.times) / median_of(it->second.times);
+      row += " | " + right(fixed(by_min), ratio_width(k, l)) + " " + right(fixed(by_median), 7);
+      if (std::min(by_min, by_median) < 1) below_1[l].push_back(human(bytes));
+      if (bytes >= (16u << 10) && std::min(by_min, by_median) < 1.5) below_1_5[l].push_back(human(bytes));
+    }
+    std::printf("%s |%s\n", row.c_str(), runs.c_str());
+    if (csv)
+      for (const std::string& l : k.labels) {
+        auto it = by_label.find(l);
+        if (it == by_label.end()) continue;
+        const Pooled& p = it->second;
+        std::fprintf(csv, "%s,%d,%s,%s,%zu,%s,%d,%zu,%s,%.9g,%.9g,", config.c_str(), np, c.name,
+                     root >= 0 ? std::to_string(root).c_str() : "", bytes, l.c_str(), p.runs, p.times.size(),
+                     p.ok ? "true" : "false", min_of(p.times), median_of(p.times));
+        if (b == by_label.end())
+          std::fprintf(csv, ",\n");
+        else
+          std::fprintf(csv, "%.4f,%.4f\n", min_of(b->second.times) / min_of(p.times),
+                       median_of(b->second.times) / median_of(p.times));
+      }
+  }
+  // The target for copse against the MPI library: at least as
+  // fast at every size, at least 1.5x from 16 KiB, by min and by median.
+  for (const std::string& l : k.others)
+    std::printf("  %s/%s below 1 (min or median) at: %s; below 1.5 from 16 KiB at: %s\n", k.base.c_str(), l.c_str(),
+                join(below_1[l]).c_str(), join(below_1_5[l]).c_str());
+  return all_ok;
+}
+
+}  // namespace
+
+int run_report(const ReportOptions& o) {
+  Results r;
+  if (const int status = load_results(o.files, r); status != 0) return status;
+  if (r.data.empty()) {
+    std::fprintf(stderr, "mpi_collectives: no results in the report's files\n");
+    return 1;
+  }
+  Columns k;
+  k.labels = r.labels;
+  k.base = o.baseline;
+  if (k.base.empty())
+    k.base = std::find(r.labels.begin(), r.labels.end(), "tuned") != r.labels.end() ? "tuned" : r.labels.front();
+  if (std::find(r.labels.begin(), r.labels.end(), k.base) == r.labels.end()) {
+    std::fprintf(stderr, "mpi_collectives: baseline '%s' is not a label of the results\n", k.base.c_str());
+    return 2;
+  }
+  for (const std::string& l : r.labels)
+    if (l != k.base) k.others.push_back(l);
+
+  std::FILE* csv = nullptr;
+  if (!o.csv_path.empty()) {
+    if (!(csv = std::fopen(o.csv_path.c_str(), "w"))) {
+      std::fprintf(stderr, "mpi_collectives: cannot write %s\n", o.csv_path.c_str());
+      return 2;
+    }
+    std::fprintf(
+        csv,
+        "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,%s_over_min,%s_over_median\n",
+        k.base.c_str(), k.base.c_str());
+  }
+
+  bool all_ok = true;
+  for (const std::string& config : r.configs) {
+    for (int index = 0; index < static_cast<int>(std::size(kCollectives)); ++index) {
+      std::map<int, std::vector<std::size_t>> sizes_of_root;
+      for (const auto& [key, by_label] : r.data)
+        if (std::get<0>(key) == config && std::get<1>(key) == index)
+          sizes_of_root[std::get<2>(key)].push_back(std::get<3>(key));
+      for (const auto& [root, sizes] : sizes_of_root)
+        all_ok = print_table(r, k, config, index, root, sizes, csv) && all_ok;
+    }
+  }
+  std::printf("\n'!' marks a side whose result was wrong; runs: rounds pooled per label.\n");
+  if (csv) std::fclose(csv);
+  if (!o.stats.empty() && print_stats(o.stats) != 0) return 2;
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace mpi_collectives

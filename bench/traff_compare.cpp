@@ -106,6 +106,38 @@ struct Timing {
   int reps = 0;
 };
 
+// One implementation at one count: a verified call (`check` on every rank),
+// a warm-up, then as many timed calls as fill about `seconds` at the slowest
+// rank's pace (within [5, 500]); min and median of the slowest rank per call.
+Timing measure(const std::string& name, int blocks, const std::function<void()>& call,
+               const std::function<bool()>& check, double seconds) {
+  Timing t{name, blocks};
+  call();
+  int ok = check() ? 1 : 0, all_ok = 0;
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  t.verified = all_ok == 1;
+  call();
+  PMPI_Barrier(MPI_COMM_WORLD);
+  double w0 = MPI_Wtime();
+  call();
+  double one = MPI_Wtime() - w0, slowest = 0;
+  PMPI_Allreduce(&one, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const int reps = static_cast<int>(std::clamp(seconds / std::max(slowest, 1e-7), 5.0, 500.0));
+  std::vector<double> mine(static_cast<std::size_t>(reps)), worst(static_cast<std::size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    call();
+    mine[static_cast<std::size_t>(r)] = MPI_Wtime() - t0;
+  }
+  PMPI_Reduce(mine.data(), worst.data(), reps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  std::sort(worst.begin(), worst.end());
+  t.reps = reps;
+  t.min = worst.front();
+  t.median = worst[worst.size() / 2];
+  return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,33 +205,9 @@ int main(int argc, char** argv) {
       };
       std::vector<Timing> timings;
       for (const Impl& impl : impls) {
-        Timing t{impl.name, impl.blocks};
-        std::fill(out.begin(), out.end(), -1);
-        impl.call();
-        int ok = check() ? 1 : 0, all_ok = 0;
-        PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        t.verified = all_ok == 1;
-        impl.call();
-        PMPI_Barrier(MPI_COMM_WORLD);
-        double w0 = MPI_Wtime();
-        impl.call();
-        double one = MPI_Wtime() - w0, slowest = 0;
-        PMPI_Allreduce(&one, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        const int reps = static_cast<int>(std::clamp(args.seconds / std::max(slowest, 1e-7), 5.0, 500.0));
-        std::vector<double> mine(static_cast<std::size_t>(reps)), worst(static_cast<std::size_t>(reps));
-        for (int r = 0; r < reps; ++r) {
-          PMPI_Barrier(MPI_COMM_WORLD);
-          const double t0 = MPI_Wtime();
-          impl.call();
-          mine[static_cast<std::size_t>(r)] = MPI_Wtime() - t0;
-        }
-        PMPI_Reduce(mine.data(), worst.data(), reps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        std::sort(worst.begin(), worst.end());
-        t.reps = reps;
-        t.min = worst.front();
-        t.median = worst[worst.size() / 2];
-        timings.push_back(t);
-        if (!t.verified) failed = 1;
+        std::fill(out.begin(), out.end(), -1);  // the verified call must write every element
+        timings.push_back(measure(impl.name, impl.blocks, impl.call, check, args.seconds));
+        if (!timings.back().verified) failed = 1;
       }
       if (rank == 0) {
         const auto cell = [](const Timing& t) {

@@ -114,6 +114,8 @@ struct ProcessInfo {
   int ok = 1;  // its options were valid
 };
 
+// One per Team (one per process and communicator): what set_up found and
+// built, shared by the process's thread ranks (their Comms).
 struct TeamState {
   CommOptions options;
   MPI_Comm dup = MPI_COMM_NULL;
@@ -165,8 +167,9 @@ struct TeamState {
                                              int processes);
   void assemble_hierarchy(const std::vector<ProcessInfo>& info, const std::vector<std::vector<int>>& members_of,
                           int processes, int leader);
-  void open_segment();
-  void probe_cross_memory_attach();
+  void open_segment();               // node/mpi_segment.cpp
+  void probe_cross_memory_attach();  // node/mpi_cma_probe.cpp
+  // The failure record (node/mpi_failure.cpp): LinkConfig::peer_gone and on_failure, and the rethrow.
   std::string peer_gone(int peer) const;
   void record_failure(std::exception_ptr e) noexcept;
   [[noreturn]] void rethrow_failure();

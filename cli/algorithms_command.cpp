@@ -22,6 +22,36 @@ std::size_t collective_width() {
   return width + 2;
 }
 
+// A tree trait as the table shows it: "-" (no tree), "tree", "tree,
+// doubly pipelined", "tree, doubly pipelined, dual roots".
+std::string tree_description(const TreeTrait& tree) {
+  if (!tree) return "-";
+  return std::string("tree") + (tree.use == TreeUse::doubly_pipelined ? ", doubly pipelined" : "") +
+         (tree.dual_roots ? ", dual roots" : "");
+}
+
+// The tree trait in --json: null, or how a hierarchy uses the tree.
+Json tree_json(const TreeTrait& tree) {
+  if (!tree) return nullptr;
+  return {{"use", tree.use == TreeUse::doubly_pipelined ? "doubly_pipelined" : "reduce_then_bcast"},
+          {"dual_roots", tree.dual_roots}};
+}
+
+// The forms the algorithm takes (takes_form), e.g. "flat,hierarchy,lanes".
+std::string forms_of(const AlgorithmInfo& a) {
+  std::string out;
+  for (Form f : {Form::flat, Form::hierarchy, Form::lanes})
+    if (takes_form(a, f)) out += (out.empty() ? "" : ",") + std::string(to_string(f));
+  return out;
+}
+
+Json forms_json(const AlgorithmInfo& a) {
+  Json forms = Json::array();
+  for (Form f : {Form::flat, Form::hierarchy, Form::lanes})
+    if (takes_form(a, f)) forms.push_back(to_string(f));
+  return forms;
+}
+
 int run_algorithms(bool json) {
   if (json) {
     Json list = Json::array();
@@ -30,20 +60,26 @@ int run_algorithms(bool json) {
                       {"name", a.name},
                       {"description", a.description},
                       {"needs_commutative", a.needs_commutative},
-                      {"pipelined", a.pipelined}});
+                      {"pipelined", a.pipelined},
+                      {"tree", tree_json(a.tree)},
+                      {"forms", forms_json(a)}});
     }
     std::cout << list.dump(2) << "\n";
     return 0;
   }
-  std::size_t name_width = 4;
-  for (const auto& a : algorithms()) name_width = std::max(name_width, a.name.size());
+  std::size_t name_width = 4, tree_width = 6, forms_width = 7;  // "NAME", "TREE", "FORMS"
+  for (const auto& a : algorithms()) {
+    name_width = std::max(name_width, a.name.size());
+    tree_width = std::max(tree_width, tree_description(a.tree).size() + 2);
+    forms_width = std::max(forms_width, forms_of(a).size() + 2);
+  }
   const std::size_t collective = collective_width();
   std::cout << pad("COLLECTIVE", collective) << pad("NAME", name_width + 2) << pad("PIPELINED", 11)
-            << pad("COMMUTATIVE-ONLY", 18) << "DESCRIPTION\n";
+            << pad("COMMUTATIVE-ONLY", 18) << pad("TREE", tree_width) << pad("FORMS", forms_width) << "DESCRIPTION\n";
   for (const auto& a : algorithms()) {
     std::cout << pad(std::string(to_string(a.collective)), collective) << pad(std::string(a.name), name_width + 2)
-              << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18) << a.description
-              << "\n";
+              << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18)
+              << pad(tree_description(a.tree), tree_width) << pad(forms_of(a), forms_width) << a.description << "\n";
   }
   return 0;
 }

@@ -232,4 +232,65 @@ trees::Node relabel(trees::Node node, int shift, int p) {
   return node;
 }
 
+RankSchedule on_ranks(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, std::uint64_t base) {
+  while (inner.next()) {
+    Step s = inner.value();
+    if (s.send) s.send.peer = (*global)[static_cast<std::size_t>(s.send.peer)];
+    if (s.recv) s.recv.peer = (*global)[static_cast<std::size_t>(s.recv.peer)];
+    s.send.offset += base;
+    s.recv.offset += base;
+    s.copy.from += base;
+    s.copy.to += base;
+    co_yield s;
+  }
+}
+
+namespace {
+
+// The contiguous runs of [offset, offset + count) once placed; a transfer of
+// nothing stays one (empty) transfer.
+std::vector<Transfer> placed_runs(const Transfer& t, const std::vector<int>& global, const Placement& where) {
+  if (!t) return {};
+  const std::int32_t peer = global[static_cast<std::size_t>(t.peer)];
+  if (t.count == 0 || where.unit == 0) return {Transfer{peer, where.base, 0}};
+  std::vector<Transfer> runs;
+  for (std::uint64_t done = 0; done < t.count;) {
+    const std::uint64_t from = t.offset + done;
+    const std::uint64_t length = std::min(where.unit - from % where.unit, t.count - done);
+    const std::uint64_t at = where.at(from);
+    if (!runs.empty() && runs.back().offset + runs.back().count == at)
+      runs.back().count += length;
+    else
+      runs.push_back(Transfer{peer, at, length});
+    done += length;
+  }
+  return runs;
+}
+
+}  // namespace
+
+RankSchedule placed(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, Placement where) {
+  while (inner.next()) {
+    const Step s = inner.value();
+    const std::vector<Transfer> sends = placed_runs(s.send, *global, where);
+    const std::vector<Transfer> recvs = placed_runs(s.recv, *global, where);
+    for (std::size_t j = 0; j < std::max(sends.size(), recvs.size()); ++j) {
+      Step t;
+      if (j < sends.size()) t.send = sends[j];
+      if (j < recvs.size()) t.recv = recvs[j];
+      t.combine = s.combine;
+      co_yield t;
+    }
+    for (std::uint64_t done = 0; where.unit > 0 && done < s.copy.count;) {  // units may split either end
+      const std::uint64_t from = s.copy.from + done, to = s.copy.to + done;
+      Step t;
+      t.copy.count = std::min({where.unit - from % where.unit, where.unit - to % where.unit, s.copy.count - done});
+      t.copy.from = where.at(from);
+      t.copy.to = where.at(to);
+      done += t.copy.count;
+      co_yield t;
+    }
+  }
+}
+
 }  // namespace copse::patterns

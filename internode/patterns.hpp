@@ -4,6 +4,9 @@
 // tree (with an optional dual root), and forwarding a whole result. Each is a
 // lazy generator over one rank's steps; algorithms chain them.
 
+#include <memory>
+#include <vector>
+
 #include "common/schedule.hpp"
 #include "topology/trees.hpp"
 
@@ -63,6 +66,36 @@ RankSchedule doubling_allgather(int rank, int p, std::uint64_t count);
 // The allgather's variant for a reduce: the shares are gathered to rank 0
 // only (a rank whose bit is set hands its region to its partner and is done).
 RankSchedule doubling_gather_to_zero(int rank, int p, std::uint64_t count);
+
+// Runs a schedule planned for participants 0..q-1 as the ranks `global`
+// (participant i is global rank global[i]) on elements starting at `base`.
+RankSchedule on_ranks(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, std::uint64_t base = 0);
+
+// Where the vector of a schedule planned for q participants lies in the
+// whole vector when it is not one contiguous slice: it is cut into units of
+// `unit` elements, and unit u = a * minors + b (b < minors) lands at
+//   base + (b * stride + a) * unit.
+// Example (node/lanes.cpp): an allgather of k ranks per node, blocks of c
+// elements, rank n*k+i's at (n*k+i)*c: lane i's allgather among the q nodes
+// works on q units, its unit n being block n*k+i: {base i*c, unit c, minors q,
+// stride k}. The node's allgather of its k lanes' results works on k*q units,
+// lane i's unit i*q+n again block n*k+i: {base 0, unit c, minors q, stride k}.
+struct Placement {
+  std::uint64_t base = 0;
+  std::uint64_t unit = 0;  // 0: no elements
+  std::uint64_t minors = 1;
+  std::uint64_t stride = 1;
+  std::uint64_t at(std::uint64_t element) const {
+    const std::uint64_t u = element / unit;
+    return base + ((u % minors) * stride + u / minors) * unit + element % unit;
+  }
+};
+// The same schedule as `on_ranks`, its elements placed by `where`. A
+// transfer that spans units landing apart becomes one transfer per
+// contiguous run, the step becoming that many steps (their k-th transfers
+// paired, so both ends cut a message alike and match in order); a copy is
+// cut the same way into steps of its own after them.
+RankSchedule placed(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, Placement where);
 
 // A tree built for ranks relabelled so that `shift` is added (mod p) to every
 // rank: lets a broadcast tree rooted at r0 serve any root.

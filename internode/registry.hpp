@@ -7,8 +7,36 @@
 #include <string_view>
 
 #include "common/schedule.hpp"
+#include "topology/trees.hpp"
 
 namespace copse {
+
+// How an algorithm built on a tree joins a hierarchy (node/hierarchical.hpp):
+// its tree is laid over the off-node ranks, every intranode group hung under
+// its leader, and the collective runs once over the combined tree. An
+// allreduce then either reduces up and broadcasts down (reduce_then_bcast) or
+// runs Träff's doubly pipelined allreduce over it (doubly_pipelined); the
+// other collectives always use the tree plainly.
+enum class TreeUse { reduce_then_bcast, doubly_pipelined };
+struct TreeTrait {
+  trees::Node (*of)(int p, int rank) = nullptr;  // the tree over ranks 0..p-1; null: not built on a tree
+  bool dual_roots = false;                       // two roots, each other's partner (trees::dual_root)
+  TreeUse use = TreeUse::reduce_then_bcast;
+  explicit operator bool() const { return of != nullptr; }
+};
+
+// The forms an algorithm may be planned in. `flat`: over all ranks alone;
+// `hierarchy`: among the off-node ranks of a leader hierarchy
+// (plan_hierarchical); `lanes`: as the inter-node algorithm of each lane
+// (plan_lanes). A row may opt out of a form; whether it can take it at all
+// also depends on its tree trait (takes_form).
+struct Forms {
+  bool flat = true;
+  bool hierarchy = true;
+  bool lanes = true;
+};
+enum class Form { flat, hierarchy, lanes };
+std::string_view to_string(Form form);
 
 struct AlgorithmInfo {
   Collective collective;
@@ -23,7 +51,18 @@ struct AlgorithmInfo {
   // the ranks' predicted arrival times.
   bool explicit_segments = false;
   bool arrival_aware = false;
+  // The tree the algorithm is built on, if any: what lets it compose with a
+  // hierarchy as one tree, and serve every collective hierarchically.
+  TreeTrait tree = {};
+  Forms forms = {};
 };
+
+// Whether `algorithm` can be planned in `form`: its row allows the form, and
+// for the hierarchical form of a collective other than allreduce and barrier
+// (which also run as three phases around any algorithm) it has a tree.
+bool takes_form(const AlgorithmInfo& algorithm, Form form);
+// Throws UsageError naming the algorithm and the form when it cannot take it.
+void check_form(const AlgorithmInfo& algorithm, Form form);
 
 // Elements of the vector a rank's schedule works on.
 std::uint64_t vector_elements(Collective collective, const Shape& shape);

@@ -9,31 +9,6 @@ namespace copse {
 
 namespace {
 
-trees::Node post_order(int p, int rank) { return trees::post_order_binary(p, rank); }
-trees::Node dual_root_tree(int p, int rank) { return trees::dual_root(p, rank).node; }
-
-// The trees the tree-based algorithm files build on, and how they use them.
-enum class TreeUse { reduce_then_bcast, doubly_pipelined };
-struct TreeAlgorithm {
-  std::string_view name;
-  HierarchicalTree::TreeOf tree;
-  bool dual_roots;
-  TreeUse use;
-};
-constexpr TreeAlgorithm kTreeAlgorithms[] = {
-    {"binomial", trees::binomial, false, TreeUse::reduce_then_bcast},
-    {"flat", trees::flat, false, TreeUse::reduce_then_bcast},
-    {"binary-tree", post_order, false, TreeUse::reduce_then_bcast},
-    {"chain", trees::chain, false, TreeUse::doubly_pipelined},  // allreduce; reduce/bcast use it plainly
-    {"dual-root", dual_root_tree, true, TreeUse::doubly_pipelined},
-};
-
-const TreeAlgorithm* tree_algorithm(const AlgorithmInfo& inter) {
-  for (const auto& t : kTreeAlgorithms)
-    if (t.name == inter.name) return &t;
-  return nullptr;
-}
-
 // The intranode part alone: leaders of the top intranode level are roots.
 struct IntranodeTree {
   std::vector<int> parent;
@@ -80,16 +55,6 @@ void fill_depths(std::vector<trees::Node>& nodes) {
   }
 }
 
-// Renames a schedule planned for participants 0..q-1 to global ranks.
-RankSchedule on_ranks(RankSchedule inner, std::shared_ptr<const std::vector<int>> global) {
-  while (inner.next()) {
-    Step s = inner.value();
-    if (s.send) s.send.peer = (*global)[static_cast<std::size_t>(s.send.peer)];
-    if (s.recv) s.recv.peer = (*global)[static_cast<std::size_t>(s.recv.peer)];
-    co_yield s;
-  }
-}
-
 // One intranode group as the phased path runs it: its members (global ranks,
 // ascending, leader first) and the group-local schedules.
 struct GroupPhase {
@@ -111,17 +76,17 @@ RankSchedule phased_allreduce(std::shared_ptr<const Phased> ph, int rank) {
   for (const auto& [index, group] : mine) {
     const bool top_of_single_node = static_cast<bool>(group->allreduce);
     const SchedulePlan& up = top_of_single_node ? group->allreduce : group->reduce;
-    for (auto g = on_ranks(up(index), group->members); g.next();) co_yield g.value();
+    for (auto g = patterns::on_ranks(up(index), group->members); g.next();) co_yield g.value();
     if (top_of_single_node) break;
   }
   if (ph->inter)
     if (auto it = std::find(ph->offnode->begin(), ph->offnode->end(), rank); it != ph->offnode->end())
-      for (auto g = on_ranks(ph->inter(static_cast<int>(it - ph->offnode->begin())), ph->offnode); g.next();)
+      for (auto g = patterns::on_ranks(ph->inter(static_cast<int>(it - ph->offnode->begin())), ph->offnode); g.next();)
         co_yield g.value();
   for (auto level = mine.rbegin(); level != mine.rend(); ++level) {
     const auto& [index, group] = *level;
     if (group->allreduce) continue;  // already holds the result
-    for (auto g = on_ranks(group->bcast(index), group->members); g.next();) co_yield g.value();
+    for (auto g = patterns::on_ranks(group->bcast(index), group->members); g.next();) co_yield g.value();
   }
 }
 
@@ -149,23 +114,39 @@ std::shared_ptr<const PlanHints> offnode_hints(const HierarchyPlan& plan,
   return out;
 }
 
+// A group's schedules, over its members 0..g-1 with the leader 0: every
+// member reduces its own share (recursive halving, then the shares gathered
+// to the leader, or to every member for the top group of a single node), and
+// a pipelined binomial broadcast from the leader.
+RankSchedule group_reduce_rank(Shape local, bool to_everyone, int rank) {
+  for (auto g = patterns::halving_reduce_scatter(rank, local.ranks, local.count); g.next();) co_yield g.value();
+  auto gather = to_everyone ? patterns::doubling_allgather(rank, local.ranks, local.count)
+                            : patterns::doubling_gather_to_zero(rank, local.ranks, local.count);
+  while (gather.next()) co_yield gather.value();
+}
+SchedulePlan group_reduce(Shape local, bool to_everyone) {
+  return [local, to_everyone](int rank) { return group_reduce_rank(local, to_everyone, rank); };
+}
+SchedulePlan group_bcast(Shape local) {
+  return [local](int rank) {
+    return patterns::tree_bcast(rank, trees::binomial(local.ranks, rank), BlockPartition(local.count, local.blocks));
+  };
+}
+
 std::shared_ptr<const Phased> plan_phased(const HierarchyPlan& plan, const AlgorithmInfo& inter, const Shape& shape) {
   auto ph = std::make_shared<Phased>();
   ph->groups_of.resize(static_cast<std::size_t>(plan.ranks));
   ph->offnode = std::make_shared<const std::vector<int>>(plan.offnode);
   const bool single_node = plan.offnode.size() == 1;
-  const auto& rabenseifner_reduce = find_algorithm(Collective::reduce, "rabenseifner");
-  const auto& rabenseifner_allreduce = find_algorithm(Collective::allreduce, "rabenseifner");
-  const auto& binomial_bcast = find_algorithm(Collective::bcast, "binomial");
   for (const auto& node_levels : plan.levels)
     for (std::size_t l = 0; l < node_levels.size(); ++l)
       for (const auto& group : node_levels[l]) {
         auto phase = std::make_shared<GroupPhase>();
         phase->members = std::make_shared<const std::vector<int>>(group.members);
         const Shape local{static_cast<int>(group.members.size()), shape.count, shape.blocks, 0};
-        phase->reduce = rabenseifner_reduce.plan(local);
-        phase->bcast = binomial_bcast.plan(local);
-        if (single_node && l + 1 == node_levels.size()) phase->allreduce = rabenseifner_allreduce.plan(local);
+        phase->reduce = group_reduce(local, false);
+        phase->bcast = group_bcast(local);
+        if (single_node && l + 1 == node_levels.size()) phase->allreduce = group_reduce(local, true);
         for (std::size_t i = 0; i < group.members.size(); ++i)
           ph->groups_of[static_cast<std::size_t>(group.members[i])].emplace_back(static_cast<int>(i), phase);
       }
@@ -187,7 +168,7 @@ RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, Tr
   const BlockPartition whole(vector_elements(collective, shape), shape.blocks);
   const trees::Node node = tree->node(rank);
   switch (collective) {
-    case Collective::barrier:  // plan_hierarchical turns a barrier into a one-element allreduce
+    case Collective::barrier:  // plan_hierarchical plans a barrier as a one-element allreduce
       break;
     case Collective::allgather:
       for (auto g = patterns::tree_gather(rank, node, children_of(*tree, node), shape.count); g.next();)
@@ -219,77 +200,7 @@ RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, Tr
   }
 }
 
-// Lanes (plan_lanes): a schedule over `global` ranks on elements [base, ...).
-RankSchedule on_slice(RankSchedule inner, std::shared_ptr<const std::vector<int>> global, std::uint64_t base) {
-  for (auto g = on_ranks(std::move(inner), std::move(global)); g.next();) {
-    Step s = g.value();
-    s.send.offset += base;
-    s.recv.offset += base;
-    s.copy.from += base;
-    s.copy.to += base;
-    co_yield s;
-  }
-}
-
-struct Lanes {
-  int k = 1;                                                  // ranks per node
-  std::vector<int> first;                                     // node -> first rank
-  std::vector<std::shared_ptr<const std::vector<int>>> node;  // node -> its ranks
-  std::vector<std::shared_ptr<const std::vector<int>>> lane;  // local index -> its ranks, by node
-  std::vector<SchedulePlan> inter;                            // local index -> allreduce of its share
-  std::vector<patterns::Share> share;                         // local index -> its share of the vector
-  std::uint64_t count = 0;
-};
-
-RankSchedule lanes_rank(std::shared_ptr<const Lanes> l, int node, int i) {
-  const auto& ranks = l->node[static_cast<std::size_t>(node)];
-  // (1) Recursive halving inside the node: local rank i ends with its share reduced over the node.
-  for (auto g = on_ranks(patterns::halving_reduce_scatter(i, l->k, l->count), ranks); g.next();) co_yield g.value();
-  // (2) The lane's inter-node allreduce on that share.
-  if (const auto& inter = l->inter[static_cast<std::size_t>(i)])
-    for (auto g = on_slice(inter(node), l->lane[static_cast<std::size_t>(i)], l->share[static_cast<std::size_t>(i)].lo);
-         g.next();)
-      co_yield g.value();
-  // (3) Recursive doubling inside the node gathers the shares back.
-  for (auto g = on_ranks(patterns::doubling_allgather(i, l->k, l->count), ranks); g.next();) co_yield g.value();
-}
-
 }  // namespace
-
-SchedulePlan plan_lanes(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter, const Shape& shape) {
-  if (!plan || plan->ranks != shape.ranks)
-    throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
-                     std::to_string(shape.ranks));
-  if (inter.collective != Collective::allreduce)
-    throw UsageError("lanes decompose an allreduce, not a " + std::string(to_string(inter.collective)));
-  auto l = std::make_shared<Lanes>();
-  l->first = plan->first_rank;
-  const int nodes = static_cast<int>(l->first.size());
-  l->k = plan->ranks / std::max(nodes, 1);
-  for (int n = 0; n < nodes; ++n) {
-    const int next = n + 1 < nodes ? l->first[static_cast<std::size_t>(n + 1)] : plan->ranks;
-    if (next - l->first[static_cast<std::size_t>(n)] != l->k)
-      throw UsageError("lanes need the same number of ranks on every node");
-  }
-  l->count = shape.count;
-  for (int n = 0; n < nodes; ++n) {
-    std::vector<int> ranks(static_cast<std::size_t>(l->k));
-    for (int i = 0; i < l->k; ++i) ranks[static_cast<std::size_t>(i)] = l->first[static_cast<std::size_t>(n)] + i;
-    l->node.push_back(std::make_shared<const std::vector<int>>(std::move(ranks)));
-  }
-  for (int i = 0; i < l->k; ++i) {
-    std::vector<int> ranks;
-    for (int n = 0; n < nodes; ++n) ranks.push_back(l->first[static_cast<std::size_t>(n)] + i);
-    l->lane.push_back(std::make_shared<const std::vector<int>>(std::move(ranks)));
-    l->share.push_back(patterns::halving_share(i, l->k, shape.count));
-    const std::uint64_t size = l->share.back().hi - l->share.back().lo;
-    l->inter.push_back(nodes > 1 && size > 0 ? inter.plan(Shape{nodes, size, shape.blocks, 0}) : SchedulePlan{});
-  }
-  return [l, node_of = plan->node_of](int rank) {
-    const int node = node_of[static_cast<std::size_t>(rank)];
-    return lanes_rank(l, node, rank - l->first[static_cast<std::size_t>(node)]);
-  };
-}
 
 HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, TreeOf inter_tree, bool dual_roots)
     : plan_(std::move(plan)) {
@@ -334,36 +245,30 @@ HierarchicalTree::HierarchicalTree(std::shared_ptr<const HierarchyPlan> plan, Tr
 trees::Node HierarchicalTree::node(int rank) const { return nodes_.at(static_cast<std::size_t>(rank)); }
 int HierarchicalTree::dual(int rank) const { return dual_.at(static_cast<std::size_t>(rank)); }
 
-bool runs_as_combined_tree(const AlgorithmInfo& inter) { return tree_algorithm(inter) != nullptr; }
+bool runs_as_combined_tree(const AlgorithmInfo& inter) { return static_cast<bool>(inter.tree); }
 
 SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter,
                                const Shape& shape, bool pipeline_across_levels) {
   if (!plan || plan->ranks != shape.ranks)
     throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
                      std::to_string(shape.ranks));
-  if (inter.collective == Collective::barrier) {  // a one-element allreduce with the same-named algorithm
-    Shape one = shape;
-    one.count = 1;
-    one.blocks = 1;
-    return plan_hierarchical(plan, find_algorithm(Collective::allreduce, inter.name), one, pipeline_across_levels);
-  }
+  check_form(inter, Form::hierarchy);
+  // A barrier is a one-element allreduce over the barrier's own tree and builder.
+  const Collective collective = inter.collective == Collective::barrier ? Collective::allreduce : inter.collective;
+  Shape planned = shape;
+  if (inter.collective == Collective::barrier) planned.count = planned.blocks = 1;
   // A team on one node under one leader has no inter-node phase to overlap
   // with, so its allreduce always runs phased, where every rank reduces its
   // share of the vector.
   const bool single_node = plan->offnode.size() == 1;
-  const TreeAlgorithm* t = tree_algorithm(inter);
-  if (t && ((pipeline_across_levels && !single_node) || inter.collective != Collective::allreduce)) {
-    auto tree = std::make_shared<const HierarchicalTree>(plan, t->tree, t->dual_roots);
-    const TreeUse use = inter.collective == Collective::allreduce ? t->use : TreeUse::reduce_then_bcast;
-    return [tree, use, collective = inter.collective, shape](int rank) {
-      return combined_tree_rank(tree, use, collective, shape, rank);
-    };
+  if (inter.tree && ((pipeline_across_levels && !single_node) || collective != Collective::allreduce)) {
+    auto tree = std::make_shared<const HierarchicalTree>(plan, inter.tree.of, inter.tree.dual_roots);
+    const TreeUse use = collective == Collective::allreduce ? inter.tree.use : TreeUse::reduce_then_bcast;
+    return
+        [tree, use, collective, planned](int rank) { return combined_tree_rank(tree, use, collective, planned, rank); };
   }
-  if (inter.collective != Collective::allreduce)
-    throw UsageError("hierarchical " + std::string(to_string(inter.collective)) + " needs a tree algorithm, not '" +
-                     std::string(inter.name) + "'");
   (void)intranode_tree(*plan);  // validates the plan's leaders against its off-node ranks
-  auto phased = plan_phased(*plan, inter, shape);
+  auto phased = plan_phased(*plan, inter, planned);
   return [phased](int rank) { return phased_allreduce(phased, rank); };
 }
 

@@ -4,7 +4,8 @@
 // HierarchyPlan. Being schedules, they are proven by the verifier, costed by
 // the simulator (intranode phases at link level 0) and run by the emulator.
 //
-// For inter-node algorithms built on a tree (binomial, binary-tree, chain,
+// For inter-node algorithms built on a tree (those whose registry row has a
+// tree trait, internode/registry.hpp: binomial, binary-tree, chain, flat,
 // dual-root) the hierarchy and the tree become one tree: every intranode
 // group hangs flat under its leader (Bjørndalen et al.'s scripted trees),
 // and the off-node ranks are joined by the algorithm's tree. The algorithm's
@@ -23,10 +24,13 @@
 // Rabenseifner allreduce instead, and always runs phased: there is no
 // inter-node phase to pipeline with.
 //
-// Barrier is a one-element allreduce with the same-named algorithm.
+// Barrier is a one-element allreduce over the barrier row's own tree (or,
+// without one, phased around its own builder).
 // Allgather gathers every block up the combined tree and broadcasts the whole
 // vector down; reduce_scatter reduces the whole vector up and scatters each
-// rank its block down. Both need a tree algorithm (binomial, binary-tree).
+// rank its block down. Both, like reduce and bcast, need an algorithm whose row
+// has a tree trait; a tree algorithm added with one file and one registry row
+// serves them all (tests/test_registry_traits.cpp).
 //
 // Groups are contiguous rank ranges led by their lowest rank, so every
 // composition keeps rank order for non-commutative operators.
@@ -67,22 +71,39 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
                                const Shape& shape, bool pipeline_across_levels = true);
 
 // The lane decomposition (Träff and Hunold 2020, "Decomposing collectives
-// for exploiting multi-lane communication") of an allreduce over the nodes of
-// `plan`, which must all hold the same number k of ranks: (1) a node
-// reduce-scatter by recursive halving (patterns::halving_reduce_scatter:
-// log2 k exchanges of m/2, m/4, ... elements, adjacent rank ranges joined
-// lower on the left, so non-commutative operators are served) leaves local
-// rank i with its share of the vector reduced over the node; (2) k concurrent
-// inter-node allreduces with `inter`, lane i among the ranks of local index i
-// (a share depends on i alone, so every node's rank i holds the same one),
-// each on its share; (3) recursive doubling inside each node gathers the
-// shares back. For k not a power of two the halving folds k onto one first,
-// and the folded ranks' lanes carry nothing. The hierarchy's groups and
-// leaders are not used. Example: 2 nodes of 2 ranks, 10 elements: ranks 0
-// and 1 swap halves, rank 0 keeping [0,5) and rank 1 [5,10), each reduced
-// x0.x1; ranks 0 and 2 allreduce elements 0-4, ranks 1 and 3 elements 5-9;
-// then 0 and 1 (and 2 and 3) swap their halves back.
-// UsageError for unequal nodes or an `inter` that is not an allreduce.
+// for exploiting multi-lane communication"; node/lanes.cpp) of any
+// collective over the nodes of `plan`, which must all hold the same number k
+// of ranks. Lane i is the ranks of local index i, one per node; `inter` (an
+// algorithm of the collective whose row takes the lanes form) runs in every
+// lane at once, each lane on a k-th of the data:
+//  - allreduce: (1) a node reduce-scatter by recursive halving
+//    (patterns::halving_reduce_scatter: log2 k exchanges of m/2, m/4, ...
+//    elements, adjacent rank ranges joined lower on the left, so
+//    non-commutative operators are served) leaves local rank i with its
+//    share reduced over the node; (2) lane i allreduces that share (a share
+//    depends on i alone, so every node's rank i holds the same one); (3)
+//    recursive doubling inside each node gathers the shares back. For k not
+//    a power of two the halving folds k onto one first, and the folded
+//    ranks' lanes carry nothing.
+//  - reduce: (1) as allreduce; (2) lane i reduces its share to the root
+//    node's rank i; (3) the root's node gathers the shares to the root.
+//  - bcast: (1) the root hands each rank of its node its share; (2) lane i
+//    broadcasts it from the root node; (3) as allreduce.
+//  - barrier: a one-element allreduce with the barrier's algorithm; the one
+//    element is one rank's share, so one lane carries it.
+//  - allgather: (1) lane i gathers the blocks of its ranks, which lie k
+//    blocks apart (patterns::placed cuts its messages into contiguous runs);
+//    (2) the node gathers its lanes' results with the same algorithm.
+//  - reduce_scatter: the reverse: the node first reduces, with the same
+//    algorithm, every rank's k-strided column of blocks to the rank of that
+//    lane, then lane i reduce-scatters it among the nodes (node order, so
+//    rank order overall).
+// Example: 2 nodes of 2 ranks, allreduce of 10 elements: ranks 0 and 1 swap
+// halves, rank 0 keeping [0,5) and rank 1 [5,10), each reduced x0.x1; ranks
+// 0 and 2 allreduce elements 0-4, ranks 1 and 3 elements 5-9; then 0 and 1
+// (and 2 and 3) swap their halves back. The hierarchy's groups and leaders
+// are not used. UsageError for unequal nodes or an algorithm whose row
+// refuses the lanes form.
 SchedulePlan plan_lanes(std::shared_ptr<const HierarchyPlan> plan, const AlgorithmInfo& inter, const Shape& shape);
 
 // True when `inter` runs as one combined tree with the hierarchy (pipelined

@@ -163,20 +163,21 @@ Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
   return at;
 }
 
-LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
+LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settings, LinkConfig config)
     : arena_(arena),
+      settings_(std::move(settings)),
       config_(std::move(config)),
       scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
       pid_(static_cast<int>(getpid())) {
-  if (config_.cross_memory_attach && (!config_.staged_sends || config_.virtual_clock))
+  if (config_.cross_memory_attach && (!config_.staged_sends || settings_.virtual_clock))
     throw UsageError("cross-memory attach needs staged sends and no virtual clock");
   std::byte* base = arena_.address(shared);
   shared_ = std::launder(reinterpret_cast<Shared*>(base));
   if (!config_.members.empty()) {
-    slot_of_.assign(static_cast<std::size_t>(config_.layout.ranks()), -1);
+    slot_of_.assign(static_cast<std::size_t>(settings_.layout.ranks()), -1);
     for (std::size_t i = 0; i < config_.members.size(); ++i) {
       const int r = config_.members[i];
-      if (r < 0 || r >= config_.layout.ranks() || (i > 0 && r <= config_.members[i - 1]))
+      if (r < 0 || r >= settings_.layout.ranks() || (i > 0 && r <= config_.members[i - 1]))
         throw UsageError("the link engine's members must be ascending ranks of its layout");
       slot_of_[static_cast<std::size_t>(r)] = static_cast<int>(i);
     }
@@ -185,6 +186,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config)
     throw UsageError("the link state holds " + std::to_string(shared_->ranks) +
                      " ranks, but the engine is configured for " + std::to_string(slots()));
   const auto p = static_cast<std::size_t>(slots());
+  own_.resize(p);
   base += sizeof(Shared);
   outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
   base += p * sizeof(Outbox);
@@ -250,9 +252,9 @@ void LinkEngine::abort() noexcept {
 }
 
 void LinkEngine::fail(std::exception_ptr error) noexcept {
-  if (config_.on_failure) {
+  if (settings_.on_failure) {
     try {
-      config_.on_failure(std::move(error));
+      settings_.on_failure(std::move(error));
     } catch (...) {
     }
   }
@@ -267,7 +269,7 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
   // A peer that is copying makes progress without us; a whole timeout (or a
   // minute without one) stuck mid-copy means it is gone: leave it.
   WaitPolicy policy;
-  policy.deadline = std::chrono::steady_clock::now() + config_.wait_timeout.value_or(std::chrono::minutes(1));
+  policy.deadline = std::chrono::steady_clock::now() + settings_.waits.timeout.value_or(std::chrono::minutes(1));
   bool gave_up = false;
   auto wait = [&](const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t old) {
     try {
@@ -307,6 +309,7 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
 // ---- where ranks are -------------------------------------------------------------
 
 void LinkEngine::publish_start(const LinkRank& c) {
+  own(c).send_posted = true;  // a run begins with nothing queued
   Progress& progress = progress_[slot(c.rank)];
   progress.done.store(false, std::memory_order_relaxed);
   progress.step.store(0, std::memory_order_relaxed);
@@ -314,6 +317,20 @@ void LinkEngine::publish_start(const LinkRank& c) {
   // Read by a receiver of an attached send after its claim, which the
   // post's seq_cst CAS orders after this store.
   if (config_.cross_memory_attach) progress.pid.store(pid_, std::memory_order_relaxed);
+}
+
+void LinkEngine::set_stage(int rank, std::byte* stage, std::size_t bytes) {
+  RankState& state = own_[slot(rank)];
+  state.stage = stage;
+  state.stage_bytes = bytes;
+}
+
+int LinkEngine::awaited(const LinkRank& c, LinkRank::Wait what) const {
+  if (what == LinkRank::Wait::recv) return c.receiving.peer;
+  // A send queued behind the stage waits for the receiver of the send
+  // posted there before it.
+  const RankState& me = own(c);
+  return !me.send_posted && me.staged_to >= 0 ? me.staged_to : c.sending.peer;
 }
 
 void LinkEngine::publish_step(const LinkRank& c) {
@@ -347,8 +364,8 @@ std::string LinkEngine::size_mismatch(int src, std::uint64_t sent, int dst, std:
 
 TransferEnds LinkEngine::ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
                               Picos receiver_ready) const {
-  if (!config_.virtual_clock) return {};
-  return config_.model.transfer_ends(config_.layout, src, dst, elements * eb, sender_ready, receiver_ready);
+  if (!settings_.virtual_clock) return {};
+  return settings_.model.transfer_ends(settings_.layout, src, dst, elements * eb, sender_ready, receiver_ready);
 }
 
 void LinkEngine::ring(Inbox& inbox) {
@@ -357,28 +374,29 @@ void LinkEngine::ring(Inbox& inbox) {
 }
 
 void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
+  RankState& me = own(c);
   c.sending = send;
   c.send_done = false;
-  c.send_posted = false;
+  me.send_posted = false;
   c.send_end = 0;
-  c.send_data = data;
-  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > c.stage_bytes &&
+  me.send_data = data;
+  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > me.stage_bytes &&
       !attached(c, send))
-    throw ScheduleError(config_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
-                        " bytes, more than its stage of " + std::to_string(c.stage_bytes) + " bytes");
+    throw ScheduleError(settings_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
+                        " bytes, more than its stage of " + std::to_string(me.stage_bytes) + " bytes");
   (void)try_post(c);
 }
 
 bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
   if (config_.staged_sends) return !attached(c, send);
   const std::uint64_t bytes = send.count * c.eb;
-  return !config_.virtual_clock && (bytes <= kEagerBytes || bytes <= c.stage_bytes);
+  return !settings_.virtual_clock && (bytes <= kEagerBytes || bytes <= own(c).stage_bytes);
 }
 
 bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
   if (!config_.cross_memory_attach) return false;
   const std::uint64_t bytes = send.count * c.eb;
-  return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > c.stage_bytes);
+  return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > own(c).stage_bytes);
 }
 
 // Posts the send once the outbox is free (idle: the receiver of our previous
@@ -392,6 +410,7 @@ bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
 // receiver's read.
 bool LinkEngine::try_post(LinkRank& c) {
   Outbox& ob = outbox_[slot(c.rank)];
+  RankState& me = own(c);
   std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s & kAbortBit) throw LinkAborted{};
   if (s != kIdle) return false;
@@ -400,25 +419,25 @@ bool LinkEngine::try_post(LinkRank& c) {
   const bool copied = eager(c, send);
   const bool attach = !copied && attached(c, send);
   if (copied) {
-    std::byte* copy = bytes <= kEagerBytes ? ob.eager : c.stage;
-    if (bytes > 0) std::memcpy(copy, c.send_data, bytes);
+    std::byte* copy = bytes <= kEagerBytes ? ob.eager : me.stage;
+    if (bytes > 0) std::memcpy(copy, me.send_data, bytes);
     ob.data = arena_.offset_of(copy);
   } else {
-    ob.data = attach ? reinterpret_cast<std::uintptr_t>(c.send_data) : arena_.offset_of(c.send_data);
+    ob.data = attach ? reinterpret_cast<std::uintptr_t>(me.send_data) : arena_.offset_of(me.send_data);
   }
   ob.copied = copied;
   ob.attached = attach;
   ob.count = send.count;
-  ob.sender_ready = config_.virtual_clock ? c.clock.send_ready() : 0;
+  ob.sender_ready = settings_.virtual_clock ? c.clock.send_ready() : 0;
   if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
-  c.send_posted = true;
+  me.send_posted = true;
   if (copied) {
-    c.staged_to = send.peer;
+    me.staged_to = send.peer;
     ring(inbox_[slot(send.peer)]);
     c.send_done = true;
   } else if (attach) {
     ring(inbox_[slot(send.peer)]);  // receivers of staged sends never post: it will find ours and ack
-  } else if (deliver_if_waited_for(c, send, c.send_data)) {
+  } else if (deliver_if_waited_for(c, send, me.send_data)) {
     c.send_done = true;
   }
   return true;
@@ -473,7 +492,7 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
 
 bool LinkEngine::test_send(LinkRank& c) {
   if (c.send_done) return true;
-  if (!c.send_posted) return try_post(c) && c.send_done;
+  if (!own(c).send_posted) return try_post(c) && c.send_done;
   Outbox& ob = outbox_[slot(c.rank)];
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s == kIdle) {  // the receiver pulled and acked
@@ -501,7 +520,7 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     throw error;
   }
   const TransferEnds end =
-      ends(recv.peer, c.rank, recv.count, c.eb, ob.sender_ready, config_.virtual_clock ? c.clock.recv_ready() : 0);
+      ends(recv.peer, c.rank, recv.count, c.eb, ob.sender_ready, settings_.virtual_clock ? c.clock.recv_ready() : 0);
   try {
     if (ob.attached)
       read_attached(c, ob);
@@ -556,10 +575,10 @@ void LinkEngine::read_attached(LinkRank& c, const Outbox& ob) {
     if (error == 0) return;
     std::string why = std::strerror(error);
     // ESRCH: the sender's process has ended; say so as every wait for it does.
-    if (config_.peer_gone)
-      if (const std::string gone = config_.peer_gone(recv.peer); !gone.empty()) why += "; " + gone;
-    throw SystemError(config_.layout.describe(c.rank) + " cannot read the " + std::to_string(bytes) +
-                      "-byte message of " + config_.layout.describe(recv.peer) + " (pid " + std::to_string(pid) +
+    if (settings_.peer_gone)
+      if (const std::string gone = settings_.peer_gone(recv.peer); !gone.empty()) why += "; " + gone;
+    throw SystemError(settings_.layout.describe(c.rank) + " cannot read the " + std::to_string(bytes) +
+                      "-byte message of " + settings_.layout.describe(recv.peer) + " (pid " + std::to_string(pid) +
                       ") out of its memory by cross-memory attach (process_vm_readv): " + why);
   };
   if (c.recv_side == Combine::replace) {
@@ -604,7 +623,7 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
   ib.target = arena_.offset_of(target);
   ib.count = recv.count;
   ib.offset = recv.offset;
-  ib.recv_ready = config_.virtual_clock ? c.clock.recv_ready() : 0;
+  ib.recv_ready = settings_.virtual_clock ? c.clock.recv_ready() : 0;
   ib.side = side;
   ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
 }
@@ -615,7 +634,7 @@ bool LinkEngine::try_pull(LinkRank& c) {
   const std::uint32_t for_me = posted(c.rank);
   // Read the bell first: a post after this read rings it, so a block() on
   // this value cannot miss it.
-  c.recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
+  own(c).recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
   std::uint32_t expected = for_me;
   if (ob.state.load(std::memory_order_seq_cst) != for_me ||
       !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
@@ -635,7 +654,7 @@ bool LinkEngine::test_recv(LinkRank& c) {
   const std::uint32_t for_me = posted(c.rank);
   // Read the bell first: a post or delivery after this read rings it, so a
   // block() on this value cannot miss it.
-  c.recv_bell = ib.bell.load(std::memory_order_acquire);
+  own(c).recv_bell = ib.bell.load(std::memory_order_acquire);
   if (ib.state.load(std::memory_order_acquire) == kDone) {
     ib.state.store(kIdle, std::memory_order_relaxed);
     c.recv_end = ib.end;
@@ -676,11 +695,11 @@ void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& polic
     // A send waiting for the outbox (an eager send of ours not yet taken)
     // must not sleep through its release (which rings the bell; this look
     // covers a release before the bell was read).
-    if (!c.send_posted && config_.layout.shares_memory(c.rank, c.sending.peer)) {
+    if (!own(c).send_posted && settings_.layout.shares_memory(c.rank, c.sending.peer)) {
       const std::uint32_t s = outbox_[slot(c.rank)].state.load(std::memory_order_seq_cst);
       if (s == kIdle || (s & kAbortBit)) return;
     }
-    (void)wait_while_equal(ib.bell, c.recv_bell, policy, scope_, &ib.bell_sleepers, spin());
+    (void)wait_while_equal(ib.bell, own(c).recv_bell, policy, scope_, &ib.bell_sleepers, spin());
     return;
   }
   Outbox& ob = outbox_[slot(c.rank)];
@@ -693,7 +712,7 @@ void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& polic
 std::uint32_t LinkEngine::next_generation(std::uint32_t word) { return (word & kAbortBit) | ((word + 1) & ~kAbortBit); }
 
 std::chrono::milliseconds LinkEngine::barrier_patience() const {
-  return 2 * config_.wait_timeout.value_or(std::chrono::milliseconds(0)) + std::chrono::milliseconds(100);
+  return 2 * settings_.waits.timeout.value_or(std::chrono::milliseconds(0)) + std::chrono::milliseconds(100);
 }
 
 // A central counter, but every rank sleeps on its own word: thousands of
@@ -724,10 +743,10 @@ void LinkEngine::barrier(LinkRank& c, std::uint32_t participants) {
   if (g == old) {
     c.waiting = LinkRank::Wait::barrier;
     WaitPolicy policy;
-    if (config_.wait_timeout) policy.deadline = std::chrono::steady_clock::now() + barrier_patience();
+    if (settings_.waits.timeout) policy.deadline = std::chrono::steady_clock::now() + barrier_patience();
     policy.timeout_message = [this, &c] {
-      return config_.layout.describe(c.rank) + ": timed out after " + std::to_string(barrier_patience().count()) +
-             " ms at the barrier before " + config_.round_name + " " + std::to_string(c.round);
+      return settings_.layout.describe(c.rank) + ": timed out after " + std::to_string(barrier_patience().count()) +
+             " ms at the barrier before " + settings_.waits.round_name + " " + std::to_string(c.round);
     };
     while (g == old) g = wait_while_equal(go, old, policy, scope_, &pr.go_sleepers, spin());
     c.waiting = LinkRank::Wait::none;

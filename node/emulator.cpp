@@ -321,13 +321,11 @@ EmulationResult Cluster::run() {
                      " elements needs more memory than this machine has (" + std::to_string(physical_memory() >> 20) +
                      " MiB)");
   buffers_ = arena_.address(arena_.allocate(std::max<std::size_t>(arena_bytes, 4096), 4096));
-  LinkConfig link;
-  link.layout = config_.layout;
-  link.model = config_.model.for_schedule(plan_, p_, config_.layout);  // the same NicLoad as the simulator's
-  link.virtual_clock = true;
-  link.wait_timeout = config_.wait_timeout;
-  link.round_name = "repetition";
-  engine_ = std::make_unique<LinkEngine>(arena_, LinkEngine::create_shared(arena_, p_), std::move(link));
+  engine_ = std::make_unique<LinkEngine>(
+      arena_, LinkEngine::create_shared(arena_, p_),
+      executor_config(config_.layout,
+                      config_.model.for_schedule(plan_, p_, config_.layout),  // the same NicLoad as the simulator's
+                      wait_settings(config_.wait_timeout, "repetition")));
   outcome_ = std::make_unique<RankOutcome[]>(p);
   wall_.assign(p * static_cast<std::size_t>(config_.repetitions), 0.0);
   if (config_.record_timeline) timelines_.resize(p);

@@ -125,6 +125,19 @@ struct LinkRank {
   Combine recv_side = Combine::replace;
   bool send_done = true, recv_done = true;
   Picos send_end = 0, recv_end = 0;
+  // What every link's start_send / start_recv records first.
+  void begin_send(const Transfer& t) {
+    sending = t;
+    send_done = false;
+    send_end = 0;
+  }
+  void begin_recv(const Transfer& t, std::byte* target, Combine side) {
+    receiving = t;
+    recv_target = target;
+    recv_side = side;
+    recv_done = false;
+    recv_end = 0;
+  }
   // The executor's: the element ranges [begin, end) of y that still hold
   // only the run's input (StepExecutor's RunInput), kept here so that a
   // repeated run reuses the vector's room.

@@ -179,9 +179,7 @@ void MpiLink::poll_notice_now_and_then() {
 }
 
 void MpiLink::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
-  c.sending = send;
-  c.send_done = false;
-  c.send_end = 0;
+  c.begin_send(send);
   const int bytes = bytes_of(c, send);
   auto held = channel_.lock();
   check_mpi(PMPI_Isend(data, bytes, MPI_BYTE, layout_.mpi_rank(send.peer),
@@ -206,11 +204,7 @@ bool MpiLink::test_send(LinkRank& c) {
 }
 
 void MpiLink::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
-  c.receiving = recv;
-  c.recv_target = target;
-  c.recv_side = side;
-  c.recv_done = false;
-  c.recv_end = 0;
+  c.begin_recv(recv, target, side);
   const int bytes = bytes_of(c, recv);
   // A combining receive must not overwrite what it combines with.
   staged_ = side != Combine::replace && bytes > 0;

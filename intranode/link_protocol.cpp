@@ -29,10 +29,8 @@ void LinkEngine::ring(Inbox& inbox) {
 
 void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
   RankState& me = own(c);
-  c.sending = send;
-  c.send_done = false;
+  c.begin_send(send);
   me.send_posted = false;
-  c.send_end = 0;
   me.send_data = data;
   if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > me.stage_bytes &&
       !attached(c, send))
@@ -253,11 +251,7 @@ void LinkEngine::read_attached(LinkRank& c, const Outbox& ob) {
 }
 
 void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
-  c.receiving = recv;
-  c.recv_target = target;
-  c.recv_side = side;
-  c.recv_done = false;
-  c.recv_end = 0;
+  c.begin_recv(recv, target, side);
   if (config_.staged_sends) {
     (void)try_pull(c);
     return;

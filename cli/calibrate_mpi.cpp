@@ -71,19 +71,12 @@ LevelResult measure(MPI_Comm pair, const CalibrateOptions& options) {
   std::vector<RankMap::Place> places{{0, 0, 0, 0}, {1, 1, 0, 1}};  // two nodes, a process each
   const RankMap layout = RankMap::from_places(places);
   mpi::MpiChannel channel(pair, 1);
-  HeapArena arena;  // this process's side of the (unused) shared-memory link
-  LinkConfig config;
-  config.layout = layout;
-  config.members = {me};
-  config.virtual_clock = false;
-  config.wait_timeout = options.wait_timeout;
-  config.round_name = "measurement";
-  LinkEngine engine(arena, LinkEngine::create_shared(arena, 1), std::move(config));
+  const ExecutorConfig config =
+      executor_config(layout, std::nullopt, wait_settings(options.wait_timeout, "measurement"));
   mpi::MpiLink link(channel, layout, me);
   LinkRank c;
   c.rank = me;
-  c.remote = &link;
-  StepExecutor executor(engine);
+  StepExecutor executor(config, nullptr, &link);  // the two share no memory: no shared-memory link
   std::vector<std::byte> buffer(static_cast<std::size_t>(sweep_sizes(options).back()));
   PairSweeps sweeps = run_pair(executor, c, buffer.data(), sweep_sizes(options), options);
 

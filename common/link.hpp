@@ -23,32 +23,90 @@
 //   withdraw    after a failure: take back whatever is posted; once it
 //               returns, no peer touches the rank's buffers any more.
 // Matching is by (source, destination) pair in program order.
+//
+// What the executor runs under (clock, waits, peer liveness, failure) is its
+// own configuration (ExecutorConfig, below), not a link's: an MPI-only rank
+// runs with no shared-memory link at all.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/cost_model.hpp"
+#include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
 #include "common/schedule.hpp"
 #include "common/wait.hpp"
 
 namespace copse {
 
+// How long a rank's waits may last and what they say meanwhile.
+struct WaitSettings {
+  // A wait longer than this fails with TimeoutError naming peer and step;
+  // none: a rank waits as long as its peer takes (an application's ranks may
+  // legitimately arrive far apart), and says whom it waits for every
+  // `report_every` (if non-zero) through on_report.
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds report_every{0};
+  std::function<void(const std::string&)> on_report;
+  const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
+};
+
+// Waits named `round_name` in messages, failing after `timeout` (if set),
+// reporting every `report_every` (if non-zero) through `on_report`.
+WaitSettings wait_settings(std::optional<std::chrono::milliseconds> timeout, const char* round_name,
+                           std::chrono::milliseconds report_every = {},
+                           std::function<void(const std::string&)> on_report = {});
+
+// What the step executor (intranode/step_executor.hpp) runs under, whatever
+// links it drives; every rank of one run shares it. The shared-memory link
+// keeps a copy too: its acknowledgements carry virtual-clock ends, its
+// barrier follows the waits, and its failures go to the same sink.
+struct ExecutorConfig {
+  RankMap layout;  // the ranks (layout.ranks()), their nodes and processes
+  // Keep every rank's virtual clock (the emulator, the thread Team) under
+  // `model` (level 0: same node, level 1: other node): each transfer's end
+  // time travels with its ack. Real runs switch it off and pay nothing for it.
+  bool virtual_clock = true;
+  CostModel model;
+  WaitSettings waits;
+  // Whether `peer` can still answer: "" while it can, else why not (e.g.
+  // "process 2 (pid 4711) has died"). A waiting rank asks it about the peers
+  // it waits for at least every kWaitSleepSlice and fails with a SystemError
+  // naming the peer when the answer is not empty. Unset: peers never die
+  // (threads of one process).
+  std::function<std::string(int peer)> peer_gone;
+  // Called by a rank that fails (not by those merely aborted), before it
+  // aborts the run, so that every rank woken by the abort can find the
+  // error. May be called more than once, from several ranks: keep the first.
+  std::function<void(std::exception_ptr)> on_failure;
+};
+
+// The one way every caller assembles an ExecutorConfig: a virtual clock
+// under `clock` when given (else none), the waits, and optionally the
+// failure sink and the peers' liveness.
+ExecutorConfig executor_config(RankMap layout, std::optional<CostModel> clock, WaitSettings waits,
+                               std::function<void(std::exception_ptr)> on_failure = {},
+                               std::function<std::string(int)> peer_gone = {});
+
 class Link;
 
-// A rank's private side of the engine: its clock, its links' bookkeeping and
-// where it is. Lives with the rank (thread stack, Comm), never in shared memory.
+// A rank's private side of a run: its clock, its links' common bookkeeping
+// and where it is. Lives with the rank (thread stack, Comm), never in shared
+// memory. What one transport alone needs per rank it keeps itself (the
+// shared-memory link's stage and doorbell: LinkEngine's per-rank state).
 struct LinkRank {
   int rank = 0;
   RankClock clock;
   std::int64_t round = 0;     // which run of the rank's steps (repetition, call)
   std::string_view activity;  // optional, e.g. "allreduce": "step 3 of call 2 (allreduce)"
-  Link* remote = nullptr;     // the link to ranks it shares no memory with (MPI), if any
 
   // Set by the executor: the run in progress and where it is.
   std::byte* y = nullptr;
@@ -66,17 +124,20 @@ struct LinkRank {
   std::byte* recv_target = nullptr;
   Combine recv_side = Combine::replace;
   bool send_done = true, recv_done = true;
-  bool send_posted = true;  // shared-memory link: false while a send waits for the outbox to be free
   Picos send_end = 0, recv_end = 0;
-  std::uint32_t recv_bell = 0;  // shared-memory link: the doorbell value last seen
-  // Shared-memory link: where this rank's eager sends are copied for their
-  // receivers to pull (in the arena) -- with staged sends
-  // (LinkConfig::staged_sends) every send, else, without a virtual clock,
-  // those that fit -- its size, and the send waiting to be copied there.
-  std::byte* stage = nullptr;
-  std::size_t stage_bytes = 0;
-  const std::byte* send_data = nullptr;
-  int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
+  // What every link's start_send / start_recv records first.
+  void begin_send(const Transfer& t) {
+    sending = t;
+    send_done = false;
+    send_end = 0;
+  }
+  void begin_recv(const Transfer& t, std::byte* target, Combine side) {
+    receiving = t;
+    recv_target = target;
+    recv_side = side;
+    recv_done = false;
+    recv_end = 0;
+  }
   // The executor's: the element ranges [begin, end) of y that still hold
   // only the run's input (StepExecutor's RunInput), kept here so that a
   // repeated run reuses the vector's room.
@@ -97,6 +158,12 @@ class Link {
   // What `peer` is doing, for messages about a wait ("; rank 3 is in its
   // step 2"), or "" when this link cannot tell.
   virtual std::string peer_state(const LinkRank& c, int peer) const = 0;
+  // The rank a wait for the pending receive (what == recv) or send (ack)
+  // depends on: its peer, unless the link queues the transfer behind another
+  // one (the shared-memory link's stage).
+  virtual int awaited(const LinkRank& c, LinkRank::Wait what) const {
+    return what == LinkRank::Wait::recv ? c.receiving.peer : c.sending.peer;
+  }
 };
 
 // Applies a received region: copied for Combine::replace, else combined by

@@ -16,7 +16,29 @@ namespace {
 // whole process, since two Teams' threads must not call MPI at once either.
 std::mutex g_mpi_mutex;
 
-constexpr int kNoticeTag = 0;
+constexpr int kNoticeTag = static_cast<int>(MpiChannel::tag_of(TagSpace::notice, 1, 0, 0));
+
+// Whether, with `max_threads` thread ranks per process, every tag of every
+// space differs from every tag of every other space (and none is negative).
+constexpr bool tag_spaces_disjoint(int max_threads) {
+  const TagSpace spaces[] = {TagSpace::notice, TagSpace::link, TagSpace::arrival};
+  for (TagSpace a : spaces)
+    for (TagSpace b : spaces) {
+      if (a == b) continue;
+      for (int f = 0; f < max_threads; ++f)
+        for (int t = 0; t < max_threads; ++t) {
+          const long long tag = MpiChannel::tag_of(a, max_threads, f, t);
+          if (tag < 0) return false;
+          for (int g = 0; g < max_threads; ++g)
+            for (int u = 0; u < max_threads; ++u)
+              if (tag == MpiChannel::tag_of(b, max_threads, g, u)) return false;
+        }
+    }
+  return true;
+}
+static_assert(tag_spaces_disjoint(1) && tag_spaces_disjoint(2) && tag_spaces_disjoint(3) && tag_spaces_disjoint(5) &&
+                  tag_spaces_disjoint(8),
+              "the tags of a channel's message kinds must never coincide");
 constexpr std::size_t kNoticeBytes = 1024;  // kind byte, then the message (truncated), then '\0'
 
 // How long withdraw waits for a request that cannot be cancelled (a send
@@ -47,6 +69,14 @@ void check_mpi(int rc, const std::string& what) {
 
 // ---- MpiChannel -------------------------------------------------------------------
 
+void MpiChannel::require_tags(TagSpace space, int max_threads, long long tag_ub) {
+  const long long needed = last_tag(space, max_threads);
+  if (needed <= tag_ub) return;
+  throw UsageError(std::string(space == TagSpace::arrival ? "arrival estimates" : "copse's transfers") + " with " +
+                   std::to_string(max_threads) + " thread ranks per process need tag " + std::to_string(needed) +
+                   ", above this MPI's MPI_TAG_UB " + std::to_string(tag_ub));
+}
+
 MpiChannel::MpiChannel(MPI_Comm comm, int max_threads) : comm_(comm), max_threads_(std::max(max_threads, 1)) {
   check_mpi(PMPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   check_mpi(PMPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -56,12 +86,8 @@ MpiChannel::MpiChannel(MPI_Comm comm, int max_threads) : comm_(comm), max_thread
   void* value = nullptr;
   int found = 0;
   check_mpi(PMPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
-  const long long tag_ub = found ? *static_cast<int*>(value) : 32767;
-  const long long needed = 1 + static_cast<long long>(max_threads_) * max_threads_;
-  if (needed > tag_ub)
-    throw UsageError("copse tags each thread pair: " + std::to_string(max_threads_) +
-                     " thread ranks per process need tag " + std::to_string(needed) + ", above this MPI's MPI_TAG_UB " +
-                     std::to_string(tag_ub));
+  tag_ub_ = found ? *static_cast<int*>(value) : 32767;
+  require_tags(TagSpace::link, max_threads_, tag_ub_);
   notice_buffer_.assign(kNoticeBytes, '\0');
   check_mpi(PMPI_Irecv(notice_buffer_.data(), static_cast<int>(kNoticeBytes), MPI_CHAR, MPI_ANY_SOURCE, kNoticeTag,
                        comm_, &notice_),
@@ -153,13 +179,12 @@ void MpiLink::poll_notice_now_and_then() {
 }
 
 void MpiLink::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
-  c.sending = send;
-  c.send_done = false;
-  c.send_end = 0;
+  c.begin_send(send);
   const int bytes = bytes_of(c, send);
   auto held = channel_.lock();
   check_mpi(PMPI_Isend(data, bytes, MPI_BYTE, layout_.mpi_rank(send.peer),
-                       channel_.tag(layout_.thread(rank_), layout_.thread(send.peer)), channel_.comm(), &send_),
+                       channel_.tag(TagSpace::link, layout_.thread(rank_), layout_.thread(send.peer)), channel_.comm(),
+                       &send_),
             "copse: rank " + std::to_string(rank_) + ": MPI_Isend to rank " + std::to_string(send.peer));
 }
 
@@ -179,11 +204,7 @@ bool MpiLink::test_send(LinkRank& c) {
 }
 
 void MpiLink::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
-  c.receiving = recv;
-  c.recv_target = target;
-  c.recv_side = side;
-  c.recv_done = false;
-  c.recv_end = 0;
+  c.begin_recv(recv, target, side);
   const int bytes = bytes_of(c, recv);
   // A combining receive must not overwrite what it combines with.
   staged_ = side != Combine::replace && bytes > 0;
@@ -191,7 +212,8 @@ void MpiLink::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, C
   std::byte* buffer = staged_ ? staging_.data() : target;
   auto held = channel_.lock();
   check_mpi(PMPI_Irecv(buffer, bytes, MPI_BYTE, layout_.mpi_rank(recv.peer),
-                       channel_.tag(layout_.thread(recv.peer), layout_.thread(rank_)), channel_.comm(), &recv_),
+                       channel_.tag(TagSpace::link, layout_.thread(recv.peer), layout_.thread(rank_)), channel_.comm(),
+                       &recv_),
             "copse: rank " + std::to_string(rank_) + ": MPI_Irecv from rank " + std::to_string(recv.peer));
 }
 
@@ -275,6 +297,85 @@ void MpiLink::withdraw(LinkRank& c) noexcept {
 std::string MpiLink::peer_state(const LinkRank&, int peer) const {
   return "; rank " + std::to_string(peer) + " is on node " + std::to_string(layout_.node(peer)) + " (MPI rank " +
          std::to_string(layout_.mpi_rank(peer)) + ")";
+}
+
+// ---- ArrivalChannel ---------------------------------------------------------------
+
+ArrivalChannel::ArrivalChannel(MpiChannel& channel, const RankMap& layout, int rank)
+    : channel_(channel), layout_(layout), rank_(rank) {
+  MpiChannel::require_tags(TagSpace::arrival, channel.max_threads(), channel.tag_ub());
+  const auto p = static_cast<std::size_t>(layout.ranks());
+  sends_.assign(p, MPI_REQUEST_NULL);
+  recvs_.assign(p, MPI_REQUEST_NULL);
+  in_.assign(p, 0);
+  done_.assign(p, 0);
+}
+
+ArrivalChannel::~ArrivalChannel() {
+  if (!mpi_usable()) return;
+  {
+    auto held = channel_.lock();
+    for (auto& r : sends_)
+      if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);  // eager 8-byte sends: complete on their own
+  }
+  cancel_receives();
+}
+
+void ArrivalChannel::publish(std::int64_t value) {
+  const int p = layout_.ranks();
+  const int me = layout_.thread(rank_);
+  auto held = channel_.lock();
+  check_mpi(PMPI_Waitall(p, sends_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall (arrival values)");
+  out_ = value;
+  for (int r = 0; r < p; ++r)
+    if (r != rank_)
+      check_mpi(
+          PMPI_Isend(&out_, 1, MPI_INT64_T, layout_.mpi_rank(r), channel_.tag(TagSpace::arrival, me, layout_.thread(r)),
+                     channel_.comm(), &sends_[static_cast<std::size_t>(r)]),
+          "MPI_Isend (arrival value)");
+}
+
+void ArrivalChannel::post_receives() {
+  const int p = layout_.ranks();
+  const int me = layout_.thread(rank_);
+  auto held = channel_.lock();
+  for (int r = 0; r < p; ++r)
+    if (r != rank_)
+      check_mpi(PMPI_Irecv(&in_[static_cast<std::size_t>(r)], 1, MPI_INT64_T, layout_.mpi_rank(r),
+                           channel_.tag(TagSpace::arrival, layout_.thread(r), me), channel_.comm(),
+                           &recvs_[static_cast<std::size_t>(r)]),
+                "MPI_Irecv (arrival value)");
+}
+
+bool ArrivalChannel::poll() {
+  int received = 0;
+  auto held = channel_.lock();
+  channel_.poll_notice();
+  check_mpi(PMPI_Testsome(layout_.ranks(), recvs_.data(), &received, done_.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome (arrival values)");
+  return received == MPI_UNDEFINED;  // no request left: every value is in
+}
+
+std::vector<int> ArrivalChannel::missing() const {
+  std::vector<int> out;  // MPI_Testsome nulls the completed requests
+  for (int r = 0; r < layout_.ranks(); ++r)
+    if (recvs_[static_cast<std::size_t>(r)] != MPI_REQUEST_NULL) out.push_back(r);
+  return out;
+}
+
+void ArrivalChannel::cancel_receives() noexcept {
+  if (!mpi_usable()) return;
+  std::unique_lock<std::mutex> held;
+  try {
+    held = channel_.lock();
+  } catch (...) {
+    return;  // a mutex that cannot be taken: leave the receives to MPI_Finalize
+  }
+  for (auto& r : recvs_)
+    if (r != MPI_REQUEST_NULL) {
+      PMPI_Cancel(&r);
+      PMPI_Request_free(&r);
+    }
 }
 
 }  // namespace copse::mpi

@@ -8,7 +8,10 @@
 // carries a tag naming its (source thread, destination thread) pair: with
 // several thread ranks per process, MPI's per-(process, tag) order is then
 // exactly the per-(source rank, destination rank) program order the
-// schedules rely on. Tag 0 is reserved for failure notices (below).
+// schedules rely on. The channel hands out every tag, from disjoint ranges
+// per kind of message (MpiChannel::tag_of): failure notices (below), link
+// transfers, and the arrival values of the arrival-aware allreduce
+// (ArrivalChannel), so that no kind ever matches another's receive.
 //
 // One MpiLink per thread rank, at most one send and one receive in flight. A
 // receive that replaces lands straight in its target; one that combines
@@ -34,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,10 +57,35 @@ struct PeerFailure : Error {
 // Throws SystemError naming `what` and MPI's text for `rc` unless rc is MPI_SUCCESS.
 void check_mpi(int rc, const std::string& what);
 
+// The kinds of message on a channel, each with tags of its own.
+enum class TagSpace { notice, link, arrival };
+
 // What the thread ranks of one process share: the private communicator, the
 // thread level, the tags and the failure notices.
 class MpiChannel {
  public:
+  // The tag of a message of `space` from thread `from` to thread `to`, among
+  // processes of at most `max_threads` thread ranks: notices take tag 0, each
+  // other space a block of max_threads^2 tags after the previous one's, so
+  // tags of different spaces never coincide (checked at compile time in
+  // mpi_link.cpp).
+  static constexpr long long tag_of(TagSpace space, int max_threads, int from, int to) {
+    const long long pairs = static_cast<long long>(max_threads) * max_threads;
+    const long long pair = static_cast<long long>(from) * max_threads + to;
+    switch (space) {
+      case TagSpace::notice: return 0;
+      case TagSpace::link: return 1 + pair;
+      case TagSpace::arrival: return 1 + pairs + pair;
+    }
+    return -1;
+  }
+  // The highest tag of `space` with `max_threads` thread ranks per process.
+  static constexpr long long last_tag(TagSpace space, int max_threads) {
+    return tag_of(space, max_threads, max_threads - 1, max_threads - 1);
+  }
+  // UsageError unless every tag of `space` fits under `tag_ub` (MPI_TAG_UB).
+  static void require_tags(TagSpace space, int max_threads, long long tag_ub);
+
   // `comm` is the private duplicate (the caller keeps and frees it), with
   // MPI_ERRORS_RETURN set; `max_threads` the most thread ranks any process
   // has (UsageError if the tags they need exceed MPI_TAG_UB). Posts the
@@ -67,7 +96,12 @@ class MpiChannel {
   MpiChannel& operator=(const MpiChannel&) = delete;
 
   MPI_Comm comm() const { return comm_; }
-  int tag(int from_thread, int to_thread) const { return 1 + from_thread * max_threads_ + to_thread; }
+  int tag(TagSpace space, int from_thread, int to_thread) const {
+    return static_cast<int>(tag_of(space, max_threads_, from_thread, to_thread));
+  }
+  int max_threads() const { return max_threads_; }
+  // MPI_TAG_UB of the communicator.
+  long long tag_ub() const { return tag_ub_; }
   // Held around every MPI call: the process-wide lock below
   // MPI_THREAD_MULTIPLE, nothing at it.
   std::unique_lock<std::mutex> lock() const;
@@ -83,6 +117,7 @@ class MpiChannel {
  private:
   MPI_Comm comm_;
   int max_threads_;
+  long long tag_ub_ = 32767;
   int size_ = 1;
   int rank_ = 0;
   bool multiple_ = false;
@@ -125,6 +160,46 @@ class MpiLink final : public Link {
   std::vector<std::byte> staging_;  // combining receives land here
   bool staged_ = false;             // the pending receive lands in staging_
   std::uint32_t polls_ = 0;
+};
+
+// The arrival values of the arrival-aware allreduce (node/mpi_comm.cpp): one
+// 64-bit value per call from each rank of the layout to every other, on the
+// channel's arrival tags (TagSpace::arrival). Per-pair order is MPI's, so
+// the values of successive calls never mix. One per thread rank; all calls
+// take the channel's lock themselves.
+class ArrivalChannel {
+ public:
+  // The channel of `rank` (a copse rank of `layout`); both outlive it.
+  // UsageError if the arrival tags exceed the channel's MPI_TAG_UB.
+  ArrivalChannel(MpiChannel& channel, const RankMap& layout, int rank);
+  ~ArrivalChannel();  // frees the sends (complete on their own), cancels the receives
+  ArrivalChannel(const ArrivalChannel&) = delete;
+  ArrivalChannel& operator=(const ArrivalChannel&) = delete;
+
+  // Sends `value` to every other rank. The previous call's sends are waited
+  // for first: their values were received before any rank could return from
+  // that call, so they complete at once.
+  void publish(std::int64_t value);
+  // Posts the receives of every other rank's value of this call.
+  void post_receives();
+  // Looks for failure notices and completed receives: true once every value
+  // is in. Throws PeerFailure on a notice.
+  bool poll();
+  // The ranks whose value is still missing.
+  std::vector<int> missing() const;
+  // Takes back the open receives (after a failure; never throws).
+  void cancel_receives() noexcept;
+  // Rank r's value of this call (this rank's own: the one it published).
+  std::int64_t value(int r) const { return r == rank_ ? out_ : in_[static_cast<std::size_t>(r)]; }
+
+ private:
+  MpiChannel& channel_;
+  const RankMap& layout_;
+  int rank_;
+  std::vector<MPI_Request> sends_, recvs_;  // per copse rank
+  std::vector<std::int64_t> in_;            // per copse rank: the values of this call
+  std::vector<int> done_;                   // MPI_Testsome's indices
+  std::int64_t out_ = 0;                    // this rank's value of the call
 };
 
 }  // namespace copse::mpi

@@ -53,29 +53,17 @@
 
 namespace copse {
 
-// What every rank of one engine shares: where ranks live, the cost model and
-// whether a virtual clock is kept, how long waits may last, what to do on
-// failure.
+// What only the shared-memory transport needs, beside the run's
+// ExecutorConfig (common/link.hpp): which ranks its arena serves and how
+// their sends travel.
 struct LinkConfig {
-  RankMap layout;  // the ranks (layout.ranks()), their nodes and processes
   // The ranks whose link state this engine's arena holds, ascending -- in an
   // MPI run, the ranks of one node; empty: every rank of the layout. Each
   // member has a slot (its index here) in the shared state; create_shared
   // must have been called with members.size() (or layout.ranks()) ranks.
-  CostModel model;  // level 0: same node, level 1: other node
-  // Keep every rank's virtual clock (the emulator, the thread Team): each
-  // transfer's end time travels with its ack. Real runs switch it off and
-  // pay nothing for it.
-  bool virtual_clock = true;
-  // A wait longer than this fails with TimeoutError naming peer and step;
-  // none: a rank waits as long as its peer takes (an application's ranks may
-  // legitimately arrive far apart), and says whom it waits for every
-  // `report_every` (if non-zero) through on_wait_report.
-  std::optional<std::chrono::milliseconds> wait_timeout;
-  std::chrono::milliseconds report_every{0};
-  std::function<void(const std::string&)> on_wait_report;
+  std::vector<int> members;
   // Staged sends (processes of a node, without a virtual clock): a send is
-  // copied into the sender's stage (LinkRank::stage, in the arena) as soon as
+  // copied into the sender's stage (LinkEngine::set_stage, in the arena) as soon as
   // the receiver has taken its previous one, and is done then; the receiver
   // pulls it from there into any memory of its own. Working buffers and
   // scratch may then be private memory (the user's own buffers), and no
@@ -100,18 +88,6 @@ struct LinkConfig {
   // processes poll, yielding the core, instead of spinning. 0: the engine's
   // own ranks.
   int ranks_on_host = 0;
-  const char* round_name = "repetition";  // what one run of a rank's steps is called in messages
-  std::vector<int> members;
-  // Whether `peer` can still answer: "" while it can, else why not (e.g.
-  // "process 2 (pid 4711) has died"). A waiting rank asks it about the peers
-  // it waits for at least every kWaitSleepSlice and fails with a SystemError
-  // naming the peer when the answer is not empty. Unset: peers never die
-  // (threads of one process).
-  std::function<std::string(int peer)> peer_gone;
-  // Called by a rank that fails (not by those merely aborted), before it
-  // aborts the engine, so that every rank woken by the abort can find the
-  // error. May be called more than once, from several ranks: keep the first.
-  std::function<void(std::exception_ptr)> on_failure;
 };
 
 // Materialises `rank`'s steps of `plan` into `out` (appending), checking every
@@ -142,13 +118,21 @@ class LinkEngine final : public Link {
 
   // Attaches to shared state created by create_shared (in this process or,
   // for a ShmArena, in another one). The arena must outlive the engine.
-  LinkEngine(Arena& arena, Arena::Offset shared, LinkConfig config);
+  // `settings` are the run's (its ranks, clock, waits, failure sink),
+  // `config` the transport's own.
+  LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settings, LinkConfig config = {});
   LinkEngine(const LinkEngine&) = delete;
   LinkEngine& operator=(const LinkEngine&) = delete;
   ~LinkEngine() override;
 
+  const ExecutorConfig& settings() const { return settings_; }
   const LinkConfig& config() const { return config_; }
   Arena& arena() const { return arena_; }
+
+  // Where `rank` (a member) copies its eager sends for their receivers to
+  // pull: `bytes` bytes in the arena -- with staged sends every send, else,
+  // without a virtual clock, those that fit. None (the default): no stage.
+  void set_stage(int rank, std::byte* stage, std::size_t bytes);
 
   // The Link (common/link.hpp). Data pointers must lie in the arena.
   void start_send(LinkRank& c, const Transfer& send, const std::byte* data) override;
@@ -159,6 +143,7 @@ class LinkEngine final : public Link {
   void block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) override;
   void withdraw(LinkRank& c) noexcept override;
   std::string peer_state(const LinkRank& c, int peer) const override;
+  int awaited(const LinkRank& c, LinkRank::Wait what) const override;
 
   // Where a rank is, for other ranks' messages: `round` begun, at `step`, or done.
   void publish_start(const LinkRank& c);
@@ -195,6 +180,18 @@ class LinkEngine final : public Link {
   struct Inbox;
   struct Progress;
   struct Shared;
+  // A member rank's private state in this transport, in this process (its
+  // own cache line: each is written by its rank's thread alone).
+  struct alignas(64) RankState {
+    bool send_posted = true;      // false while a send waits for the outbox to be free
+    std::uint32_t recv_bell = 0;  // the doorbell value last seen
+    std::byte* stage = nullptr;   // see set_stage
+    std::size_t stage_bytes = 0;
+    const std::byte* send_data = nullptr;  // the send waiting to be posted
+    int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
+  };
+  RankState& own(const LinkRank& c) { return own_[slot(c.rank)]; }
+  const RankState& own(const LinkRank& c) const { return own_[slot(c.rank)]; }
 
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
   bool try_post(LinkRank& c);
@@ -213,7 +210,7 @@ class LinkEngine final : public Link {
   TransferEnds ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
                     Picos receiver_ready) const;
   int slots() const {
-    return config_.members.empty() ? config_.layout.ranks() : static_cast<int>(config_.members.size());
+    return config_.members.empty() ? settings_.layout.ranks() : static_cast<int>(config_.members.size());
   }
   std::size_t slot(int rank) const {
     return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
@@ -224,7 +221,9 @@ class LinkEngine final : public Link {
   const SpinPolicy* spin() const { return scope_ == FutexScope::shared || thread_spin_ ? &spin_ : nullptr; }
 
   Arena& arena_;
+  ExecutorConfig settings_;
   LinkConfig config_;
+  std::vector<RankState> own_;  // per slot
   FutexScope scope_;
   SpinPolicy spin_;
   bool thread_spin_ = false;

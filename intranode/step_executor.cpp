@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "internode/timeline.hpp"
 
 namespace copse {
 
@@ -49,11 +50,11 @@ std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_
 // ---- running them -------------------------------------------------------------
 
 Link& StepExecutor::link_to(const LinkRank& c, int peer) const {
-  if (config_.layout.shares_memory(c.rank, peer)) return local_;
-  if (!c.remote)
-    throw ScheduleError(config_.layout.describe(c.rank) + " step " + std::to_string(c.step) + " has no link to " +
-                        config_.layout.describe(peer) + ", which shares no memory with it");
-  return *c.remote;
+  const bool shared = config_.layout.shares_memory(c.rank, peer);
+  if (Link* link = shared ? static_cast<Link*>(local_) : remote_) return *link;
+  throw ScheduleError(config_.layout.describe(c.rank) + " step " + std::to_string(c.step) + " has no link to " +
+                      config_.layout.describe(peer) +
+                      (shared ? ", which shares memory with it" : ", which shares no memory with it"));
 }
 
 namespace {
@@ -68,7 +69,7 @@ std::int64_t wall_ns() {
 // and recorded when done.
 class Recorder {
  public:
-  Recorder(Timeline* out, const LinkConfig& config, const LinkRank& c) : out_(out), config_(config), c_(c) {}
+  Recorder(Timeline* out, const ExecutorConfig& config, const LinkRank& c) : out_(out), config_(config), c_(c) {}
   explicit operator bool() const { return out_ != nullptr; }
   void posting_send() { send_ready_ = c_.clock.send_ready(), send_wall_ = wall_ns(); }
   void posting_recv() { recv_ready_ = c_.clock.recv_ready(), recv_wall_ = wall_ns(); }
@@ -90,7 +91,7 @@ class Recorder {
                                   wall_start, wall_ns()});
   }
   Timeline* out_;
-  const LinkConfig& config_;
+  const ExecutorConfig& config_;
   const LinkRank& c_;
   Picos send_ready_ = 0, recv_ready_ = 0;
   std::int64_t send_wall_ = 0, recv_wall_ = 0, work_wall_ = 0;
@@ -177,8 +178,7 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   c.eb = op.element_bytes;
   c.waiting = LinkRank::Wait::none;
   c.send_done = c.recv_done = true;
-  c.send_posted = true;
-  local_.publish_start(c);
+  if (local_) local_->publish_start(c);
   const bool clock = config_.virtual_clock;
   // Without a clock the port model does not matter: both operations of a
   // step always run at once.
@@ -187,11 +187,11 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   Recorder record(clock ? timeline : nullptr, config_, c);
   UnwrittenInput unwritten(c, y, input);
   try {
-    if (local_.aborted()) throw LinkAborted{};
+    if (aborted()) throw LinkAborted{};
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const Step& st = steps[i];
       c.step = i;
-      local_.publish_step(c);
+      if (local_) local_->publish_step(c);
       if (clock) c.clock.begin_step();
       std::byte* const own = st.recv ? y + st.recv.offset * eb : nullptr;
       if (st.send && st.recv) {
@@ -275,31 +275,38 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
     }
   } catch (const LinkAborted&) {
     // Another rank failed: its error is the one to report.
-    local_.abort();
+    if (local_) local_->abort();
     withdraw(c);
     throw;
   } catch (...) {
-    local_.fail(std::current_exception());
+    fail(std::current_exception());
     withdraw(c);
     throw;
   }
   unwritten.finish();
-  local_.publish_done(c);
+  if (local_) local_->publish_done(c);
+}
+
+void StepExecutor::fail(std::exception_ptr error) noexcept {
+  if (local_) {
+    local_->fail(std::move(error));  // on_failure (the engine's copy of config_), then the abort
+  } else if (config_.on_failure) {
+    try {
+      config_.on_failure(std::move(error));
+    } catch (...) {
+    }
+  }
 }
 
 void StepExecutor::withdraw(LinkRank& c) noexcept {
-  local_.withdraw(c);
-  if (c.remote) c.remote->withdraw(c);
+  if (local_) local_->withdraw(c);
+  if (remote_) remote_->withdraw(c);
 }
 
 // ---- waiting ----------------------------------------------------------------------
 
 int StepExecutor::waited_for(const LinkRank& c, LinkRank::Wait what) const {
-  if (what == LinkRank::Wait::recv) return c.receiving.peer;
-  // A staged send waits for the stage, i.e. for the receiver of the send
-  // posted there before it.
-  if (!c.send_posted && c.staged_to >= 0 && config_.layout.shares_memory(c.rank, c.sending.peer)) return c.staged_to;
-  return c.sending.peer;
+  return link_to(c, what == LinkRank::Wait::recv ? c.receiving.peer : c.sending.peer).awaited(c, what);
 }
 
 void StepExecutor::note_wait(LinkRank& c, LinkRank::Wait what) const {
@@ -317,16 +324,16 @@ WaitPolicy StepExecutor::policy(LinkRank& c, Deadline deadline) const {
   WaitPolicy p;
   p.deadline = deadline;
   p.timeout_message = [this, &c] {
-    const auto ms = config_.wait_timeout ? config_.wait_timeout->count() : 0;
+    const auto ms = config_.waits.timeout ? config_.waits.timeout->count() : 0;
     return describe_wait(c, link_to(c, c.peer), "timed out after " + std::to_string(ms) + " ms");
   };
   if (config_.peer_gone) p.check = [this, &c] { check_peer(c, c.waiting); };
-  if (config_.on_wait_report && config_.report_every.count() > 0) {
-    p.report_every = config_.report_every;
+  if (config_.waits.on_report && config_.waits.report_every.count() > 0) {
+    p.report_every = config_.waits.report_every;
     p.report = [this, &c] {
       const auto waited =
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.wait_started);
-      config_.on_wait_report(
+      config_.waits.on_report(
           describe_wait(c, link_to(c, c.peer), "still blocked after " + std::to_string(waited.count()) + " s"));
     };
   }
@@ -350,14 +357,14 @@ void StepExecutor::finish(LinkRank& c, Link* send, Link* recv) {
       if (!recv_noted) {
         recv_noted = true;
         note_wait(c, LinkRank::Wait::recv);
-        if (config_.wait_timeout) recv_deadline = c.wait_started + *config_.wait_timeout;
+        if (config_.waits.timeout) recv_deadline = c.wait_started + *config_.waits.timeout;
       }
       recv->block(c, LinkRank::Wait::recv, policy(c, recv_deadline));
     } else {
       if (!ack_noted) {
         ack_noted = true;
         note_wait(c, LinkRank::Wait::ack);
-        if (config_.wait_timeout) ack_deadline = c.wait_started + *config_.wait_timeout;
+        if (config_.waits.timeout) ack_deadline = c.wait_started + *config_.waits.timeout;
       }
       send->block(c, LinkRank::Wait::ack, policy(c, ack_deadline));
     }
@@ -383,7 +390,7 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
   using Clock = std::chrono::steady_clock;
   note_wait(c, recv ? LinkRank::Wait::recv : LinkRank::Wait::ack);
   const auto start = c.wait_started;
-  const Deadline deadline = config_.wait_timeout ? start + *config_.wait_timeout : Deadline::max();
+  const Deadline deadline = config_.waits.timeout ? start + *config_.waits.timeout : Deadline::max();
   const WaitPolicy p = policy(c, deadline);
   auto next_report = p.report ? start + p.report_every : Deadline::max();
   auto next_check = config_.peer_gone ? start + kWaitSleepSlice : Deadline::max();
@@ -407,7 +414,7 @@ void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
         p.report();
         next_report = now + p.report_every;
       }
-      if (local_.aborted()) throw LinkAborted{};
+      if (aborted()) throw LinkAborted{};
       if (now >= next_check) {
         if (recv) check_peer(c, LinkRank::Wait::recv);
         if (send) check_peer(c, LinkRank::Wait::ack);
@@ -432,7 +439,7 @@ void StepExecutor::check_peer(LinkRank& c, LinkRank::Wait what) const {
 
 std::string StepExecutor::describe_wait(const LinkRank& c, const Link& link, std::string_view how) const {
   std::ostringstream m;
-  m << config_.layout.describe(c.rank) << ", step " << c.step << " of " << config_.round_name << " " << c.round;
+  m << config_.layout.describe(c.rank) << ", step " << c.step << " of " << config_.waits.round_name << " " << c.round;
   if (!c.activity.empty()) m << " (" << c.activity << ")";
   m << ": " << how;
   switch (c.waiting) {

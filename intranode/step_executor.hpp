@@ -15,15 +15,15 @@
 // briefly, then sleeps on the link's futex word; while a network request is
 // open it never sleeps on a futex alone but polls it, yielding the core
 // between polls, so that MPI keeps progressing. Every wait follows the
-// engine's deadline and report settings (LinkConfig), and at least every
-// kWaitSleepSlice asks LinkConfig::peer_gone whether the peers it waits for
+// executor's deadline and report settings (ExecutorConfig::waits), and at
+// least every kWaitSleepSlice asks ExecutorConfig::peer_gone whether the peers it waits for
 // can still answer (a process of the node that died fails the wait).
 //
 // Failure: on any error (timeout, size mismatch, a throwing operator,
-// another rank's abort) the shared-memory engine is aborted, the rank's
-// posted transfers are withdrawn -- once run() returns, no other rank
-// touches its buffers -- and the error propagates (LinkAborted for another
-// rank's failure).
+// another rank's abort) the error goes to ExecutorConfig::on_failure and the
+// shared-memory engine (if any) is aborted, the rank's posted transfers are
+// withdrawn -- once run() returns, no other rank touches its buffers -- and
+// the error propagates (LinkAborted for another rank's failure).
 
 #include <cstddef>
 #include <span>
@@ -31,7 +31,6 @@
 #include <string_view>
 
 #include "common/link.hpp"
-#include "internode/timeline.hpp"
 #include "intranode/link_engine.hpp"
 
 namespace copse {
@@ -52,18 +51,27 @@ struct RunInput {
   std::uint64_t count = 0;          // elements
 };
 
+// The events a run records (internode/timeline.hpp).
+struct TimelineEvent;
+using Timeline = std::vector<TimelineEvent>;
+
 class StepExecutor {
  public:
-  // Runs over `local` (which outlives the executor) and its configuration.
-  explicit StepExecutor(LinkEngine& local) : local_(local), config_(local.config()) {}
+  // Runs under `config` over the shared-memory link `local` (to ranks that
+  // share memory with the running one) and the rank's `remote` link (to the
+  // others), either of which may be absent (a transfer that needs it is a
+  // ScheduleError). All three outlive the executor.
+  StepExecutor(const ExecutorConfig& config, LinkEngine* local, Link* remote = nullptr)
+      : local_(local), remote_(remote), config_(config) {}
+  // Over `local` and under its settings.
+  explicit StepExecutor(LinkEngine& local, Link* remote = nullptr) : StepExecutor(local.settings(), &local, remote) {}
 
   // Runs `steps` (a compile_steps result) for rank `c.rank` on the working
   // buffer `y` with `scratch` (room for the staging elements compile_steps
   // reported), elements of op.element_bytes bytes combined by op.combine
   // (never called for Combine::replace or zero-byte elements). Drives
   // c.clock from its current state (reset it for a fresh start). Publishes
-  // c.round and the step for other ranks' error messages. A transfer to a
-  // rank it shares no memory with goes over c.remote (ScheduleError if null).
+  // c.round and the step for other ranks' error messages.
   // With a `timeline` (and the virtual clock on) it appends the rank's sends,
   // receives and local work, in virtual time by the simulator's rule
   // (internode/timeline.hpp) and in wall time from post to completion; this
@@ -80,16 +88,20 @@ class StepExecutor {
   void poll_wait(LinkRank& c, Link* send, Link* recv);
   WaitPolicy policy(LinkRank& c, Deadline deadline) const;
   void withdraw(LinkRank& c) noexcept;
+  // After a failure here: on_failure, then the shared-memory engine's abort.
+  void fail(std::exception_ptr error) noexcept;
+  bool aborted() const { return local_ && local_->aborted(); }
   void note_wait(LinkRank& c, LinkRank::Wait what) const;
   // The peer a wait for the pending receive (or send) depends on.
   int waited_for(const LinkRank& c, LinkRank::Wait what) const;
   // Throws SystemError naming the peer of the pending receive (or send) when
-  // LinkConfig::peer_gone says it can no longer answer.
+  // ExecutorConfig::peer_gone says it can no longer answer.
   void check_peer(LinkRank& c, LinkRank::Wait what) const;
   std::string describe_wait(const LinkRank& c, const Link& link, std::string_view how) const;
 
-  LinkEngine& local_;
-  const LinkConfig& config_;
+  LinkEngine* local_;
+  Link* remote_;
+  const ExecutorConfig& config_;
 };
 
 }  // namespace copse

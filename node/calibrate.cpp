@@ -260,12 +260,9 @@ void pin_to(int os_cpu) {
 LevelResult measure_threads(const Machine& machine, const CorePair& pair, const CalibrateOptions& options,
                             const std::vector<std::uint64_t>& sizes) {
   HeapArena arena;
-  LinkConfig config;
-  config.layout = RankMap::uniform(2, 2);
-  config.virtual_clock = false;
-  config.wait_timeout = options.wait_timeout;
-  config.round_name = "measurement";
-  LinkEngine engine(arena, LinkEngine::create_shared(arena, 2), std::move(config));
+  LinkEngine engine(
+      arena, LinkEngine::create_shared(arena, 2),
+      executor_config(RankMap::uniform(2, 2), std::nullopt, wait_settings(options.wait_timeout, "measurement")));
   const std::size_t bytes = static_cast<std::size_t>(sizes.back());
   std::byte* buffers[2] = {arena.address(arena.allocate(bytes, 4096)), arena.address(arena.allocate(bytes, 4096))};
   const int cpus[2] = {machine.os_index(pair.pu_a), machine.os_index(pair.pu_b)};

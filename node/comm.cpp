@@ -209,8 +209,7 @@ struct Comm::Impl {
       // 0.29-0.30 us as rendezvous, 0.23-0.26 us eager; at 1 KiB the two
       // copies cost what the acknowledgement saves).
       constexpr std::size_t kEagerStageBytes = 512;
-      link.stage = t->arena.address(t->arena.allocate(kEagerStageBytes, 64));
-      link.stage_bytes = kEagerStageBytes;
+      t->engine->set_stage(r, t->arena.address(t->arena.allocate(kEagerStageBytes, 64)), kEagerStageBytes);
     }
     monitor.returned(now(), false);  // the first phase begins
   }
@@ -494,17 +493,13 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
     t.warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
   }
 
-  LinkConfig link;
-  link.layout = RankMap::from_nodes(t.plan->node_of);
-  link.model = t.options.model;
-  link.wait_timeout = t.options.wait_timeout;
-  link.report_every = t.options.wait_report;
-  link.on_wait_report = wait_reporter(t.options.on_wait_report);
-  link.round_name = "call";
-  link.virtual_clock = t.options.virtual_clock;
   TeamState* state = &t;
-  link.on_failure = [state](std::exception_ptr e) { state->record(std::move(e)); };
-  t.engine = std::make_unique<LinkEngine>(t.arena, LinkEngine::create_shared(t.arena, t.ranks), std::move(link));
+  t.engine = std::make_unique<LinkEngine>(
+      t.arena, LinkEngine::create_shared(t.arena, t.ranks),
+      executor_config(RankMap::from_nodes(t.plan->node_of),
+                      t.options.virtual_clock ? std::optional(t.options.model) : std::nullopt,
+                      team_waits(t.options.wait_timeout, t.options.wait_report, t.options.on_wait_report),
+                      [state](std::exception_ptr e) { state->record(std::move(e)); }));
   if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::serves(t.ranks))
     t.direct = std::make_unique<DirectReduce>(t.arena, DirectReduce::create_shared(t.arena, t.ranks), t.ranks,
                                               t.engine->spin_policy());

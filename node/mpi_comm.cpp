@@ -74,11 +74,8 @@ struct Comm::Impl {
 
   // Arrival estimates.
   ArrivalMonitor monitor;
-  std::vector<MPI_Request> arrival_sends, arrival_recvs;  // per copse rank
-  std::vector<std::int64_t> arrival_in;                   // per copse rank: the values of this call
-  std::vector<int> arrival_done;                          // MPI_Testsome's indices
-  std::int64_t arrival_out = 0;                           // this rank's value of the call
-  std::vector<Picos> predicted;                           // internal order
+  std::optional<ArrivalChannel> arrivals;  // when the allreduce is arrival-aware
+  std::vector<Picos> predicted;            // internal order
   ArrivalKey agreed_key;
   std::vector<Picos> planned;  // copse order; empty: the last allreduce was not planned by arrival
 
@@ -89,35 +86,19 @@ struct Comm::Impl {
         window(t->window_of(r)),
         piece_bytes(t->cma ? kAttachedPieceBytes : t->window_stride / 2),
         monitor(t->options.arrival, t->arrival_aware) {
-    if (t->arrival_aware) {
-      arrival_sends.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
-      arrival_recvs.assign(static_cast<std::size_t>(t->ranks), MPI_REQUEST_NULL);
-      arrival_in.assign(static_cast<std::size_t>(t->ranks), 0);
-      arrival_done.assign(static_cast<std::size_t>(t->ranks), 0);
-    }
+    if (t->arrival_aware) arrivals.emplace(*t->channel, t->layout, r);
     monitor.returned(now(), false);
     link.rank = r;
     if (t->direct)
       direct.emplace(*t->engine, *t->direct, link, t->options.wait_timeout, t->options.wait_report,
                      wait_reporter(t->options.on_wait_report));
-    link.stage = window;
-    link.stage_bytes = t->window_stride;
-    link.remote = &mpi;
+    t->engine->set_stage(r, window, t->window_stride);
     // The agreement: a binomial broadcast of one record from rank 0, planned once.
     const AlgorithmInfo& bcast = find_algorithm(Collective::bcast, "binomial");
     const Shape shape{t->ranks, kAgreeFields, 1, t->internal_of[0]};
     compile(plan_hierarchical(t->plan, bcast, shape), true, kAgreeFields, sizeof(std::int64_t), agree_steps);
   }
 
-  ~Impl() {
-    int finalized = 0;
-    PMPI_Finalized(&finalized);
-    if (finalized || arrival_sends.empty()) return;
-    auto lock = team->channel->lock();
-    for (auto& r : arrival_sends)
-      if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);  // eager 8-byte sends: complete on their own
-    cancel_arrival_receives();
-  }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
@@ -130,61 +111,17 @@ struct Comm::Impl {
   // ---- arrival estimates (node/arrival_monitor.hpp) ----
 
   // Sends this rank's value for the coming allreduce to every other rank.
-  void publish(Picos value) {
-    const int p = team->ranks;
-    const int me = team->layout.thread(rank);
-    auto lock = team->channel->lock();
-    // The previous call's values were received before any rank could return
-    // from that call, so these complete at once.
-    check_mpi(PMPI_Waitall(p, arrival_sends.data(), MPI_STATUSES_IGNORE), "MPI_Waitall (arrival values)");
-    arrival_out = value;
-    for (int r = 0; r < p; ++r)
-      if (r != rank)
-        check_mpi(PMPI_Isend(&arrival_out, 1, MPI_INT64_T, team->layout.process(r),
-                             team->arrival_tag(me, team->layout.thread(r)), team->channel->comm(),
-                             &arrival_sends[static_cast<std::size_t>(r)]),
-                  "MPI_Isend (arrival value)");
-  }
-
-  void cancel_arrival_receives() noexcept {
-    for (auto& r : arrival_recvs)
-      if (r != MPI_REQUEST_NULL) {
-        PMPI_Cancel(&r);
-        PMPI_Request_free(&r);
-      }
-  }
+  void publish(Picos value) { arrivals->publish(value); }
 
   // Every rank's value of this call, into `predicted` (internal order).
   void agree_arrival() {
     const int p = team->ranks;
-    const int me = team->layout.thread(rank);
-    {
-      auto lock = team->channel->lock();
-      for (int r = 0; r < p; ++r)
-        if (r != rank)
-          check_mpi(PMPI_Irecv(&arrival_in[static_cast<std::size_t>(r)], 1, MPI_INT64_T, team->layout.process(r),
-                               team->arrival_tag(team->layout.thread(r), me), team->channel->comm(),
-                               &arrival_recvs[static_cast<std::size_t>(r)]),
-                    "MPI_Irecv (arrival value)");
-    }
-    arrival_in[static_cast<std::size_t>(rank)] = arrival_out;
+    arrivals->post_receives();
     const CommOptions& o = team->options;
-    PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report), [&] {
-      std::vector<int> missing;  // MPI_Testsome nulls the completed requests
-      for (int r = 0; r < p; ++r)
-        if (arrival_recvs[static_cast<std::size_t>(r)] != MPI_REQUEST_NULL) missing.push_back(r);
-      return arrival_wait_text(calls, rank, missing);
-    }));
+    PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report),
+                                     [&] { return arrival_wait_text(calls, rank, arrivals->missing()); }));
     try {
-      for (int polls = 0;; ++polls) {
-        int received = 0;
-        {
-          auto lock = team->channel->lock();
-          team->channel->poll_notice();
-          check_mpi(PMPI_Testsome(p, arrival_recvs.data(), &received, arrival_done.data(), MPI_STATUSES_IGNORE),
-                    "MPI_Testsome (arrival values)");
-        }
-        if (received == MPI_UNDEFINED) break;  // no request left: every value is in
+      for (int polls = 0; !arrivals->poll(); ++polls) {
         if (team->engine->aborted()) team->rethrow_failure();
         wait.look();
         if (polls < 64)
@@ -193,17 +130,13 @@ struct Comm::Impl {
           std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
     } catch (...) {
-      {
-        auto lock = team->channel->lock();
-        cancel_arrival_receives();
-      }
+      arrivals->cancel_receives();
       if (!team->engine->aborted()) team->engine->fail(std::current_exception());
       team->rethrow_failure();
     }
     predicted.resize(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r)
-      predicted[static_cast<std::size_t>(team->internal_of[static_cast<std::size_t>(r)])] =
-          arrival_in[static_cast<std::size_t>(r)];
+      predicted[static_cast<std::size_t>(team->internal_of[static_cast<std::size_t>(r)])] = arrivals->value(r);
   }
 
   // This rank's steps of `plan`, over internal ranks (renamed to copse ranks)
@@ -226,7 +159,7 @@ struct Comm::Impl {
     link.round = calls++;
     link.activity = to_string(c);
     try {
-      StepExecutor(engine).run(link, steps, y, scratch.data(), op);
+      StepExecutor(engine, &mpi).run(link, steps, y, scratch.data(), op);
     } catch (...) {
       team->rethrow_failure();
     }

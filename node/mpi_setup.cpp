@@ -106,21 +106,18 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   probe_cross_memory_attach();
 
   LinkConfig link;
-  link.layout = layout;
   link.members = node_members;
-  link.virtual_clock = false;
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
   link.cross_memory_attach = cma;
   link.attach_from_bytes = kAttachFromBytes;
   link.ranks_on_host = ranks_on_host;
-  link.wait_timeout = options.wait_timeout;
-  link.report_every = options.wait_report;
-  link.on_wait_report = wait_reporter(options.on_wait_report);
-  link.round_name = "call";
-  link.peer_gone = [this](int peer) { return peer_gone(peer); };
-  link.on_failure = [this](std::exception_ptr e) { record_failure(std::move(e)); };
   const auto* root = arena->at<SegmentRoot>(arena->root());
-  engine = std::make_unique<LinkEngine>(*arena, root->link, std::move(link));
+  engine = std::make_unique<LinkEngine>(
+      *arena, root->link,
+      executor_config(
+          layout, std::nullopt, team_waits(options.wait_timeout, options.wait_report, options.on_wait_report),
+          [this](std::exception_ptr e) { record_failure(std::move(e)); }, [this](int peer) { return peer_gone(peer); }),
+      std::move(link));
   if (root->direct != 0)
     direct = std::make_unique<DirectReduce>(*arena, root->direct, static_cast<int>(node_members.size()),
                                             engine->spin_policy());
@@ -180,9 +177,7 @@ std::vector<ProcessInfo> TeamState::gather_processes(int processes, int thread_c
     int found = 0;
     check_mpi(PMPI_Comm_get_attr(dup, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
     const long long tag_ub = found ? *static_cast<int*>(value) : 32767;
-    if (arrival_tag(max_threads - 1, max_threads - 1) > tag_ub)
-      throw UsageError("arrival estimates with " + std::to_string(max_threads) +
-                       " thread ranks per process need tags beyond this MPI's MPI_TAG_UB " + std::to_string(tag_ub));
+    MpiChannel::require_tags(TagSpace::arrival, max_threads, tag_ub);
   }
   return info;
 }

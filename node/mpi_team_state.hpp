@@ -152,8 +152,6 @@ struct TeamState {
   const AlgorithmInfo* warmup_allreduce = nullptr;  // the team default, run during the warm-up
   int max_threads = 1;
   Clock::time_point origin = Clock::now();
-  // The tag of an arrival value from thread `from` to thread `to`: above every link tag.
-  int arrival_tag(int from, int to) const { return 2 + max_threads * max_threads + from * max_threads + to; }
 
   std::mutex error_mutex;
   std::exception_ptr first_error;  // this process's, when it was the node's first

@@ -14,7 +14,7 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
     : engine_(engine), reducer_(reducer), link_(link), timeout_(timeout) {
   direct_.rank = link.rank;
   auto describe = [this](const std::string& how) {
-    return engine_.config().layout.describe(link_.rank) + ", direct reduce of call " + std::to_string(link_.round) +
+    return engine_.settings().layout.describe(link_.rank) + ", direct reduce of call " + std::to_string(link_.round) +
            " (" + std::string(link_.activity) + "): " + how + " waiting for rank " +
            std::to_string(direct_.waiting_for) + " " + direct_.waiting_what +
            engine_.peer_state(link_, direct_.waiting_for);
@@ -32,8 +32,8 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
   }
   policy_.check = [this, describe] {
     if (engine_.aborted()) throw LinkAborted{};
-    if (!engine_.config().peer_gone || direct_.waiting_for < 0) return;
-    const std::string why = engine_.config().peer_gone(direct_.waiting_for);
+    if (!engine_.settings().peer_gone || direct_.waiting_for < 0) return;
+    const std::string why = engine_.settings().peer_gone(direct_.waiting_for);
     if (!why.empty())
       throw SystemError(describe("gave up") + ": rank " + std::to_string(direct_.waiting_for) + ": " + why);
   };

@@ -13,6 +13,11 @@ WaitReporter wait_reporter(WaitReporter given) {
   return [](const std::string& message) { std::fprintf(stderr, "copse: %s\n", message.c_str()); };
 }
 
+WaitSettings team_waits(const std::optional<std::chrono::milliseconds>& timeout, std::chrono::milliseconds report_every,
+                        WaitReporter given) {
+  return wait_settings(timeout, "call", report_every, wait_reporter(std::move(given)));
+}
+
 WaitPolicy team_wait_policy(const std::optional<std::chrono::milliseconds>& timeout,
                             std::chrono::milliseconds report_every, WaitReporter report,
                             std::function<std::string()> waiting_for) {

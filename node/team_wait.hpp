@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/link.hpp"
 #include "common/wait.hpp"
 
 namespace copse {
@@ -21,6 +22,11 @@ using WaitReporter = std::function<void(const std::string&)>;
 // `given` (TeamOptions/CommOptions::on_wait_report), or else the default
 // handler: one line "copse: MESSAGE" on stderr.
 WaitReporter wait_reporter(WaitReporter given);
+
+// A team's waits (its link runs and its own): rounds are "call"s, reports go
+// to wait_reporter(given).
+WaitSettings team_waits(const std::optional<std::chrono::milliseconds>& timeout, std::chrono::milliseconds report_every,
+                        WaitReporter given);
 
 // The policy of a team's own wait begun now: past `timeout` (if set) it fails
 // with TimeoutError "<waiting_for()>: timed out after N ms"; every

@@ -66,7 +66,8 @@ struct Case {
   const AlgorithmInfo* algorithm;
   Shape shape;
   ReduceOp op;
-  LinkConfig link;
+  ExecutorConfig run;    // the executor's (and the engine's) settings
+  LinkConfig link;       // the shared-memory transport's own
   int absent_rank = -1;  // a rank whose process exits without taking part
   // Staged sends: private working buffers, a stage of this many bytes per
   // rank in the segment (0: buffers in the segment, no stage).
@@ -99,7 +100,7 @@ void put_message(char* out, const std::string& text) {
       while (!root->reaped[0].load() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    LinkEngine engine(arena, root->link, cs.link);
+    LinkEngine engine(arena, root->link, cs.run, cs.link);
     std::vector<Step> steps;
     const std::uint64_t n = cs.shape.count;
     const std::uint64_t staged = compile_steps(cs.algorithm->plan(cs.shape), rank, cs.shape.ranks, n, steps);
@@ -112,11 +113,8 @@ void put_message(char* out, const std::string& text) {
     fill_input(cs.op, rank, n, y);
     LinkRank c;
     c.rank = rank;
-    c.clock = RankClock(cs.link.model.ports());
-    if (cs.stage_bytes > 0) {
-      c.stage = arena.address(root->stage[rank]);
-      c.stage_bytes = cs.stage_bytes;
-    }
+    c.clock = RankClock(cs.run.model.ports());
+    if (cs.stage_bytes > 0) engine.set_stage(rank, arena.address(root->stage[rank]), cs.stage_bytes);
     if (cs.sender_dies && rank == 0) {
       // The executor's set-up of a run, then the post, then gone.
       c.eb = cs.op.element_bytes;
@@ -243,15 +241,13 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
   return out;
 }
 
-LinkConfig link_config(int k, Ports ports) {
-  LinkConfig link;
+ExecutorConfig run_config(int k, Ports ports) {
   // Pairs of processes stand for nodes (both link levels are used), all on
   // one node's segment: RankMap places them in one process, so every pair
   // shares memory and talks through the arena.
-  link.layout = RankMap::uniform(k, 2);
-  link.model = CostModel({LinkCost{2e-7, 5e-11}, LinkCost{1.5e-6, 1e-10}}, 2.5e-11, ports);
-  link.wait_timeout = std::chrono::milliseconds(20000);
-  return link;
+  return executor_config(RankMap::uniform(k, 2),
+                         CostModel({LinkCost{2e-7, 5e-11}, LinkCost{1.5e-6, 1e-10}}, 2.5e-11, ports),
+                         wait_settings(std::chrono::milliseconds(20000), "repetition"));
 }
 
 }  // namespace
@@ -268,7 +264,7 @@ TEST_CASE("concurrency: processes over a shared-memory arena run registry allred
           cs.algorithm = &find_algorithm(Collective::allreduce, name);
           cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
           cs.shape = Shape{k, n, 4, 0};
-          cs.link = link_config(k, ports);
+          cs.run = run_config(k, ports);
           INFO(name << " " << op_name << ", " << k << " processes, " << n << " elements, "
                     << (ports == Ports::bidirectional ? "bidirectional" : "unidirectional"));
           const Outcome out = run_processes(cs, std::chrono::seconds(60));
@@ -278,8 +274,8 @@ TEST_CASE("concurrency: processes over a shared-memory arena run registry allred
           }
           // The virtual clock crosses processes too: the simulator's times.
           SimulationOptions sim;
-          sim.model = cs.link.model;
-          sim.layout = cs.link.layout;
+          sim.model = cs.run.model;
+          sim.layout = cs.run.layout;
           sim.element_bytes = cs.op.element_bytes;
           const SimulationResult expected = simulate(cs.algorithm->plan(cs.shape), k, sim);
           CHECK(out.finish == expected.finish);
@@ -296,8 +292,8 @@ TEST_CASE("concurrency: processes: a rank that never takes part makes its peers 
     cs.algorithm = &find_algorithm(Collective::allreduce, "dual-root");
     cs.op = builtin_op("sum", DType::int32);
     cs.shape = Shape{k, 1000, 2, 0};
-    cs.link = link_config(k, Ports::bidirectional);
-    cs.link.wait_timeout = std::chrono::milliseconds(300);
+    cs.run = run_config(k, Ports::bidirectional);
+    cs.run.waits.timeout = std::chrono::milliseconds(300);
     cs.absent_rank = k - 1;
     const auto t0 = std::chrono::steady_clock::now();
     const Outcome out = run_processes(cs, std::chrono::seconds(30));
@@ -324,9 +320,8 @@ namespace {
 
 // The MPI layer's link between processes: staged sends, no virtual clock;
 // cross-memory attach for sends of `from` bytes and more.
-LinkConfig staged_config(int k, bool attach, std::size_t from) {
-  LinkConfig link = link_config(k, Ports::bidirectional);
-  link.virtual_clock = false;
+LinkConfig staged_config(bool attach, std::size_t from) {
+  LinkConfig link;
   link.staged_sends = true;
   link.cross_memory_attach = attach;
   link.attach_from_bytes = from;
@@ -378,7 +373,9 @@ TEST_CASE("concurrency: processes with staged sends read large messages by cross
           cs.algorithm = &find_algorithm(Collective::allreduce, name);
           cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
           cs.shape = Shape{k, n, 4, 0};
-          cs.link = staged_config(k, mode.attach, mode.from);
+          cs.run = run_config(k, Ports::bidirectional);
+          cs.run.virtual_clock = false;
+          cs.link = staged_config(mode.attach, mode.from);
           // The fallback stages every send: its stage holds the whole vector.
           cs.stage_bytes = mode.attach ? 8192 : std::max<std::size_t>(8192, n * cs.op.element_bytes);
           INFO(mode.what << ": " << name << " " << op_name << ", " << k << " processes, " << n << " elements");
@@ -404,8 +401,10 @@ Case attached_exchange(std::chrono::milliseconds timeout) {
   cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
   cs.op = builtin_op("sum", DType::int32);
   cs.shape = Shape{2, 100000, 1, 0};
-  cs.link = staged_config(2, true, 4096);
-  cs.link.wait_timeout = timeout;
+  cs.run = run_config(2, Ports::bidirectional);
+  cs.run.virtual_clock = false;
+  cs.run.waits.timeout = timeout;
+  cs.link = staged_config(true, 4096);
   cs.stage_bytes = 8192;
   return cs;
 }

@@ -123,11 +123,9 @@ struct Job {
 void run_jobs(int p, std::vector<Job>& jobs, const std::vector<int>& node_of = {}) {
   const auto pz = static_cast<std::size_t>(p);
   HeapArena arena;
-  LinkConfig link;
-  link.layout = node_of.empty() ? RankMap::uniform(p, 0) : RankMap::from_nodes(node_of);
-  link.wait_timeout = std::chrono::milliseconds(30000);
-  link.round_name = "job";
-  LinkEngine engine(arena, LinkEngine::create_shared(arena, p), link);
+  LinkEngine engine(arena, LinkEngine::create_shared(arena, p),
+                    executor_config(node_of.empty() ? RankMap::uniform(p, 0) : RankMap::from_nodes(node_of),
+                                    CostModel(), wait_settings(std::chrono::milliseconds(30000), "job")));
   StepExecutor executor(engine);
   // steps[j][r], scratch[j][r]: job j's steps and staging space for rank r.
   std::vector<std::vector<std::vector<Step>>> steps(jobs.size(), std::vector<std::vector<Step>>(pz));
@@ -151,7 +149,7 @@ void run_jobs(int p, std::vector<Job>& jobs, const std::vector<int>& node_of = {
       const auto rz = static_cast<std::size_t>(r);
       LinkRank c;
       c.rank = r;
-      c.clock = RankClock(link.model.ports());
+      c.clock = RankClock(engine.settings().model.ports());
       try {
         for (std::size_t j = 0; j < jobs.size(); ++j) {
           c.round = static_cast<std::int64_t>(j);

@@ -65,19 +65,11 @@
 
 namespace copse::mpi {
 
-struct CommOptions {
-  // Inter-node algorithms among the off-node ranks (registry names); the
-  // defaults are the thread Team's (team_defaults, node/comm.hpp).
-  std::string allreduce{team_defaults::allreduce};
-  std::string reduce{team_defaults::reduce};
-  std::string bcast{team_defaults::bcast};
-  std::string barrier{team_defaults::barrier};
-  std::string allgather{team_defaults::allgather};
-  std::string reduce_scatter{team_defaults::reduce_scatter};
-  int blocks = 0;   // 0: autotuned per shape under `model` (by rank 0, for everyone)
-  CostModel model;  // the cost model block autotuning plans with
-  Grouping grouping;
-  bool multi_leader = false;
+// PlanOptions (node/planner.hpp): algorithms per collective, blocks (0:
+// chosen by rank 0 for everyone), cost model, grouping, form -- the thread
+// Team's. A form other than flat, leader, multi-leader or lanes (auto)
+// chooses among the forms this team can plan (the one set up, flat, lanes).
+struct CommOptions : PlanOptions {
   // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
   // nodes of K consecutive processes of MPI_COMM_WORLD within each island
   // (the last may be smaller). A process's node does not depend on the

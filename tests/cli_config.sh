@@ -18,7 +18,7 @@ cd "$tmp" || exit 1  # no ./copse.toml here unless a check writes one
 
 keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta model.gamma model.ports
 model.receive_overhead model.timing model.intra_overhead model.inter_overhead model.intra_gap model.inter_gap
-model.nic_beta model.nic_rails model.group_size model.group_alpha model.group_beta hierarchy.grouping hierarchy.max_group hierarchy.multi_leader hierarchy.node_topology
+model.nic_beta model.nic_rails model.group_size model.group_alpha model.group_beta hierarchy.grouping hierarchy.max_group hierarchy.form hierarchy.multi_leader hierarchy.node_topology
 hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bcast collectives.barrier
 collectives.allgather collectives.reduce_scatter collectives.blocks runtime.wait_timeout runtime.wait_report
 runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.cma mpi.trace"
@@ -44,6 +44,7 @@ json_check 's["model.gamma"]["value"] == 2.5e-11 and s["model.ports"]["value"] =
 json_check 's["model.receive_overhead"]["value"] == 0 and s["model.inter_alpha"]["text"] == "1.5us"' "times"
 json_check 's["hierarchy.grouping"]["value"] == "auto" and s["hierarchy.max_group"]["value"] == 4' "grouping"
 json_check 's["hierarchy.multi_leader"]["value"] is False and s["hierarchy.node_topology"]["value"] == ""' "hierarchy"
+json_check 's["hierarchy.form"]["value"] == "leader"' "the default form: one leader (one node: the flat selection)"
 json_check 's["collectives.allreduce"]["value"] == "dual-root" and s["collectives.blocks"]["value"] == "auto"' \
   "collectives"
 json_check 's["runtime.wait_timeout"]["value"] == "none" and s["runtime.wait_report"]["value"] == 60 and s["runtime.spin"]["value"] == 2000' "runtime"
@@ -130,6 +131,9 @@ expect COPSE_MODEL_PORTS=both 2 config && stderr_has "model.ports" && stderr_has
 expect COPSE_HIERARCHY_GROUPING=size:0 2 config && stderr_has "hierarchy.grouping"
 expect COPSE_HIERARCHY_MAX_GROUP=0 2 config && stderr_has "hierarchy.max_group"
 expect COPSE_HIERARCHY_MULTI_LEADER=maybe 2 config && stderr_has "hierarchy.multi_leader"
+expect COPSE_HIERARCHY_FORM=sideways 2 config && stderr_has "hierarchy.form" && stderr_has "multi-leader, lanes or auto"
+expect COPSE_HIERARCHY_FORM=lanes 0 config --json
+json_check 's["hierarchy.form"]["value"] == "lanes" and s["hierarchy.form"]["source_kind"] == "env"' "the form from the environment"
 expect COPSE_COLLECTIVES_ALLREDUCE=nosuch 2 config && stderr_has "collectives.allreduce" &&
   stderr_has "unknown allreduce algorithm 'nosuch'"
 expect COPSE_COLLECTIVES_BLOCKS=0 2 config && stderr_has "collectives.blocks"

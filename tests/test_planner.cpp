@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "config/config.hpp"
 #include "intranode/link_engine.hpp"
 #include "node/comm.hpp"
 #include "node/experiment.hpp"
@@ -174,4 +175,26 @@ TEST_CASE("plan cache: least recently used first out, arrival keys bounded per s
   CallKey latest = key(7);
   latest.arrival = arrival_key({0, 3000});
   CHECK(keyed.find(latest, DType::int32, nullptr));
+}
+
+TEST_CASE("config: hierarchy.form from the file, the environment and set(); default leader", "[planner][config]") {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  LoadArgs args;
+  args.environment = Env{};
+  CHECK(Config::load(args).options().hierarchy.form == Form::leader);
+  CHECK(make_plan_options(Config::load(args).options()).form_in_effect() == Form::leader);
+  args.environment = Env{{"COPSE_HIERARCHY_FORM", "lanes"}};
+  Config config = Config::load(args);
+  CHECK(config.options().hierarchy.form == Form::lanes);
+  CHECK(config.value_text("hierarchy.form") == "lanes");
+  CHECK(make_plan_options(config.options()).form == Form::lanes);
+  config.set("hierarchy.form", "multi-leader");
+  CHECK(config.options().hierarchy.form == Form::multi_leader);
+  CHECK_THROWS_WITH(config.set("hierarchy.form", "hierarchical"), Catch::Contains("flat, leader, multi-leader"));
+  args.environment = Env{{"COPSE_HIERARCHY_FORM", "sideways"}};
+  CHECK_THROWS_WITH(Config::load(args), Catch::Contains("COPSE_HIERARCHY_FORM"));
+  // The deprecated flag still means multi-leader under the default form.
+  args.environment = Env{{"COPSE_HIERARCHY_MULTI_LEADER", "true"}};
+  CHECK(make_plan_options(Config::load(args).options()).form_in_effect() == Form::multi_leader);
+  CHECK(make_team_options(Config::load(args).options(), std::vector<int>{2}).form_in_effect() == Form::multi_leader);
 }

@@ -820,7 +820,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
     max_threads = std::max(max_threads, i.threads);
     pid_of.push_back(i.pid);
   }
-  if (find_algorithm(Collective::allreduce, options.allreduce).arrival_aware) {
+  if (find_algorithm(Collective::allreduce, algorithm_name(options, Collective::allreduce)).arrival_aware) {
     arrival_aware = true;
     warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
     void* value = nullptr;

@@ -36,10 +36,11 @@
 // permutation for commutative operators and by a schedule over the
 // communicator's own rank order for the others.
 //
-// Plans: one cache per Comm, freed with it, bounded (least recently used
-// shapes go first), keyed by (collective, count, datatype, operator identity,
-// root). Every process derives the same schedule: block counts are decided
-// once, by rank 0, and broadcast.
+// Plans: one cache per Comm (node/plan_cache.hpp), freed with it, bounded
+// (least recently used calls go first), keyed by the call, the datatype and
+// the operator's identity. Every process runs the same schedule: rank 0 plans
+// through the one planner (node/planner.hpp) and broadcasts what it chose
+// (form, algorithm, blocks); the others build exactly that plan.
 //
 // Waits have no deadline by default (MPI applications are legitimately
 // imbalanced) and report whom they wait for every `wait_report`; a node peer

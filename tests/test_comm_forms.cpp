@@ -16,21 +16,16 @@
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
 #include "node/comm.hpp"
+#include "tests/forms_check.hpp"
 
 using namespace copse;
 
 namespace {
 
-using Bytes = std::vector<std::byte>;
-
 struct RankLog {
   std::vector<std::string> wrong;
-  Bytes allreduce;  // this rank's allreduce result (float sum), for the bitwise comparison
+  testing::FormBytes allreduce;  // this rank's allreduce result (float sum), for the bitwise comparison
 };
-
-void expect(RankLog& log, const std::string& what, const Bytes& got, const std::byte* want, std::size_t bytes) {
-  if (bytes > 0 && std::memcmp(got.data(), want, bytes) != 0) log.wrong.push_back(what);
-}
 
 // Runs `body` on one thread per rank; a UsageError is recorded as "refused: ...".
 template <class Body>
@@ -48,50 +43,6 @@ void every_rank(Team& team, std::vector<RankLog>& logs, Body body) {
       }
     });
   for (auto& t : threads) t.join();
-}
-
-// One collective on every rank, checked against the reference.
-void run_collective(Comm& comm, Collective c, const ReduceOp& op, std::uint64_t n, RankLog& log) {
-  const int p = comm.size(), r = comm.rank();
-  const std::size_t eb = op.element_bytes, bytes = n * eb, pz = static_cast<std::size_t>(p);
-  const std::size_t scalars = bytes / dtype_size(op.dtype);
-  Bytes mine(bytes), out(bytes, std::byte{0xA5});
-  fill_input(op, r, n, mine.data());
-  const std::string tag = std::string(to_string(c)) + " " + op.name + " n=" + std::to_string(n);
-  switch (c) {
-    case Collective::allreduce:
-      comm.allreduce(mine.data(), out.data(), n, op);
-      expect(log, tag, out, reference_result(op, p, n).data(), bytes);
-      log.allreduce = out;
-      break;
-    case Collective::reduce:
-      comm.reduce(mine.data(), out.data(), n, op, p - 1);
-      if (r == p - 1) expect(log, tag, out, reference_result(op, p, n).data(), bytes);
-      break;
-    case Collective::bcast: {
-      Bytes want(bytes);
-      fill_input(op, 1, n, want.data());
-      Bytes buffer = r == 1 ? want : Bytes(bytes, std::byte{0xA5});
-      comm.bcast(buffer.data(), scalars, op.dtype, 1);
-      expect(log, tag, buffer, want.data(), bytes);
-      break;
-    }
-    case Collective::barrier: comm.barrier(); break;
-    case Collective::allgather: {
-      Bytes want(pz * bytes), all(pz * bytes, std::byte{0xA5});
-      for (int q = 0; q < p; ++q) fill_input(op, q, n, want.data() + static_cast<std::size_t>(q) * bytes);
-      comm.allgather(mine.data(), all.data(), scalars, op.dtype);
-      expect(log, tag, all, want.data(), pz * bytes);
-      break;
-    }
-    case Collective::reduce_scatter: {
-      Bytes send(pz * bytes);
-      fill_input(op, r, n * pz, send.data());
-      comm.reduce_scatter(send.data(), out.data(), n, op);
-      expect(log, tag, out, reference_result(op, p, n * pz).data() + static_cast<std::size_t>(r) * bytes, bytes);
-      break;
-    }
-  }
 }
 
 TeamOptions form_options(const std::vector<int>& nodes, Form form) {
@@ -116,7 +67,9 @@ TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3
         for (const ReduceOp& op : ops)
           for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) {
             std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
-            every_rank(team, logs, [&](Comm& comm, RankLog& log) { run_collective(comm, c, op, n, log); });
+            every_rank(team, logs, [&](Comm& comm, RankLog& log) {
+              if (!testing::check_collective(comm, c, op, n, log.allreduce)) log.wrong.push_back("wrong result");
+            });
             INFO(to_string(form) << " on " << nodes.size() << " nodes of " << nodes[0] << ": " << to_string(c) << " "
                                  << op.name << " n=" << n);
             const bool refused = !logs[0].wrong.empty() && logs[0].wrong[0].rfind("refused", 0) == 0;

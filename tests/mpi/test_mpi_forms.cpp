@@ -19,9 +19,10 @@
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
 #include "node/mpi_comm.hpp"
+#include "tests/forms_check.hpp"
 
 using namespace copse;
-using Bytes = std::vector<std::byte>;
+using Bytes = testing::FormBytes;
 
 namespace {
 
@@ -33,53 +34,6 @@ void expect(bool ok, const std::string& what) {
   if (ok) return;
   ++g_failures;
   std::fprintf(stderr, "copse_mpi_forms: rank %d: FAILED %s\n", g_rank, what.c_str());
-}
-
-bool same(const Bytes& got, const std::byte* want, std::size_t bytes) {
-  return bytes == 0 || std::memcmp(got.data(), want, bytes) == 0;
-}
-
-// One collective, checked against the reference. Returns the allreduce result (else empty).
-Bytes run(mpi::Comm& comm, Collective c, const ReduceOp& op, std::uint64_t n, const std::string& tag) {
-  const int p = comm.size(), r = comm.rank();
-  const std::size_t eb = op.element_bytes, bytes = n * eb, pz = static_cast<std::size_t>(p);
-  const std::size_t scalars = bytes / dtype_size(op.dtype);
-  Bytes mine(bytes), out(bytes, std::byte{0xA5});
-  fill_input(op, r, n, mine.data());
-  switch (c) {
-    case Collective::allreduce:
-      comm.allreduce(mine.data(), out.data(), n, op);
-      expect(same(out, reference_result(op, p, n).data(), bytes), tag);
-      return out;
-    case Collective::reduce:
-      comm.reduce(mine.data(), out.data(), n, op, p - 1);
-      if (r == p - 1) expect(same(out, reference_result(op, p, n).data(), bytes), tag);
-      break;
-    case Collective::bcast: {
-      Bytes want(bytes);
-      fill_input(op, 1, n, want.data());
-      Bytes buffer = r == 1 ? want : Bytes(bytes, std::byte{0xA5});
-      comm.bcast(buffer.data(), scalars, op.dtype, 1);
-      expect(same(buffer, want.data(), bytes), tag);
-      break;
-    }
-    case Collective::barrier: comm.barrier(); break;
-    case Collective::allgather: {
-      Bytes want(pz * bytes), all(pz * bytes, std::byte{0xA5});
-      for (int q = 0; q < p; ++q) fill_input(op, q, n, want.data() + static_cast<std::size_t>(q) * bytes);
-      comm.allgather(mine.data(), all.data(), scalars, op.dtype);
-      expect(same(all, want.data(), pz * bytes), tag);
-      break;
-    }
-    case Collective::reduce_scatter: {
-      Bytes send(pz * bytes);
-      fill_input(op, r, n * pz, send.data());
-      comm.reduce_scatter_block(send.data(), out.data(), n, op);
-      expect(same(out, reference_result(op, p, n * pz).data() + static_cast<std::size_t>(r) * bytes, bytes), tag);
-      break;
-    }
-  }
-  return {};
 }
 
 void run_form(Form form, int ranks_per_node) {
@@ -99,7 +53,7 @@ void run_form(Form form, int ranks_per_node) {
         int refused = 0;
         Bytes result;
         try {
-          result = run(comm, c, op, n, tag);
+          expect(testing::check_collective(comm, c, op, n, result), tag);
         } catch (const UsageError& e) {
           refused = 1;
           // Only lanes may refuse, and only beyond allreduce.

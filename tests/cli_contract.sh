@@ -212,6 +212,15 @@ expect 2 verify --algorithm "$pipelined" --ranks 4 --blocks auto
 expect 2 verify --algorithm "$pipelined" --ranks 4 --count -3
 expect 2 verify --algorithm "$pipelined"
 
+# ------------------------------------------------------------------ forms (node/planner.hpp)
+expect 0 emulate --nodes 2 --ranks-per-node 2 --form lanes --algorithm ring --bytes 4KiB --repetitions 1 --json &&
+  json_check 'd["verified"] is True and d["matches_simulator"] is True' "emulate --form lanes"
+expect 0 emulate --nodes 2 --ranks-per-node 2 --form auto --algorithm auto --bytes 4KiB --repetitions 1 --json &&
+  json_check 'd["verified"] is True and d["matches_simulator"] is True' "emulate --form auto --algorithm auto"
+expect 2 emulate --nodes 2 --ranks-per-node 2 --form sideways --algorithm ring && stderr_has "multi-leader, lanes or auto"
+expect 2 emulate --ranks-per-node-list 2,1 --form lanes --algorithm ring --repetitions 1 &&
+  stderr_has "lanes form needs nodes of equal size"
+
 # ------------------------------------------------------------------ demo
 expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt "" --json
 json_check 'set(d) >= {"nodes", "ranks_per_node", "ranks", "bytes", "results", "winner"} and d["ranks"] == 4'
@@ -221,6 +230,7 @@ json_check 'all(r["verified"] is True and r["matches_simulator"] is True for r i
 json_check 'd["gantt"] is None and d["winner"]["virtual_time_ps"] == min(r["virtual_time_ps"] for r in d["results"])' \
   "demo's winner is the fastest row"
 expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt ""
+stdout_has "run it: mpirun -np 4 --map-by ppr:2:node -x COPSE_HIERARCHY_FORM=lanes -x COPSE_COLLECTIVES_ALLREDUCE=ring"
 for form in "flat ring" "1 leader" "multi-leader" "lanes"; do stdout_has "$form"; done
 stdout_has "VERIFIED"
 stdout_has "winner: "

@@ -27,7 +27,7 @@ namespace {
 
 using namespace copse;
 
-using S = HierarchyShape;
+using S = Form;
 // The forms (node/experiment.hpp, HierarchyForm): groups of four, or one group per node (group 0).
 const std::vector<HierarchyForm> kForms = {
     {S::flat, "ring", 0},
@@ -35,11 +35,11 @@ const std::vector<HierarchyForm> kForms = {
     {S::flat, "recursive-doubling", 0},
     {S::flat, "two-tree", 0},
     {S::flat, "dual-root", 0},
-    {S::single_leader, "ring", 4},
-    {S::single_leader, "rabenseifner", 4},
-    {S::single_leader, "dual-root", 4},
-    {S::single_leader, "two-tree", 4},
-    {S::single_leader, "rabenseifner", 0},
+    {S::leader, "ring", 4},
+    {S::leader, "rabenseifner", 4},
+    {S::leader, "dual-root", 4},
+    {S::leader, "two-tree", 4},
+    {S::leader, "rabenseifner", 0},
     {S::multi_leader, "rabenseifner", 4},
     {S::multi_leader, "dual-root", 4},
     {S::lanes, "rabenseifner", 0},
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       for (const auto& p : points) {
         if (p.nodes != n || p.bytes != b) continue;
         const HierarchyForm& f = kForms[p.form];
-        const bool flat = f.shape == HierarchyShape::flat;
+        const bool flat = f.shape == Form::flat;
         ok = ok && p.ok;
         std::printf("  %-48s %12.2f  blocks %4d%s\n", f.label().c_str(), to_seconds(p.time) * 1e6, p.blocks,
                     p.emulated ? (p.ok ? "  emulated, ok" : "  emulated, FAILED") : "");

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
@@ -37,18 +40,23 @@ Json tree_json(const TreeTrait& tree) {
           {"dual_roots", tree.dual_roots}};
 }
 
-// The forms the algorithm takes (takes_form), e.g. "flat,hierarchy,lanes".
-std::string forms_of(const AlgorithmInfo& a) {
+// The forms the algorithm takes (takes_form), e.g. flat, leader, multi-leader, lanes.
+std::vector<std::string_view> forms_of(const AlgorithmInfo& a) {
+  std::vector<std::string_view> out;
+  for (Form f : {Form::flat, Form::leader, Form::multi_leader, Form::lanes})
+    if (takes_form(a, f)) out.push_back(to_string(f));
+  return out;
+}
+
+std::string forms_text(const AlgorithmInfo& a) {
   std::string out;
-  for (Form f : {Form::flat, Form::hierarchy, Form::lanes})
-    if (takes_form(a, f)) out += (out.empty() ? "" : ",") + std::string(to_string(f));
+  for (std::string_view f : forms_of(a)) out += (out.empty() ? "" : ",") + std::string(f);
   return out;
 }
 
 Json forms_json(const AlgorithmInfo& a) {
   Json forms = Json::array();
-  for (Form f : {Form::flat, Form::hierarchy, Form::lanes})
-    if (takes_form(a, f)) forms.push_back(to_string(f));
+  for (std::string_view f : forms_of(a)) forms.push_back(f);
   return forms;
 }
 
@@ -71,7 +79,7 @@ int run_algorithms(bool json) {
   for (const auto& a : algorithms()) {
     name_width = std::max(name_width, a.name.size());
     tree_width = std::max(tree_width, tree_description(a.tree).size() + 2);
-    forms_width = std::max(forms_width, forms_of(a).size() + 2);
+    forms_width = std::max(forms_width, forms_text(a).size() + 2);
   }
   const std::size_t collective = collective_width();
   std::cout << pad("COLLECTIVE", collective) << pad("NAME", name_width + 2) << pad("PIPELINED", 11)
@@ -79,7 +87,7 @@ int run_algorithms(bool json) {
   for (const auto& a : algorithms()) {
     std::cout << pad(std::string(to_string(a.collective)), collective) << pad(std::string(a.name), name_width + 2)
               << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18)
-              << pad(tree_description(a.tree), tree_width) << pad(forms_of(a), forms_width) << a.description << "\n";
+              << pad(tree_description(a.tree), tree_width) << pad(forms_text(a), forms_width) << a.description << "\n";
   }
   return 0;
 }

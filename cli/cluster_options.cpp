@@ -79,6 +79,7 @@ ClusterArgs configured_cluster_args(const Config& config) {
   if (set("hierarchy.grouping")) c.grouping = o.hierarchy.grouping;
   if (set("hierarchy.node_topology")) c.node_topology = o.hierarchy.node_topology;
   if (set("hierarchy.multi_leader")) c.multi_leader = o.hierarchy.multi_leader;
+  if (set("hierarchy.form")) c.form = std::string(to_string(o.hierarchy.form));
   c.max_group = o.hierarchy.max_group;
   return c;
 }
@@ -125,7 +126,13 @@ void add_cluster_options(CLI::App* cmd, ClusterArgs& c, bool full_model) {
     cmd->add_option("--max-group", c.max_group, "largest group auto grouping forms")
         ->type_name("M")
         ->capture_default_str();
-    cmd->add_flag("--multi-leader", c.multi_leader, "every group leader talks off-node (no node leader)");
+    cmd->add_flag("--multi-leader", c.multi_leader,
+                  "every group leader talks off-node (no node leader); deprecated: --form multi-leader");
+    cmd->add_option("--form", c.form,
+                    "how the algorithm runs: flat, leader (one node leader above groups), multi-leader, lanes "
+                    "(nodes of equal size) or auto (the fastest for the algorithm); default: flat, or leader when "
+                    "a node topology, grouping or node list is given")
+        ->type_name("FORM");
     cmd->add_option("--ranks-per-node-list", c.ranks_per_node_list,
                     "uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node); turns the hierarchy on")
         ->type_name("K,K,...");
@@ -264,11 +271,17 @@ ClusterSpec cluster_spec(const ClusterArgs& c) {
 
   std::tie(spec.arrival, spec.predicted_arrival) = arrival_setup(c.arrival, c.arrival_error, static_cast<int>(ranks));
 
-  spec.hierarchical = !c.node_topology.empty() || !c.grouping.empty() || !c.ranks_per_node_list.empty();
-  if (spec.hierarchical) {
+  // A node topology, grouping or node list asks for a hierarchy (one leader,
+  // or multi-leader); --form names any form.
+  const bool hierarchical = !c.node_topology.empty() || !c.grouping.empty() || !c.ranks_per_node_list.empty();
+  spec.form = !c.form.empty()  ? parse_form(c.form)
+              : !hierarchical  ? Form::flat
+              : c.multi_leader ? Form::multi_leader
+                               : Form::leader;
+  if (spec.form == Form::leader && c.multi_leader) spec.form = Form::multi_leader;
+  if (spec.form != Form::flat) {
     if (!c.node_topology.empty()) spec.machine = Machine::synthetic(c.node_topology);
     spec.grouping = Grouping::parse(c.grouping.empty() ? "auto" : c.grouping, c.max_group);
-    spec.multi_leader = c.multi_leader;
   }
   return spec;
 }

@@ -41,7 +41,8 @@ struct ClusterArgs {
   std::string node_topology;  // hwloc synthetic text for every node; empty: this machine
   std::string grouping;       // auto | numa | package | l3 | l2 | core | size:K
   int max_group = 4;
-  bool multi_leader = false;
+  bool multi_leader = false;        // deprecated: --form multi-leader
+  std::string form;                 // flat | leader | multi-leader | lanes | auto; empty: from the options above
   std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)
   std::string arrival = "none";     // per-rank start offsets (node/experiment.hpp, ArrivalPattern)
   std::string arrival_error = "0";  // how wrong the predictions schedules are planned from are

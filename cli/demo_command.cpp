@@ -4,6 +4,7 @@
 // and a Gantt chart of the winner.
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cluster_options.hpp"
@@ -24,14 +25,29 @@ struct DemoArgs {
 // form with the inter-node algorithms that suit it (node/experiment.hpp).
 std::vector<HierarchyForm> demo_forms(int per_node) {
   const int group = std::min(per_node, 4);
-  using S = HierarchyShape;
+  using S = Form;
   std::vector<HierarchyForm> forms;
   for (const char* a : {"ring", "rabenseifner", "recursive-doubling", "two-tree", "dual-root"})
     forms.push_back({S::flat, a, 0});
-  for (S s : {S::single_leader, S::multi_leader})
+  for (S s : {S::leader, S::multi_leader})
     for (const char* a : {"rabenseifner", "dual-root"}) forms.push_back({s, a, group});
   for (const char* a : {"rabenseifner", "ring", "recursive-doubling"}) forms.push_back({S::lanes, a, 0});
   return forms;
+}
+
+// The command that runs `form` for real under mpirun: `nodes` hosts of
+// `per_node` processes, the interposer (libcopse_mpi.so, built beside this
+// executable) configured by environment (config/config.cpp's names).
+std::string mpirun_command(const HierarchyForm& form, int nodes, int per_node) {
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::string library = (error ? std::filesystem::path("build/default") : exe.parent_path()) / "libcopse_mpi.so";
+  std::string command = "mpirun -np " + std::to_string(nodes * per_node) + " --map-by ppr:" + std::to_string(per_node) +
+                        ":node -x COPSE_HIERARCHY_FORM=" + std::string(to_string(form.shape)) +
+                        " -x COPSE_COLLECTIVES_ALLREDUCE=" + form.algorithm;
+  if (form.shape == Form::leader || form.shape == Form::multi_leader)
+    command += " -x COPSE_HIERARCHY_GROUPING=size:" + std::to_string(form.group > 0 ? form.group : per_node);
+  return command + " -x LD_PRELOAD=" + library + " ./app";
 }
 
 std::string two_decimals(double x) {
@@ -99,15 +115,17 @@ int run_demo(const DemoArgs& args) {
       std::cout << pad(form.label(), 40) << pad(std::to_string(run.blocks), 8, true)
                 << pad(format_time(to_seconds(run.emulation.virtual_time)), 14, true)
                 << pad(format_time(wall.min), 12, true) << pad(format_time(wall.median), 13, true) << "  "
-                << (run.ok ? "yes" : "NO: " + run.failure) << std::endl;
+                << (run.ok ? "yes" : "NO: " + run.failure) << "\n"
+                << "    run it: " << mpirun_command(form, setup.cluster.nodes(), per_node) << std::endl;
     }
     Json row = emulation_json(EmulationSetup{*cluster, op, setup.bytes, setup.count, setup.arrival_error}, algorithm,
                               run, std::nullopt);
     row["form"] = form.shape_name();
     row["label"] = form.label();
+    row["command"] = mpirun_command(form, setup.cluster.nodes(), per_node);
     results.push_back(std::move(row));
     const Picos t = run.emulation.virtual_time;
-    for (Best* b : {&best, form.shape == HierarchyShape::flat ? &best_flat : &best_hier})
+    for (Best* b : {&best, form.shape == Form::flat ? &best_flat : &best_hier})
       if (run.ok && (!b->form || t < b->time)) b->form = &form, b->cluster = cluster, b->shape = run.shape, b->time = t;
   }
 

@@ -99,7 +99,7 @@ int run_replay(const ReplayArgs& a, const Config& config) {
                      : std::to_string(nodes.size()) + " nodes")
             << " = " << r.ranks << " ranks (rank r computes as traced process r mod " << r.processes
             << (o.compute_scale != 1 ? ", gaps x " + number_text(o.compute_scale) : std::string()) << ")\n"
-            << "model: " << model_summary(o.cluster.model) << (o.cluster.hierarchical ? "; hierarchical" : "")
+            << "model: " << model_summary(o.cluster.model) << (o.cluster.form != Form::flat ? "; hierarchical" : "")
             << "\n\n";
   std::cout << pad("site", 26) << pad("collective", 22) << pad("bytes", 10, true) << pad("comm", 6, true)
             << pad("group", 7, true) << "  " << pad("algorithm", 19) << pad("blocks", 7, true) << pad("calls", 7, true)

@@ -19,7 +19,7 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
-#include "node/team_plan.hpp"
+#include "node/planner.hpp"
 
 extern char** environ;  // POSIX
 
@@ -187,9 +187,17 @@ std::string read_grouping(const Raw& r) {
   return text;
 }
 
+Form read_form(const Raw& r) {
+  try {
+    return parse_form(read_string(r));
+  } catch (const UsageError& e) {
+    throw BadValue{e.what()};
+  }
+}
+
 std::string read_algorithm(const Raw& r, Collective collective) {
   const std::string& name = read_string(r);
-  if (name == kSelectAlgorithm) return name;  // the selection's choice (node/team_plan.hpp)
+  if (name == kSelectAlgorithm) return name;  // the selection's choice (node/planner.hpp)
   try {
     return std::string(find_algorithm(collective, name).name);
   } catch (const UsageError& e) {
@@ -346,8 +354,13 @@ constexpr std::array kKeys = {
             "auto grouping: the most ranks a group may hold"},
            [](Options& o, const Raw& r) { o.hierarchy.max_group = read_int(r, 1); },
            [](const Options& o) { return int_value(o.hierarchy.max_group); }},
+    KeyDef{{"hierarchy.form", "COPSE_HIERARCHY_FORM", "flat|leader|multi-leader|lanes|auto",
+            "how collectives run across nodes: flat over all ranks, one node leader above groups, every group "
+            "leader off-node, lanes (nodes of equal size), or auto (the fastest by simulation)"},
+           [](Options& o, const Raw& r) { o.hierarchy.form = read_form(r); },
+           [](const Options& o) -> ConfigValue { return std::string(to_string(o.hierarchy.form)); }},
     KeyDef{{"hierarchy.multi_leader", "COPSE_HIERARCHY_MULTI_LEADER", "bool",
-            "every group leader talks off-node, not only the node leader"},
+            "deprecated (hierarchy.form = multi-leader): with form leader, every group leader talks off-node"},
            [](Options& o, const Raw& r) { o.hierarchy.multi_leader = read_bool(r); },
            [](const Options& o) -> ConfigValue { return o.hierarchy.multi_leader; }},
     KeyDef{{"hierarchy.node_topology", "COPSE_HIERARCHY_NODE_TOPOLOGY", "string",
@@ -815,6 +828,23 @@ CostModel make_cost_model(const ModelOptions& m) {
   return model;
 }
 
+PlanOptions make_plan_options(const Options& options) {
+  PlanOptions plan;
+  const CollectiveOptions& c = options.collectives;
+  plan.allreduce = c.allreduce;
+  plan.reduce = c.reduce;
+  plan.bcast = c.bcast;
+  plan.barrier = c.barrier;
+  plan.allgather = c.allgather;
+  plan.reduce_scatter = c.reduce_scatter;
+  plan.blocks = c.blocks.value_or(0);
+  plan.model = make_cost_model(options.model);
+  plan.grouping = options.hierarchy.parsed_grouping();
+  plan.form = options.hierarchy.form;
+  plan.multi_leader = options.hierarchy.multi_leader;
+  return plan;
+}
+
 TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node) {
   if (ranks_per_node.empty()) throw UsageError("a team needs at least one node");
   const Machine machine =
@@ -824,16 +854,7 @@ TeamOptions make_team_options(const Options& options, std::span<const int> ranks
     if (ranks < 1) throw UsageError("a node must hold at least one rank, got " + std::to_string(ranks));
     team.nodes.push_back(NodeSpec{machine, ranks, {}});
   }
-  team.grouping = options.hierarchy.parsed_grouping();
-  team.multi_leader = options.hierarchy.multi_leader;
-  team.allreduce = options.collectives.allreduce;
-  team.reduce = options.collectives.reduce;
-  team.bcast = options.collectives.bcast;
-  team.barrier = options.collectives.barrier;
-  team.allgather = options.collectives.allgather;
-  team.reduce_scatter = options.collectives.reduce_scatter;
-  team.blocks = options.collectives.blocks.value_or(0);
-  team.model = make_cost_model(options.model);
+  static_cast<PlanOptions&>(team) = make_plan_options(options);
   team.wait_timeout = options.runtime.wait_timeout_ms();
   team.wait_report = options.runtime.wait_report_ms();
   return team;

@@ -34,7 +34,8 @@
 //   model.group_beta         TIME    25ps     per-byte time within a group
 //   hierarchy.grouping       auto|numa|package|l3|l2|core|size:K   auto
 //   hierarchy.max_group      int>=1  4        auto grouping: most ranks per group
-//   hierarchy.multi_leader   bool    false    every group leader talks off-node
+//   hierarchy.form           flat|leader|multi-leader|lanes|auto  leader  (one node: the flat selection)
+//   hierarchy.multi_leader   bool    false    deprecated: form multi-leader
 //   hierarchy.node_topology  string  ""       hwloc synthetic description; "" = detect
 //   hierarchy.ranks_per_node int>=0  0        MPI: virtual nodes of K consecutive ranks; 0 = real nodes
 //   collectives.allreduce    name    dual-root
@@ -115,8 +116,9 @@ struct ModelOptions {
 struct HierarchyOptions {
   std::string grouping = Grouping().to_string();  // Grouping::parse's syntax (validated text)
   int max_group = Grouping().max_group;           // >= 1
-  bool multi_leader = false;
-  std::string node_topology;  // hwloc synthetic description; empty: detect this machine
+  Form form = Form::leader;                       // node/planner.hpp
+  bool multi_leader = false;                      // deprecated: with form leader, means multi-leader
+  std::string node_topology;                      // hwloc synthetic description; empty: detect this machine
   // Under MPI: 0, nodes are the communicator's shared-memory islands; K > 0,
   // virtual nodes of K consecutive ranks (the last may hold fewer), so that
   // one host exercises the inter-node path.
@@ -212,6 +214,9 @@ CostModel make_cost_model(const ModelOptions& model);
 // machine, found by hwloc). Throws UsageError for an empty list, a node
 // without ranks, or an invalid topology.
 TeamOptions make_team_options(const Options& options, std::span<const int> ranks_per_node);
+// What `options` say about planning (collectives, model, hierarchy form and
+// grouping): the part the thread Team and the MPI Team share.
+PlanOptions make_plan_options(const Options& options);
 
 // One configurable key, for listings and help.
 struct ConfigKey {

@@ -167,28 +167,41 @@ std::span<const AlgorithmInfo> algorithms() { return kAlgorithms; }
 std::string_view to_string(Form form) {
   switch (form) {
     case Form::flat: return "flat";
-    case Form::hierarchy: return "hierarchy";
+    case Form::leader: return "leader";
+    case Form::multi_leader: return "multi-leader";
     case Form::lanes: return "lanes";
+    case Form::automatic: return "auto";
   }
   return "?";
+}
+
+Form parse_form(std::string_view text) {
+  for (Form f : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic})
+    if (text == to_string(f)) return f;
+  throw UsageError("unknown hierarchy form \"" + std::string(text) +
+                   "\" (expected flat, leader, multi-leader, lanes or auto)");
 }
 
 bool takes_form(const AlgorithmInfo& algorithm, Form form) {
   switch (form) {
     case Form::flat: return algorithm.forms.flat;
-    case Form::hierarchy:
+    case Form::leader:
+    case Form::multi_leader:
       // Allreduce (and barrier, a one-element allreduce) also run as three
       // phases around any algorithm; the other collectives need the tree.
       return algorithm.forms.hierarchy &&
              (algorithm.tree || algorithm.collective == C::allreduce || algorithm.collective == C::barrier);
     case Form::lanes: return algorithm.forms.lanes;
+    case Form::automatic:
+      return takes_form(algorithm, Form::flat) || takes_form(algorithm, Form::leader) ||
+             takes_form(algorithm, Form::lanes);
   }
   return false;
 }
 
 void check_form(const AlgorithmInfo& algorithm, Form form) {
   if (takes_form(algorithm, form)) return;
-  const bool needs_tree = form == Form::hierarchy && algorithm.forms.hierarchy;
+  const bool needs_tree = (form == Form::leader || form == Form::multi_leader) && algorithm.forms.hierarchy;
   throw UsageError(std::string(to_string(algorithm.collective)) + " algorithm '" + std::string(algorithm.name) +
                    "' does not run in the " + std::string(to_string(form)) + " form" +
                    (needs_tree ? ": a hierarchical " + std::string(to_string(algorithm.collective)) +

@@ -25,18 +25,26 @@ struct TreeTrait {
   explicit operator bool() const { return of != nullptr; }
 };
 
-// The forms an algorithm may be planned in. `flat`: over all ranks alone;
-// `hierarchy`: among the off-node ranks of a leader hierarchy
-// (plan_hierarchical); `lanes`: as the inter-node algorithm of each lane
-// (plan_lanes). A row may opt out of a form; whether it can take it at all
-// also depends on its tree trait (takes_form).
+// The forms a collective takes over the nodes: `flat`, the algorithm over
+// all ranks alone; `leader`, among the node leaders above each node's groups
+// (plan_hierarchical); `multi_leader`, among every group leader
+// (plan_hierarchical over a multi-leader hierarchy); `lanes`, as the
+// inter-node algorithm of each lane (plan_lanes); `automatic`, whichever of
+// those the planner (node/planner.hpp) simulates fastest.
+enum class Form { flat, leader, multi_leader, lanes, automatic };
+// "flat", "leader", "multi-leader", "lanes", "auto".
+std::string_view to_string(Form form);
+// The inverse; UsageError naming the choices for anything else.
+Form parse_form(std::string_view text);
+
+// The forms an algorithm's row allows. `hierarchy` covers both leader forms.
+// A row may opt out of a form; whether it can take it at all also depends on
+// its tree trait (takes_form).
 struct Forms {
   bool flat = true;
   bool hierarchy = true;
   bool lanes = true;
 };
-enum class Form { flat, hierarchy, lanes };
-std::string_view to_string(Form form);
 
 struct AlgorithmInfo {
   Collective collective;

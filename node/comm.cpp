@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string_view>
 #include <utility>
@@ -15,8 +16,9 @@
 #include "intranode/link_engine.hpp"
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
+#include "node/plan_cache.hpp"
+#include "node/planner.hpp"
 #include "node/team_direct.hpp"
-#include "node/team_plan.hpp"
 #include "node/team_wait.hpp"
 
 namespace copse {
@@ -42,27 +44,10 @@ namespace copse {
 //    makes two ranks run different schedules. During the warm-up the same
 //    calls run the team's default allreduce (entries keyed by that
 //    algorithm).
-//  - Block counts (options.blocks == 0): autotuned with best_blocks on the
-//    inter-node algorithm itself, flat over all the team's ranks with the
-//    team's node map and cost model. The hierarchical schedule pipelines
-//    the same blocks through the groups, so the flat optimum is a fair
-//    stand-in, and best_blocks stays the one autotuner.
+//  - Planning (form, algorithm, block count) is the one planner's
+//    (node/planner.hpp), as for the MPI Comm and the emulator.
 
 namespace {
-
-// A shape's team-wide plan.
-struct SharedShape {
-  Collective collective;
-  std::uint64_t count;
-  std::size_t element_bytes;
-  int root;
-  const AlgorithmInfo* forced;  // the warm-up's default algorithm, or null: the configured one
-  bool commutative;             // the operator's (true for collectives without one)
-  const AlgorithmInfo* inter;
-  std::optional<ArrivalKey> key;  // planned from these predictions
-  Shape shape;
-  SchedulePlan plan;
-};
 
 using Clock = std::chrono::steady_clock;
 
@@ -78,66 +63,28 @@ struct TeamState {
   // selection would choose; null otherwise.
   std::unique_ptr<DirectReduce> direct;
 
-  std::mutex shapes_mutex;
-  std::vector<std::shared_ptr<const SharedShape>> shapes;  // keyed ones: least recently used first
+  Planner planner;
+  std::mutex plans_mutex;
+  PlanCache<std::shared_ptr<const CompiledPlan>> plans;  // team-wide, keyed by the call alone
 
   // Arrival estimates: set when the configured allreduce is arrival-aware.
   std::unique_ptr<ArrivalBoard> board;
-  const AlgorithmInfo* warmup_allreduce = nullptr;  // the team's default, run during the warm-up
   Clock::time_point origin = Clock::now();
 
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure; every aborted rank rethrows it
 
-  // The team's plan of a shape, run with `forced` (or the configured
-  // algorithm) and, with a key, planned from its predictions.
-  std::shared_ptr<const SharedShape> shared_shape(Collective c, std::uint64_t count, std::size_t element_bytes,
-                                                  int root, bool commutative, const AlgorithmInfo* forced,
-                                                  const ArrivalKey* key) {
-    std::lock_guard<std::mutex> lock(shapes_mutex);
-    auto same_shape = [&](const SharedShape& s) {
-      return s.collective == c && s.count == count && s.element_bytes == element_bytes && s.root == root &&
-             s.commutative == commutative && s.forced == forced;
-    };
-    for (auto it = shapes.begin(); it != shapes.end(); ++it)
-      if (same_shape(**it) && (key ? (*it)->key == *key : !(*it)->key)) {
-        if (!key) return *it;
-        std::rotate(it, it + 1, shapes.end());  // most recently used last
-        return shapes.back();
-      }
-    // One node, the default algorithm: the selection's flat algorithm where
-    // it beats the hierarchy's phases (team_plan.hpp), as the MPI Team does.
-    const RankMap layout = RankMap::from_nodes(plan->node_of);
-    const AlgorithmInfo* flat = forced || key ? nullptr
-                                              : one_node_choice(c, layout, count, element_bytes,
-                                                                algorithm_name(options, c), commutative, options.model);
-    const AlgorithmInfo& inter = flat ? *flat : forced ? *forced : find_algorithm(c, algorithm_name(options, c));
-    Shape shape{ranks, count, 1, root};
-    if (key) {
-      SimulationOptions model;
-      model.model = options.model;
-      model.element_bytes = std::max<std::size_t>(element_bytes, 1);
-      shape.hints = planning_hints(model, arrival_of(*key));
-    }
-    validate_shape(inter, shape);
-    shape.blocks = team_blocks(inter, shape, options.blocks, options.model, layout, element_bytes);
-    auto s = std::make_shared<SharedShape>();
-    *s = SharedShape{c, count, element_bytes, root, forced, commutative, &inter, {}, shape, {}};
-    if (key) s->key = *key;
-    s->plan = flat ? inter.plan(shape) : plan_hierarchical(plan, inter, shape);
-    shapes.push_back(s);
-    if (key) {  // bounded: the least recently used key of this shape goes (ranks that run it keep their copy)
-      std::size_t keyed = 0;
-      for (const auto& x : shapes) keyed += same_shape(*x) && x->key ? 1 : 0;
-      for (auto it = shapes.begin(); keyed > options.arrival.plans && it != shapes.end();)
-        if (same_shape(**it) && (*it)->key) {
-          it = shapes.erase(it);
-          --keyed;
-        } else {
-          ++it;
-        }
-    }
-    return s;
+  // The team's plan of `key`: planned once, shared by every rank.
+  std::shared_ptr<const CompiledPlan> compiled(const CallKey& key) {
+    std::lock_guard<std::mutex> lock(plans_mutex);
+    if (auto* found = plans.find(key, DType::uint8, nullptr)) return found->value;
+    auto made = std::make_shared<const CompiledPlan>(planner.plan(key));
+    return plans.insert({key, DType::uint8, nullptr, made}).value;
+  }
+
+  CallKey key_of(Collective c, std::uint64_t count, std::size_t element_bytes, const ReduceOp* op, int root,
+                 bool warmup = false) const {
+    return options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
   }
 
   void record(std::exception_ptr e) {
@@ -160,24 +107,16 @@ struct TeamState {
 // ---- Comm -------------------------------------------------------------------------
 
 struct Comm::Impl {
-  // One cached shape on this rank.
+  // One cached call on this rank.
   struct Entry {
-    Collective collective;
-    std::uint64_t count;
-    DType dtype;
-    std::size_t element_bytes;
-    std::shared_ptr<const void> op_identity;  // held, so that the address is not reused while cached
-    bool commutative;
-    int root;
-    const AlgorithmInfo* forced;  // see SharedShape
-    std::optional<ArrivalKey> key;
-    std::uint64_t used = 0;  // keyed entries: when last used (least recently used go first)
-    std::shared_ptr<const SharedShape> shared;
+    std::shared_ptr<const CompiledPlan> shared;
     std::vector<Step> steps;
     std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap (keyed: arrival_scratch)
     std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send
     ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
+    bool keyed = false;
   };
+  using Cache = PlanCache<Entry>;
 
   TeamState* team;
   int rank;
@@ -185,18 +124,20 @@ struct Comm::Impl {
   std::optional<TeamDirectReduce> direct;  // when the team has a direct reduce
   std::int64_t calls = 0;
   Picos last_time = 0;
-  std::vector<std::unique_ptr<Entry>> cache;
-  Entry* last = nullptr;
+  Cache cache;
 
   ArrivalMonitor monitor;
-  std::vector<Picos> predicted;  // the board's vector for the current call
-  ArrivalKey agreed_key;         // ... compressed
-  std::vector<Picos> planned;    // what the last allreduce was planned from (empty: not by arrival)
-  std::uint64_t uses = 0;
+  std::vector<Picos> predicted;          // the board's vector for the current call
+  ArrivalKey agreed_key;                 // ... compressed
+  std::vector<Picos> planned;            // what the last allreduce was planned from (empty: not by arrival)
   std::byte* arrival_scratch = nullptr;  // shared by this rank's keyed entries
   std::size_t arrival_scratch_bytes = 0;
 
-  Impl(TeamState* t, int r) : team(t), rank(r), monitor(t->options.arrival, static_cast<bool>(t->board)) {
+  Impl(TeamState* t, int r)
+      : team(t),
+        rank(r),
+        cache(std::numeric_limits<std::size_t>::max(), t->options.arrival.plans),
+        monitor(t->options.arrival, static_cast<bool>(t->board)) {
     link.rank = r;
     if (t->direct)
       direct.emplace(*t->engine, *t->direct, link, t->options.wait_timeout, t->options.wait_report,
@@ -218,93 +159,47 @@ struct Comm::Impl {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - team->origin).count() * 1000;
   }
 
-  // `op` is the reduction operator, or null for the collectives that only
-  // move data (bcast, allgather, barrier).
-  // `forced`, `key`: as SharedShape's (null: the configured algorithm, not by arrival).
-  Entry& entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op, int root,
-               const AlgorithmInfo* forced = nullptr, const ArrivalKey* key = nullptr) {
-    const void* identity = op ? op->identity.get() : nullptr;
-    const bool commutative = op ? op->commutative : true;
-    auto matches = [&](const Entry& e) {
-      return e.collective == c && e.count == count && e.dtype == dtype && e.element_bytes == element_bytes &&
-             e.root == root && e.op_identity.get() == identity && e.commutative == commutative && e.forced == forced &&
-             (key ? e.key == *key : !e.key);
-    };
-    Entry* found = nullptr;
-    if (last && matches(*last)) found = last;
-    for (std::size_t i = 0; !found && i < cache.size(); ++i)
-      if (matches(*cache[i])) found = cache[i].get();
-    if (!found) found = &plan_entry(c, count, dtype, element_bytes, op, root, forced, key);
-    found->used = ++uses;
-    return *(last = found);
+  // The cached entry of `key` (`op` is the reduction operator, or null for
+  // the collectives that only move data: bcast, allgather, barrier).
+  Entry& entry(const CallKey& key, DType dtype, const ReduceOp* op) {
+    if (auto* found = cache.find(key, dtype, op ? op->identity.get() : nullptr)) return found->value;
+    return plan_entry(key, dtype, op);
   }
 
-  // First call of a shape on this rank: plan (team-wide, once), materialise
+  // First call of a key on this rank: plan (team-wide, once), materialise
   // this rank's steps, carve its scratch from the arena.
-  Entry& plan_entry(Collective c, std::uint64_t count, DType dtype, std::size_t element_bytes, const ReduceOp* op,
-                    int root, const AlgorithmInfo* forced, const ArrivalKey* key) {
+  Entry& plan_entry(const CallKey& key, DType dtype, const ReduceOp* op) {
     if (team->engine->aborted()) team->rethrow_failure();
+    const Collective c = key.collective;
     const int p = team->ranks;
-    if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
-      throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
+    if ((c == Collective::reduce || c == Collective::bcast) && (key.root < 0 || key.root >= p))
+      throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(key.root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    const std::shared_ptr<const SharedShape> held =
-        team->shared_shape(c, count, element_bytes, root, op ? op->commutative : true, forced, key);
-    const SharedShape& shared = *held;
-    if (reduces && op) check_operator(*shared.inter, op->name, op->commutative);
-    auto e = std::make_unique<Entry>();
-    e->collective = c;
-    e->count = count;
-    e->dtype = dtype;
-    e->element_bytes = element_bytes;
-    e->op_identity = op ? op->identity : nullptr;
-    e->commutative = op ? op->commutative : true;
-    e->root = root;
-    e->forced = forced;
-    if (key) e->key = *key;
-    e->shared = held;
-    const std::uint64_t elements = vector_elements(c, shared.shape);
-    const std::uint64_t staging = compile_steps(shared.plan, rank, p, elements, e->steps);
-    const std::size_t eb = c == Collective::barrier ? 0 : element_bytes;
-    if (key) {
+    if (reduces && op && key.algorithm != kSelectAlgorithm)  // the operator's own name in the message
+      check_operator(find_algorithm(c, key.algorithm), op->name, op->commutative);
+    Entry e;
+    e.shared = team->compiled(key);
+    e.keyed = key.arrival.has_value();
+    const std::uint64_t elements = vector_elements(c, e.shared->shape);
+    const std::uint64_t staging = compile_steps(e.shared->plan, rank, p, elements, e.steps);
+    const std::size_t eb = c == Collective::barrier ? 0 : key.element_bytes;
+    if (e.keyed) {
       if (staging * eb > arrival_scratch_bytes) {
         arrival_scratch_bytes = staging * eb;
         arrival_scratch = team->arena.address(team->arena.allocate(arrival_scratch_bytes, 64));
       }
     } else if (staging * eb > 0) {
-      e->scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
+      e.scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
     }
     if ((c == Collective::reduce || c == Collective::reduce_scatter) && elements * eb > 0)
-      e->work = team->arena.address(team->arena.allocate(elements * eb, 64));
-    e->data_op.name = "copy";
-    e->data_op.dtype = dtype;
-    e->data_op.element_bytes = eb;
-    cache.push_back(std::move(e));
-    Entry& made = *cache.back();
-    if (key) evict_keyed(made);
-    return made;
-  }
-
-  // At most ArrivalOptions::plans keyed entries of `fresh`'s shape stay.
-  void evict_keyed(const Entry& fresh) {
-    auto same = [&](const Entry& e) {
-      return e.key && e.collective == fresh.collective && e.count == fresh.count && e.dtype == fresh.dtype &&
-             e.element_bytes == fresh.element_bytes && e.root == fresh.root && e.op_identity == fresh.op_identity &&
-             e.commutative == fresh.commutative;
-    };
-    for (;;) {
-      std::size_t keyed = 0;
-      auto oldest = cache.end();
-      for (auto it = cache.begin(); it != cache.end(); ++it)
-        if (same(**it) && it->get() != &fresh) {
-          ++keyed;
-          if (oldest == cache.end() || (*it)->used < (*oldest)->used) oldest = it;
-        }
-      if (keyed + 1 <= team->options.arrival.plans) return;
-      if (last == oldest->get()) last = nullptr;
-      cache.erase(oldest);
-    }
+      e.work = team->arena.address(team->arena.allocate(elements * eb, 64));
+    e.data_op.name = "copy";
+    e.data_op.dtype = dtype;
+    e.data_op.element_bytes = eb;
+    // Keyed entries share arrival_scratch; the others are never evicted (no
+    // capacity bound), so no arena space is lost.
+    return cache.insert({key, dtype, op ? op->identity : nullptr, std::move(e)}).value;
   }
 
   // Every rank's predicted arrival for allreduce `call`, once all are on the
@@ -330,17 +225,18 @@ struct Comm::Impl {
     LinkEngine& engine = *team->engine;
     if (engine.aborted()) team->rethrow_failure();
     link.round = calls++;
-    link.activity = to_string(e.collective);
+    const Collective collective = e.shared->algorithm->collective;
+    link.activity = to_string(collective);
     link.clock.reset();
     try {
-      StepExecutor(engine).run(link, e.steps, y, e.key ? arrival_scratch : e.scratch, op, nullptr, input);
+      StepExecutor(engine).run(link, e.steps, y, e.keyed ? arrival_scratch : e.scratch, op, nullptr, input);
     } catch (...) {
       // Aborted by another rank, or failed here (recorded before the abort):
       // either way every rank reports the team's first failure.
       team->rethrow_failure();
     }
     last_time = link.clock.now();
-    monitor.returned(now(), e.collective == Collective::allreduce);  // the next computation phase begins
+    monitor.returned(now(), collective == Collective::allreduce);  // the next computation phase begins
   }
 
   // Whether collective `c` of `bytes` runs through the team's direct reduce
@@ -351,7 +247,7 @@ struct Comm::Impl {
   bool direct_fits(Collective c, std::size_t bytes, bool sliced = false) const {
     return team->direct &&
            (sliced ? DirectReduce::slices(team->ranks, bytes) : DirectReduce::fits(team->ranks, bytes)) &&
-           algorithm_name(team->options, c) == default_algorithm_name(c);
+           team->options.leaves_choice(c);
   }
 
   // An allreduce (or, without an operator, a barrier) through the direct
@@ -394,17 +290,20 @@ void copy(void* to, const void* from, std::size_t bytes) {
 
 void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   Impl& me = *impl_;
+  TeamState& team = *me.team;
   Impl::Entry* e = nullptr;
-  if (me.team->board) {  // arrival-aware (node/arrival_monitor.hpp)
+  if (team.board) {  // arrival-aware (node/arrival_monitor.hpp)
     const std::int64_t call = me.monitor.call();
-    if (auto value = me.monitor.arrive(me.now())) me.team->board->publish(me.rank, call, *value);
+    if (auto value = me.monitor.arrive(me.now())) team.board->publish(me.rank, call, *value);
     if (me.monitor.planned_by_arrival(call)) {
       me.agree(call);
-      arrival_key(me.predicted, me.team->options.arrival.resolution, me.agreed_key);
-      e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0, nullptr, &me.agreed_key);
+      CallKey key = team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0);
+      key.arrival.emplace();
+      arrival_key(me.predicted, team.options.arrival.resolution, *key.arrival);
+      e = &me.entry(key, op.dtype, &op);
       me.planned = e->shared->shape.hints->arrival;
     } else {
-      e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0, me.team->warmup_allreduce);
+      e = &me.entry(team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0, true), op.dtype, &op);
       me.planned.clear();
     }
   } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes)) {
@@ -414,7 +313,7 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
     me.run_direct(Collective::allreduce, send, recv, count, &op, true);
     return;
   } else {
-    e = &me.entry(Collective::allreduce, count, op.dtype, op.element_bytes, &op, 0);
+    e = &me.entry(team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0), op.dtype, &op);
   }
   me.run(*e, bytes_of(recv), op, input_of(send, recv, count));
 }
@@ -428,14 +327,15 @@ void Comm::edge(double fraction) {
 const std::vector<Picos>& Comm::planned_arrival() const { return impl_->planned; }
 
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  auto& e = impl_->entry(Collective::reduce, count, op.dtype, op.element_bytes, &op, root);
+  auto& e = impl_->entry(impl_->team->key_of(Collective::reduce, count, op.element_bytes, &op, root), op.dtype, &op);
   const std::size_t bytes = count * op.element_bytes;
   impl_->run(e, e.work, op, input_of(send, e.work, count));
   if (rank() == root) copy(recv, e.work, bytes);
 }
 
 void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
-  auto& e = impl_->entry(Collective::bcast, count, dtype, dtype_size(dtype), nullptr, root);
+  auto& e =
+      impl_->entry(impl_->team->key_of(Collective::bcast, count, dtype_size(dtype), nullptr, root), dtype, nullptr);
   impl_->run(e, bytes_of(buffer), e.data_op);
 }
 
@@ -444,13 +344,14 @@ void Comm::barrier() {
     return impl_->run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr);
   // One element of zero bytes: the schedule's messages carry no data, only
   // the rendezvous (and alpha on the virtual clock).
-  auto& e = impl_->entry(Collective::barrier, 1, DType::uint8, 0, nullptr, 0);
+  auto& e = impl_->entry(impl_->team->key_of(Collective::barrier, 1, 0, nullptr, 0), DType::uint8, nullptr);
   alignas(64) static std::byte nothing[64];
   impl_->run(e, nothing, e.data_op);
 }
 
 void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
-  auto& e = impl_->entry(Collective::allgather, count, dtype, dtype_size(dtype), nullptr, 0);
+  auto& e =
+      impl_->entry(impl_->team->key_of(Collective::allgather, count, dtype_size(dtype), nullptr, 0), dtype, nullptr);
   const std::size_t bytes = count * dtype_size(dtype);
   // In place (send == recv): the contribution is already at its block.
   if (send != recv) copy(bytes_of(recv) + static_cast<std::size_t>(rank()) * bytes, send, bytes);
@@ -458,7 +359,8 @@ void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtyp
 }
 
 void Comm::reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  auto& e = impl_->entry(Collective::reduce_scatter, count, op.dtype, op.element_bytes, &op, 0);
+  auto& e =
+      impl_->entry(impl_->team->key_of(Collective::reduce_scatter, count, op.element_bytes, &op, 0), op.dtype, &op);
   const std::size_t bytes = count * op.element_bytes;
   impl_->run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(size())));
   copy(recv, e.work + static_cast<std::size_t>(rank()) * bytes, bytes);
@@ -480,18 +382,28 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
     options.nodes.push_back(NodeSpec{Machine::detect(), options.ranks, {}});
   }
   t.options = std::move(options);
-  t.plan = std::make_shared<const HierarchyPlan>(
-      plan_hierarchy(t.options.nodes, t.options.grouping, t.options.multi_leader));
+  // Unknown algorithm names are refused now, not at the first call.
+  t.options.check();
+  check_arrival_options(t.options.arrival);
+  // The configured form's hierarchy now (Team::plan); the others when a
+  // form auto first asks for them.
+  const bool multi = t.options.form_in_effect() == Form::multi_leader;
+  t.plan = std::make_shared<const HierarchyPlan>(plan_hierarchy(t.options.nodes, t.options.grouping, multi));
   t.ranks = t.plan->ranks;
   if (t.plan->first_rank.size() > 1 && t.options.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
-  // Unknown algorithm names are refused now, not at the first call.
-  for (Collective c : all_collectives()) (void)find_algorithm(c, algorithm_name(t.options, c));
-  check_arrival_options(t.options.arrival);
-  if (find_algorithm(Collective::allreduce, t.options.allreduce).arrival_aware) {
+  PlanContext context;
+  context.layout = RankMap::from_nodes(t.plan->node_of);
+  context.model = t.options.model;
+  (multi ? context.multi_leader : context.leader) = t.plan;
+  context.node_specs = [nodes = t.options.nodes] { return nodes; };
+  context.grouping = t.options.grouping;
+  t.planner = Planner(std::move(context));
+  t.plans =
+      PlanCache<std::shared_ptr<const CompiledPlan>>(std::numeric_limits<std::size_t>::max(), t.options.arrival.plans);
+  if (t.options.allreduce != kSelectAlgorithm &&
+      find_algorithm(Collective::allreduce, t.options.allreduce).arrival_aware)
     t.board = std::make_unique<ArrivalBoard>(t.ranks);
-    t.warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
-  }
 
   TeamState* state = &t;
   t.engine = std::make_unique<LinkEngine>(
@@ -512,6 +424,8 @@ Team::~Team() = default;
 
 int Team::size() const { return impl_->ranks; }
 const HierarchyPlan& Team::plan() const { return *impl_->plan; }
+const Planner& Team::planner() const { return impl_->planner; }
+std::shared_ptr<const CompiledPlan> Team::compiled_plan(const CallKey& key) { return impl_->compiled(key); }
 
 Comm& Team::comm(int rank) {
   if (rank < 0 || rank >= impl_->ranks)

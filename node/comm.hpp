@@ -61,36 +61,23 @@
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
 #include "node/arrival_monitor.hpp"
+#include "node/planner.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
 
 // The team's defaults, written once: TeamOptions below and the
-// configuration's Options (config/config.hpp) both start from these.
+// configuration's Options (config/config.hpp) both start from these (the
+// algorithm names are node/planner.hpp's).
 namespace team_defaults {
-inline constexpr std::string_view allreduce = "dual-root";
-inline constexpr std::string_view reduce = "binary-tree";
-inline constexpr std::string_view bcast = "binary-tree";
-inline constexpr std::string_view barrier = "dual-root";
-inline constexpr std::string_view allgather = "binary-tree";
-inline constexpr std::string_view reduce_scatter = "binary-tree";
 inline constexpr std::chrono::seconds wait_report{60};
 }  // namespace team_defaults
 
-struct TeamOptions {
+// PlanOptions (node/planner.hpp): algorithms per collective, blocks, cost
+// model (virtual time and block autotuning), grouping, form.
+struct TeamOptions : PlanOptions {
   std::vector<NodeSpec> nodes;  // empty: one node, this machine (hwloc), `ranks` ranks
   int ranks = 2;                // used when `nodes` is empty
-  Grouping grouping;            // default: auto, groups of at most 4
-  bool multi_leader = false;
-  // Inter-node algorithms among the off-node ranks.
-  std::string allreduce{team_defaults::allreduce};
-  std::string reduce{team_defaults::reduce};
-  std::string bcast{team_defaults::bcast};
-  std::string barrier{team_defaults::barrier};      // a one-element allreduce of zero-byte elements
-  std::string allgather{team_defaults::allgather};  // these two need a tree algorithm (binomial, binary-tree)
-  std::string reduce_scatter{team_defaults::reduce_scatter};
-  int blocks = 0;   // 0: autotuned per shape with the cost model
-  CostModel model;  // virtual time (and block autotuning)
   // Keep every rank's virtual clock (Comm::virtual_time). Off, a message
   // carries no times, and one of a few bytes is eager: copied beside the
   // link's words and done at once, without waiting for its receiver.
@@ -118,8 +105,13 @@ class Team {
   Team& operator=(const Team&) = delete;
 
   int size() const;
-  const HierarchyPlan& plan() const;
-  Comm& comm(int rank);  // the calling thread must act as this rank
+  const HierarchyPlan& plan() const;  // the hierarchy of the configured form (flat, auto: one leader)
+  Comm& comm(int rank);               // the calling thread must act as this rank
+  // The team's compiled plan for `key` (planned once, shared by every rank's
+  // Comm): what a collective of that key runs. Its `algorithm` must outlive
+  // the team's use of it (a registry name or a literal).
+  std::shared_ptr<const CompiledPlan> compiled_plan(const CallKey& key);
+  const Planner& planner() const;
 
  private:
   struct Impl;

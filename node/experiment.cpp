@@ -165,12 +165,20 @@ EmulatedCluster::EmulatedCluster(ClusterSpec spec) : spec_(std::move(spec)) {
   ranks_ = static_cast<int>(ranks);
 
   config_.layout = RankMap::from_node_sizes(spec_.ranks_per_node);
-  if (spec_.hierarchical || spec_.lanes) {
-    const Machine machine = spec_.machine ? *spec_.machine : Machine::detect();
+  PlanContext context;
+  context.layout = config_.layout;
+  context.model = spec_.model;
+  context.start = spec_.arrival.offsets;
+  context.grouping = spec_.grouping;
+  context.node_specs = [sizes = spec_.ranks_per_node, machine = spec_.machine] {
+    const Machine m = machine ? *machine : Machine::detect();
     std::vector<NodeSpec> nodes;
-    for (int k : spec_.ranks_per_node) nodes.push_back(NodeSpec{machine, k, {}});
-    hierarchy_ = std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, spec_.grouping, spec_.multi_leader));
-  }
+    for (int k : sizes) nodes.push_back(NodeSpec{m, k, {}});
+    return nodes;
+  };
+  planner_ = Planner(std::move(context));
+  // A hierarchy that cannot be planned is refused now.
+  if (spec_.form != Form::flat && spec_.form != Form::automatic) (void)planner_.hierarchy(spec_.form);
   config_.model = spec_.model;
   config_.repetitions = spec_.repetitions;
   config_.wait_timeout = spec_.wait_timeout;
@@ -195,25 +203,49 @@ std::shared_ptr<const PlanHints> EmulatedCluster::hints(std::size_t element_byte
                         spec_.predicted_arrival.empty() ? spec_.arrival.offsets : spec_.predicted_arrival);
 }
 
+std::shared_ptr<const HierarchyPlan> EmulatedCluster::hierarchy() const {
+  if (spec_.form == Form::flat) return nullptr;
+  return planner_.hierarchy(spec_.form == Form::automatic ? Form::leader : spec_.form);
+}
+
+CallKey EmulatedCluster::key(Collective collective, std::string_view algorithm, std::size_t element_bytes,
+                             bool commutative, std::uint64_t count, int root,
+                             std::optional<int> requested_blocks) const {
+  CallKey key;
+  key.collective = collective;
+  key.form = spec_.form;
+  key.algorithm = algorithm;
+  key.count = count;
+  key.element_bytes = element_bytes;
+  key.commutative = commutative;
+  key.root = root;
+  key.blocks = requested_blocks.value_or(0);
+  key.hints = hints(element_bytes);
+  return key;
+}
+
 SchedulePlan EmulatedCluster::plan(const AlgorithmInfo& algorithm, const Shape& shape) const {
-  if (spec_.lanes) return plan_lanes(hierarchy_, algorithm, shape);
-  return hierarchy_ ? plan_hierarchical(hierarchy_, algorithm, shape) : algorithm.plan(shape);
+  if (spec_.form != Form::automatic) return planner_.compose(spec_.form, algorithm, shape);
+  // The element size the cluster's hints were made for (hints()).
+  const std::size_t element_bytes = shape.hints ? static_cast<std::size_t>(shape.hints->element_bytes) : 1;
+  CallKey k = key(algorithm.collective, algorithm.name, element_bytes, true, shape.count, shape.root, shape.blocks);
+  k.hints = shape.hints;
+  return planner_.plan(k).plan;
 }
 
 bool EmulatedCluster::pipelined_across_levels(const AlgorithmInfo& algorithm) const {
-  return hierarchy_ && !spec_.lanes && runs_as_combined_tree(algorithm) && hierarchy_->offnode.size() > 1;
+  const auto h = hierarchy();
+  return h && spec_.form != Form::lanes && runs_as_combined_tree(algorithm) && h->offnode.size() > 1;
 }
 
 namespace {
 
-// The shape `algorithm` runs with on `cluster`: the requested blocks, or the
-// count that minimises simulated time.
-Shape planned_shape(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
-                    std::uint64_t count, int root, std::optional<int> requested_blocks) {
-  Shape shape{cluster.ranks(), count, 1, root, cluster.hints(element_bytes)};
-  shape.blocks = resolve_blocks([&](const Shape& s) { return cluster.plan(algorithm, s); }, algorithm, shape,
-                                requested_blocks, cluster.simulation(element_bytes));
-  return shape;
+// `algorithm` as the planner compiles it on `cluster`: the requested blocks,
+// or the count that minimises simulated time.
+CompiledPlan compiled(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
+                      bool commutative, std::uint64_t count, int root, std::optional<int> requested_blocks) {
+  return cluster.planner().plan(
+      cluster.key(algorithm.collective, algorithm.name, element_bytes, commutative, count, root, requested_blocks));
 }
 
 }  // namespace
@@ -221,11 +253,12 @@ Shape planned_shape(const EmulatedCluster& cluster, const AlgorithmInfo& algorit
 SimulatedRun run_simulated(const EmulatedCluster& cluster, const AlgorithmInfo& algorithm, std::size_t element_bytes,
                            std::uint64_t count, int root, std::optional<int> requested_blocks, Timeline* timeline) {
   SimulatedRun out;
-  out.shape = planned_shape(cluster, algorithm, element_bytes, count, root, requested_blocks);
+  const CompiledPlan plan = compiled(cluster, algorithm, element_bytes, true, count, root, requested_blocks);
+  out.shape = plan.shape;
   out.blocks = blocks_used(algorithm, out.shape);
   SimulationOptions sim = cluster.simulation(element_bytes);
   sim.timeline = timeline;
-  out.result = simulate(cluster.plan(algorithm, out.shape), out.shape.ranks, sim);
+  out.result = simulate(plan.plan, out.shape.ranks, sim);
   return out;
 }
 
@@ -235,10 +268,12 @@ CheckedEmulation run_checked_emulation(const EmulatedCluster& cluster, const Alg
   check_operator(algorithm, op.name, op.commutative);
   const SimulationOptions sim = cluster.simulation(op.element_bytes);
   CheckedEmulation out;
-  out.shape = planned_shape(cluster, algorithm, op.element_bytes, count, root, requested_blocks);
+  const CompiledPlan plan =
+      compiled(cluster, algorithm, op.element_bytes, op.commutative, count, root, requested_blocks);
+  out.shape = plan.shape;
   out.blocks = blocks_used(algorithm, out.shape);
 
-  const SchedulePlan schedule = cluster.plan(algorithm, out.shape);
+  const SchedulePlan& schedule = plan.plan;
   EmulatorConfig config = cluster.emulator_config();
   config.record_timeline = timeline != nullptr;
   out.emulation = emulate(algorithm, schedule, out.shape, op, config);
@@ -265,10 +300,9 @@ Selection select_for_cluster(const EmulatedCluster& cluster, Collective collecti
 
 std::string_view HierarchyForm::shape_name() const {
   switch (shape) {
-    case HierarchyShape::flat: return "flat";
-    case HierarchyShape::single_leader: return "single-leader";
-    case HierarchyShape::multi_leader: return "multi-leader";
-    case HierarchyShape::lanes: return "lanes";
+    case Form::leader: return "single-leader";
+    case Form::automatic: return "auto";
+    default: return to_string(shape);
   }
   return "?";
 }
@@ -276,10 +310,11 @@ std::string_view HierarchyForm::shape_name() const {
 std::string HierarchyForm::label() const {
   const std::string groups = group > 0 ? "groups of " + std::to_string(group) + ", " : "one group, ";
   switch (shape) {
-    case HierarchyShape::flat: return "flat " + algorithm;
-    case HierarchyShape::single_leader: return "1 leader, " + groups + algorithm;
-    case HierarchyShape::multi_leader: return "multi-leader, " + groups + algorithm;
-    case HierarchyShape::lanes: return "lanes, " + algorithm;
+    case Form::flat: return "flat " + algorithm;
+    case Form::leader: return "1 leader, " + groups + algorithm;
+    case Form::multi_leader: return "multi-leader, " + groups + algorithm;
+    case Form::lanes: return "lanes, " + algorithm;
+    case Form::automatic: return "auto, " + algorithm;
   }
   return algorithm;
 }
@@ -289,12 +324,11 @@ ClusterSpec with_form(ClusterSpec spec, const HierarchyForm& form) {
   if (sizes.empty() || std::any_of(sizes.begin(), sizes.end(), [&](int k) { return k != sizes.front(); }))
     throw UsageError("the hierarchy forms need nodes of equal size");
   const int k = sizes.front();
-  spec.hierarchical = form.shape == HierarchyShape::single_leader || form.shape == HierarchyShape::multi_leader;
-  spec.lanes = form.shape == HierarchyShape::lanes;
-  spec.multi_leader = form.shape == HierarchyShape::multi_leader;
-  if (spec.hierarchical || spec.lanes) {
+  spec.form = form.shape;
+  if (form.shape != Form::flat) {
     spec.machine = Machine::synthetic("core:" + std::to_string(k) + " pu:1");
-    spec.grouping = Grouping::parse("size:" + std::to_string(form.group > 0 && !spec.lanes ? form.group : k));
+    spec.grouping =
+        Grouping::parse("size:" + std::to_string(form.group > 0 && form.shape != Form::lanes ? form.group : k));
   }
   return spec;
 }

@@ -20,6 +20,7 @@
 #include "internode/selection.hpp"
 #include "internode/simulator.hpp"
 #include "node/emulator.hpp"
+#include "node/planner.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
@@ -68,17 +69,15 @@ ArrivalMeasures arrival_measures(const std::vector<Picos>& finish, const std::ve
 
 struct ClusterSpec {
   std::vector<int> ranks_per_node{4, 4, 4, 4, 4, 4, 4, 4};  // one entry per node
-  // With a hierarchy, each node's ranks form groups on `machine` and the
-  // algorithm runs among the off-node ranks; without one it runs flat over
-  // all ranks (nodes then only decide which links are inter-node).
-  bool hierarchical = false;
-  std::optional<Machine> machine;  // hierarchical: each node's machine; unset: this one (hwloc)
+  // How the algorithm runs (node/planner.hpp): flat over all ranks (nodes
+  // then only decide which links are inter-node); under one node leader or
+  // many (each node's ranks form groups on `machine`, the algorithm runs
+  // among the off-node ranks); in lanes (plan_lanes: nodes of equal size;
+  // `machine` and `grouping` only plan the nodes); or auto, the form the
+  // planner finds fastest for the algorithm.
+  Form form = Form::flat;
+  std::optional<Machine> machine;  // each node's machine; unset: this one (hwloc)
   Grouping grouping;
-  bool multi_leader = false;
-  // The lane decomposition (node/hierarchical.hpp, plan_lanes) instead of
-  // groups and leaders: allreduce only, on nodes of equal size; each node's
-  // machine as for a hierarchy (`machine`, `grouping` only plan it).
-  bool lanes = false;
   CostModel model;
   int repetitions = 1;
   std::chrono::milliseconds wait_timeout = EmulatorConfig().wait_timeout;
@@ -97,14 +96,21 @@ class EmulatedCluster {
   int ranks() const { return ranks_; }
   int nodes() const { return static_cast<int>(spec_.ranks_per_node.size()); }
   const ClusterSpec& spec() const { return spec_; }
-  const std::shared_ptr<const HierarchyPlan>& hierarchy() const { return hierarchy_; }  // null: flat
+  // The hierarchy of the cluster's form (auto: the one-leader one); null: flat.
+  std::shared_ptr<const HierarchyPlan> hierarchy() const;
   const EmulatorConfig& emulator_config() const { return config_; }
+  const Planner& planner() const { return planner_; }
   // The simulator's options for the same layout, model and arrival.
   SimulationOptions simulation(std::size_t element_bytes) const;
   // What schedules are planned from: the model, and the predicted arrivals.
   std::shared_ptr<const PlanHints> hints(std::size_t element_bytes) const;
 
-  // `algorithm`'s schedule on this cluster: hierarchical or flat.
+  // The planner's key for `algorithm` (a registry name or "auto") on this
+  // cluster, in its form, with its hints.
+  CallKey key(Collective collective, std::string_view algorithm, std::size_t element_bytes, bool commutative,
+              std::uint64_t count, int root, std::optional<int> requested_blocks) const;
+  // `algorithm`'s schedule on this cluster, in its form (auto: the form the
+  // planner chooses for the algorithm at these blocks).
   SchedulePlan plan(const AlgorithmInfo& algorithm, const Shape& shape) const;
   // Whether the hierarchy runs the algorithm as one tree pipelined across levels.
   bool pipelined_across_levels(const AlgorithmInfo& algorithm) const;
@@ -112,7 +118,7 @@ class EmulatedCluster {
  private:
   ClusterSpec spec_;
   int ranks_ = 0;
-  std::shared_ptr<const HierarchyPlan> hierarchy_;
+  Planner planner_;
   EmulatorConfig config_;
 };
 
@@ -155,11 +161,10 @@ SimulatedRun run_simulated(const EmulatedCluster& cluster, const AlgorithmInfo& 
 // ranks; one node leader above groups of `group` ranks; every group leader
 // talking off-node (Bjørndalen's multi-leader); lanes (Träff and Hunold
 // 2020). Each node is a machine of one core per rank, so groups are by size.
-enum class HierarchyShape { flat, single_leader, multi_leader, lanes };
 struct HierarchyForm {
-  HierarchyShape shape = HierarchyShape::flat;
-  std::string algorithm;  // the allreduce: over all ranks, among the off-node ranks, or within each lane
-  int group = 4;          // leaders: ranks per level-0 group (0: the whole node is one group)
+  Form shape = Form::flat;  // not automatic
+  std::string algorithm;    // the allreduce: over all ranks, among the off-node ranks, or within each lane
+  int group = 4;            // leaders: ranks per level-0 group (0: the whole node is one group)
   // "flat ring", "1 leader, groups of 4, dual-root", "multi-leader, groups of 4, ring", "lanes, ring"
   std::string label() const;
   std::string_view shape_name() const;  // "flat", "single-leader", "multi-leader", "lanes"

@@ -252,7 +252,7 @@ SchedulePlan plan_hierarchical(std::shared_ptr<const HierarchyPlan> plan, const 
   if (!plan || plan->ranks != shape.ranks)
     throw UsageError("the hierarchy plan has " + std::to_string(plan ? plan->ranks : 0) + " ranks, the shape " +
                      std::to_string(shape.ranks));
-  check_form(inter, Form::hierarchy);
+  check_form(inter, plan->multi_leader ? Form::multi_leader : Form::leader);
   // A barrier is a one-element allreduce over the barrier's own tree and builder.
   const Collective collective = inter.collective == Collective::barrier ? Collective::allreduce : inter.collective;
   Shape planned = shape;

@@ -14,8 +14,9 @@
 #include "intranode/step_executor.hpp"
 #include "node/hierarchical.hpp"
 #include "node/mpi_team_state.hpp"
+#include "node/plan_cache.hpp"
+#include "node/planner.hpp"
 #include "node/team_direct.hpp"
-#include "node/team_plan.hpp"
 #include "node/team_wait.hpp"
 
 namespace copse::mpi {
@@ -25,7 +26,12 @@ namespace copse::mpi {
 
 namespace {
 
-constexpr int kAgreeFields = 8;  // the agreement record, in int64
+// The agreement record, in int64: the call as rank 0 sees it (collective,
+// count, piece, element bytes, datatype, root, commutative) and what rank 0
+// planned for it (form, algorithm's registry index or -1 if it could not
+// plan, blocks).
+constexpr int kAgreeFields = 10;
+constexpr int kCallFields = 7;
 
 // With cross-memory attach, the most bytes of one piece of a collective's
 // vector (allgather and reduce_scatter: of all blocks of a piece): far below
@@ -38,18 +44,12 @@ constexpr std::size_t kAttachedPieceBytes = std::size_t{256} << 20;
 // ---- Comm::Impl -----------------------------------------------------------------------
 
 struct Comm::Impl {
+  // One cached call (one piece: its count is per piece, per block for
+  // allgather and reduce_scatter).
   struct Entry {
-    Collective collective;
-    std::uint64_t count;  // of the piece (per block for allgather and reduce_scatter)
-    DType dtype;
-    std::size_t element_bytes;
-    std::shared_ptr<const void> op_identity;  // held, so that the address is not reused while cached
-    bool commutative;
-    int root;
     bool over_internal;  // planned over the node-by-node numbering (else the communicator's)
+    std::size_t element_bytes;
     std::vector<Step> steps;
-    const AlgorithmInfo* forced = nullptr;  // the warm-up's default allreduce, or null: the configured one
-    std::optional<ArrivalKey> key;          // planned from these predictions (internal order)
     // Where rank v's block of `n` elements sits in the window's vector.
     std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
       const int at = over_internal ? t.internal_of[static_cast<std::size_t>(v)] : v;
@@ -68,7 +68,7 @@ struct Comm::Impl {
   // cannot serve (allgather's and reduce_scatter's block order, reduce's
   // non-roots), and the executor's scratch.
   std::vector<std::byte> work, scratch;
-  std::list<Entry> cache;  // most recently used first
+  PlanCache<Entry> cache;
   std::vector<Step> agree_steps;
   std::int64_t calls = 0;
 
@@ -85,6 +85,7 @@ struct Comm::Impl {
         mpi(*t->channel, t->layout, r),
         window(t->window_of(r)),
         piece_bytes(t->cma ? kAttachedPieceBytes : t->window_stride / 2),
+        cache(t->options.plan_cache, t->options.arrival.plans),
         monitor(t->options.arrival, t->arrival_aware) {
     if (t->arrival_aware) arrivals.emplace(*t->channel, t->layout, r);
     monitor.returned(now(), false);
@@ -171,7 +172,7 @@ struct Comm::Impl {
   // selection (an algorithm named in the options runs as a schedule).
   bool direct_fits(Collective c, std::size_t bytes) const {
     return team->direct && !team->arrival_aware && DirectReduce::fits(team->ranks, bytes) &&
-           algorithm_name(team->options, c) == default_algorithm_name(c);
+           team->options.leaves_choice(c);
   }
 
   // An allreduce (or, without an operator, a barrier) through the direct
@@ -196,54 +197,63 @@ struct Comm::Impl {
 
   // The plan for one piece of a call: cached, or planned after agreeing with rank 0.
   // `total` is the call's own count (for the agreement's message).
-  // `forced`, `key`: the warm-up's default allreduce, the agreed predictions (null: neither).
+  // `warmup`, `arrival`: the warm-up's default allreduce, the agreed predictions.
   Entry& entry(Collective c, std::uint64_t total, std::uint64_t count, DType dtype, std::size_t eb, const ReduceOp* op,
-               int root, const AlgorithmInfo* forced = nullptr, const ArrivalKey* key = nullptr) {
-    const void* identity = op ? op->identity.get() : nullptr;
+               int root, bool warmup = false, const ArrivalKey* arrival = nullptr) {
     const bool commutative = op ? op->commutative : true;
-    for (auto it = cache.begin(); it != cache.end(); ++it)
-      if (it->collective == c && it->count == count && it->dtype == dtype && it->element_bytes == eb &&
-          it->root == root && it->op_identity.get() == identity && it->commutative == commutative &&
-          it->forced == forced && (key ? it->key == *key : !it->key)) {
-        cache.splice(cache.begin(), cache, it);
-        return cache.front();
-      }
+    const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
+    // A non-commutative operator must see the communicator's rank order,
+    // which the node-by-node numbering only keeps when nodes are consecutive.
+    const bool hierarchical = team->contiguous || !reduces || commutative;
+    CallKey key = team->options.call_key(c, count, eb, commutative, root, warmup);
+    if (!hierarchical) key.form = Form::flat;
+    if (arrival && hierarchical) key.arrival = *arrival;
+    if (auto* found = cache.find(key, dtype, op ? op->identity.get() : nullptr)) return found->value;
     if (team->engine->aborted()) team->rethrow_failure();
     const int p = team->ranks;
     if ((c == Collective::reduce || c == Collective::bcast) && (root < 0 || root >= p))
       throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(root) + " is not a rank in [0, " +
                        std::to_string(p) + ")");
-    const std::string_view configured = forced ? forced->name : std::string_view(algorithm_name(team->options, c));
-    // One node: flat exchange patterns where they beat the hierarchy (team_plan.hpp).
-    const AlgorithmInfo* flat =
-        one_node_choice(c, team->layout, count, eb, configured, commutative, team->options.model);
-    const AlgorithmInfo& inter = flat ? *flat : find_algorithm(c, configured);
-    const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    if (reduces && op) check_operator(inter, op->name, op->commutative);
-    // A non-commutative operator must see the communicator's rank order,
-    // which the node-by-node numbering only keeps when nodes are consecutive.
-    const bool hierarchical = team->contiguous || !reduces || commutative;
-    Shape shape{p, count, 1, hierarchical ? team->internal_of[static_cast<std::size_t>(root)] : root};
-    if (key && !flat && hierarchical) {
-      SimulationOptions model;
-      model.model = team->options.model;
-      model.element_bytes = std::max<std::size_t>(eb, 1);
-      shape.hints = planning_hints(model, arrival_of(*key));
-    }
-    validate_shape(inter, shape);
+    if (reduces && op && key.algorithm != kSelectAlgorithm)
+      check_operator(find_algorithm(c, key.algorithm), op->name, op->commutative);
+    const Planner& planner = hierarchical ? team->planner : team->user_order;
+    CallKey internal_key = key;
+    if (hierarchical) internal_key.root = team->internal_of[static_cast<std::size_t>(root)];
+    std::optional<CompiledPlan> plan = agree_plan(c, total, dtype, planner, internal_key);
+    Entry e{hierarchical, eb, {}};
+    compile(plan->plan, hierarchical, vector_elements(c, plan->shape), eb, e.steps);
+    return cache.insert({key, dtype, op ? op->identity : nullptr, std::move(e)}).value;
+  }
 
-    // Rank 0 decides the block count and tells everyone, with its view of the call.
+  // Rank 0 plans `key` and tells everyone what it chose (form, algorithm,
+  // blocks), with its view of the call; the others check the call and
+  // build that plan (the planner is deterministic, and with form, algorithm
+  // and blocks given it neither selects nor tunes). A plan rank 0 cannot
+  // make fails the call on every rank alike (no rank is left waiting).
+  std::optional<CompiledPlan> agree_plan(Collective c, std::uint64_t total, DType dtype, const Planner& planner,
+                                         CallKey key) {
     std::int64_t mine[kAgreeFields] = {static_cast<std::int64_t>(c),
                                        static_cast<std::int64_t>(total),
-                                       static_cast<std::int64_t>(count),
-                                       static_cast<std::int64_t>(eb),
+                                       static_cast<std::int64_t>(key.count),
+                                       static_cast<std::int64_t>(key.element_bytes),
                                        static_cast<std::int64_t>(dtype),
-                                       root,
-                                       commutative ? 1 : 0,
+                                       key.root,
+                                       key.commutative ? 1 : 0,
+                                       0,
+                                       -1,
                                        0};
-    if (rank == 0)
-      mine[7] = team_blocks(inter, shape, team->options.blocks, team->options.model,
-                            hierarchical ? team->plan_nodes : RankMap::from_nodes(team->layout.node_table()), eb);
+    std::optional<CompiledPlan> plan;
+    std::string refusal;
+    if (rank == 0) {
+      try {
+        plan = planner.plan(key);
+        mine[7] = static_cast<std::int64_t>(plan->form);
+        mine[8] = plan->algorithm - algorithms().data();
+        mine[9] = plan->shape.blocks;
+      } catch (const UsageError& e) {
+        refusal = e.what();
+      }
+    }
     std::int64_t zeros[kAgreeFields];
     std::memcpy(zeros, mine, sizeof mine);
     ReduceOp record;
@@ -251,7 +261,7 @@ struct Comm::Impl {
     record.dtype = DType::int64;
     record.element_bytes = sizeof(std::int64_t);
     run(agree_steps, reinterpret_cast<std::byte*>(zeros), record, c);
-    if (!std::equal(mine, mine + 7, zeros)) {
+    if (!std::equal(mine, mine + kCallFields, zeros)) {
       auto call = [](const std::int64_t* f) {
         std::string text = std::string(to_string(static_cast<Collective>(f[0]))) + " of " + std::to_string(f[1]) +
                            " elements of " + std::to_string(f[3]) + " bytes (" +
@@ -266,33 +276,15 @@ struct Comm::Impl {
       fail(ScheduleError("mismatched calls: rank " + std::to_string(rank) + " calls " + call(mine) +
                          ", but rank 0 calls " + call(zeros)));
     }
-    shape.blocks = static_cast<int>(std::max<std::int64_t>(zeros[7], 1));
-
-    Entry e{c, count, dtype, eb, op ? op->identity : nullptr, commutative, root, hierarchical, {}, forced, {}};
-    if (key) e.key = *key;
-    const std::uint64_t elements = vector_elements(c, shape);
-    if (flat)
-      compile(inter.plan(shape), hierarchical, elements, eb, e.steps);
-    else if (hierarchical)
-      compile(plan_hierarchical(team->plan, inter, shape), true, elements, eb, e.steps);
-    else
-      compile(inter.plan(shape), false, elements, eb, e.steps);
-    cache.push_front(std::move(e));
-    if (key) {  // at most ArrivalOptions::plans keys per shape: the least recently used goes
-      const Entry& fresh = cache.front();
-      std::size_t keyed = 0;
-      for (auto it = cache.begin(); it != cache.end();) {
-        const bool same = it->key && it->collective == c && it->count == count && it->dtype == dtype &&
-                          it->element_bytes == eb && it->root == root && it->op_identity == fresh.op_identity &&
-                          it->commutative == commutative;
-        if (same && ++keyed > team->options.arrival.plans)
-          it = cache.erase(it);
-        else
-          ++it;
-      }
-    }
-    while (cache.size() > team->options.plan_cache) cache.pop_back();
-    return cache.front();
+    if (zeros[8] < 0)
+      throw UsageError(rank == 0 ? refusal
+                                 : "this " + std::string(to_string(c)) + " cannot be planned (rank 0 says why)");
+    if (plan) return plan;
+    key.form = static_cast<Form>(zeros[7]);
+    key.algorithm = algorithms()[static_cast<std::size_t>(zeros[8])].name;
+    key.blocks = static_cast<int>(zeros[9]);
+    key.runtime_default = false;
+    return planner.plan(key);
   }
 
   // Elements of `eb` bytes per piece of a vector, and per block of a piece
@@ -334,9 +326,31 @@ struct Comm::Impl {
 
 // ---- Team (its set-up and what the set-up found: node/mpi_setup.cpp) -----------------------------
 
+namespace {
+// The team's planners, once set up: over the node-by-node numbering with the
+// hierarchy planned from the processes' bindings, and flat over the
+// communicator's order.
+void make_planners(TeamState& t) {
+  PlanContext context;
+  context.layout = t.plan_nodes;
+  context.model = t.options.model;
+  context.grouping = t.options.grouping;
+  (t.plan->multi_leader ? context.multi_leader : context.leader) = t.plan;
+  t.planner = Planner(std::move(context));
+  PlanContext flat;
+  flat.layout = RankMap::from_nodes(t.layout.node_table());
+  flat.model = t.options.model;
+  t.user_order = Planner(std::move(flat));
+}
+}  // namespace
+
 Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_unique<Impl>()) {
+  // The set-up plans the configured form's hierarchy (multi_leader: its
+  // flag); the planner composes the other forms with it where they can.
+  options.multi_leader = options.form_in_effect() == Form::multi_leader;
   impl_->options = std::move(options);
   impl_->set_up(comm, threads);
+  make_planners(*impl_);
   impl_->comms.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t)
     impl_->comms.push_back(Comm(std::make_unique<Comm::Impl>(impl_.get(), impl_->first_rank + t)));
@@ -384,7 +398,7 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
     return;
   }
   const std::byte* in = send == recv ? bytes_of(recv) : bytes_of(send);
-  const AlgorithmInfo* forced = nullptr;
+  bool warmup = false;
   const ArrivalKey* key = nullptr;
   if (m.team->arrival_aware) {  // node/arrival_monitor.hpp
     const std::int64_t call = m.monitor.call();
@@ -399,12 +413,12 @@ void Comm::allreduce(const void* send, void* recv, std::size_t count, const Redu
       for (std::size_t r = 0; r < internal.size(); ++r)
         m.planned[r] = internal[static_cast<std::size_t>(m.team->internal_of[r])];
     } else {
-      forced = m.team->warmup_allreduce;
+      warmup = true;
       m.planned.clear();
     }
   }
   in_pieces(count, m.piece(eb), [&](std::uint64_t at, std::uint64_t n) {
-    auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0, forced, key);
+    auto& e = m.entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0, warmup, key);
     // The user's receive buffer is the working vector.
     std::byte* y = bytes_of(recv) + at * eb;
     copy_bytes(y, in + at * eb, n * eb);

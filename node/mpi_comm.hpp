@@ -36,10 +36,11 @@
 // permutation for commutative operators and by a schedule over the
 // communicator's own rank order for the others.
 //
-// Plans: one cache per Comm, freed with it, bounded (least recently used
-// shapes go first), keyed by (collective, count, datatype, operator identity,
-// root). Every process derives the same schedule: block counts are decided
-// once, by rank 0, and broadcast.
+// Plans: one cache per Comm (node/plan_cache.hpp), freed with it, bounded
+// (least recently used calls go first), keyed by the call, the datatype and
+// the operator's identity. Every process runs the same schedule: rank 0 plans
+// through the one planner (node/planner.hpp) and broadcasts what it chose
+// (form, algorithm, blocks); the others build exactly that plan.
 //
 // Waits have no deadline by default (MPI applications are legitimately
 // imbalanced) and report whom they wait for every `wait_report`; a node peer
@@ -65,19 +66,11 @@
 
 namespace copse::mpi {
 
-struct CommOptions {
-  // Inter-node algorithms among the off-node ranks (registry names); the
-  // defaults are the thread Team's (team_defaults, node/comm.hpp).
-  std::string allreduce{team_defaults::allreduce};
-  std::string reduce{team_defaults::reduce};
-  std::string bcast{team_defaults::bcast};
-  std::string barrier{team_defaults::barrier};
-  std::string allgather{team_defaults::allgather};
-  std::string reduce_scatter{team_defaults::reduce_scatter};
-  int blocks = 0;   // 0: autotuned per shape under `model` (by rank 0, for everyone)
-  CostModel model;  // the cost model block autotuning plans with
-  Grouping grouping;
-  bool multi_leader = false;
+// PlanOptions (node/planner.hpp): algorithms per collective, blocks (0:
+// chosen by rank 0 for everyone), cost model, grouping, form -- the thread
+// Team's. A form other than flat, leader, multi-leader or lanes (auto)
+// chooses among the forms this team can plan (the one set up, flat, lanes).
+struct CommOptions : PlanOptions {
   // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
   // nodes of K consecutive processes of MPI_COMM_WORLD within each island
   // (the last may be smaller). A process's node does not depend on the

@@ -9,7 +9,7 @@
 #include "node/arrival_monitor.hpp"
 #include "node/mpi_hierarchy_wire.hpp"
 #include "node/mpi_team_state.hpp"
-#include "node/team_plan.hpp"
+#include "node/planner.hpp"
 #include "node/team_wait.hpp"
 
 // The team's set-up (TeamState::set_up) and its end.
@@ -170,7 +170,7 @@ std::vector<ProcessInfo> TeamState::gather_processes(int processes, int thread_c
     max_threads = std::max(max_threads, i.threads);
     pid_of.push_back(i.pid);
   }
-  if (find_algorithm(Collective::allreduce, options.allreduce).arrival_aware) {
+  if (find_algorithm(Collective::allreduce, algorithm_name(options, Collective::allreduce)).arrival_aware) {
     arrival_aware = true;
     warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
     void* value = nullptr;

@@ -29,6 +29,7 @@
 #include "intranode/direct_reduce.hpp"
 #include "intranode/link_engine.hpp"
 #include "node/mpi_comm.hpp"
+#include "node/planner.hpp"
 #include "node/process_watch.hpp"
 #include "topology/plan.hpp"
 
@@ -146,6 +147,11 @@ struct TeamState {
   bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
   std::string cma_note;  // Team::cross_memory_attach_note
   std::vector<Comm> comms;
+
+  // The plans: over the node-by-node numbering with the hierarchy, and
+  // (non-commutative operators on nodes of non-consecutive ranks) flat over
+  // the communicator's order.
+  Planner planner, user_order;
 
   // Arrival estimates (set when the allreduce is arrival-aware).
   bool arrival_aware = false;

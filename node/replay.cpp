@@ -13,7 +13,7 @@
 #include "internode/autotune.hpp"
 #include "internode/registry.hpp"
 #include "node/comm.hpp"
-#include "node/team_plan.hpp"
+#include "node/planner.hpp"
 
 namespace copse {
 

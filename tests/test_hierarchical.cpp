@@ -47,7 +47,7 @@ TEST_CASE("hierarchical schedules are proven for every inter-node algorithm, gro
           continue;  // a level the synthetic machine does not have
         }
         for (const AlgorithmInfo& inter : algorithms()) {
-          if (!takes_form(inter, Form::hierarchy)) continue;
+          if (!takes_form(inter, Form::leader)) continue;
           for (int blocks : {1, 3})
             for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{100}}) {
               const Shape shape{plan->ranks, count, blocks, plan->ranks / 2};
@@ -101,7 +101,7 @@ TEST_CASE("concurrency: hierarchical allreduce, reduce and bcast on real data, u
       sim.model = config.model;
       sim.layout = RankMap::from_nodes(plan->node_of);
       for (const AlgorithmInfo& inter : algorithms()) {
-        if (!takes_form(inter, Form::hierarchy)) continue;
+        if (!takes_form(inter, Form::leader)) continue;
         const ReduceOp op = builtin_op(inter.needs_commutative ? "sum" : "affine", DType::int64);
         sim.element_bytes = op.element_bytes;
         for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{1000}}) {

@@ -116,7 +116,7 @@ TEST_CASE("a tree algorithm added by one registry row runs flat, hierarchically 
   int proven = 0;
   for (Collective c : all_collectives()) {
     const AlgorithmInfo row = ternary_row(c, true);
-    for (Form f : {Form::flat, Form::hierarchy, Form::lanes}) CHECK(takes_form(row, f));
+    for (Form f : {Form::flat, Form::leader, Form::multi_leader, Form::lanes}) CHECK(takes_form(row, f));
     for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{13}}) {
       for (int p = 1; p <= 9; ++p) {
         const Shape shape{p, count, 2, p - 1};
@@ -153,7 +153,7 @@ TEST_CASE("without a tree trait the hierarchical forms that need one refuse the 
   for (Collective c : all_collectives()) {
     const AlgorithmInfo row = ternary_row(c, false);
     const bool phased = c == Collective::allreduce || c == Collective::barrier;  // three phases around any algorithm
-    CHECK(takes_form(row, Form::hierarchy) == phased);
+    CHECK(takes_form(row, Form::leader) == phased);
     if (!phased)
       CHECK_THROWS_WITH(plan_hierarchical(plan, row, Shape{8, 10, 1, 0}),
                         Catch::Contains("test-ternary") && Catch::Contains("tree"));
@@ -168,7 +168,7 @@ TEST_CASE("the registry's rows: every tree-based row takes every form", "[regist
     INFO(to_string(a.collective) << ":" << a.name);
     CHECK(takes_form(a, Form::flat));
     CHECK(takes_form(a, Form::lanes));
-    if (a.tree) CHECK(takes_form(a, Form::hierarchy));
+    if (a.tree) CHECK(takes_form(a, Form::leader));
     if (a.tree.dual_roots) CHECK(a.tree.use == TreeUse::doubly_pipelined);
   }
 }

@@ -10,7 +10,7 @@
 #include "internode/autotune.hpp"
 #include "internode/selection.hpp"
 #include "node/experiment.hpp"
-#include "node/team_plan.hpp"
+#include "node/planner.hpp"
 
 using namespace copse;
 
@@ -145,7 +145,7 @@ TEST_CASE("a bad shape, and a planner that refuses every candidate, are usage er
 TEST_CASE("an emulated hierarchy: only what it composes is weighed, and the choice runs verified") {
   ClusterSpec spec;
   spec.ranks_per_node = {4, 4};
-  spec.hierarchical = true;
+  spec.form = Form::leader;
   spec.machine = Machine::synthetic("core:4 pu:1");
   spec.grouping = Grouping::parse("size:2");
   const EmulatedCluster cluster(spec);
@@ -171,22 +171,38 @@ TEST_CASE("an emulated hierarchy: only what it composes is weighed, and the choi
 }
 
 TEST_CASE("one-node team: the selection unless an algorithm is configured; auto is a configured value") {
+  auto planner_for = [](const RankMap& layout) {
+    PlanContext context;
+    context.layout = layout;
+    context.node_specs = [layout] {
+      return std::vector<NodeSpec>(static_cast<std::size_t>(layout.nodes()),
+                                   NodeSpec{Machine::synthetic("core:16 pu:1"), layout.ranks() / layout.nodes(), {}});
+    };
+    return Planner(std::move(context));
+  };
   const RankMap node = RankMap::uniform(16, 16);
-  const CostModel model;
-  // The default (or auto) gets the selection's choice.
-  for (std::string_view configured :
-       {std::string_view(default_algorithm_name(Collective::allreduce)), kSelectAlgorithm})
+  const Planner one_node = planner_for(node);
+  PlanOptions options;
+  // The default (or auto) gets the selection's choice, flat.
+  for (const char* configured : {team_defaults::allreduce.data(), "auto"})
     for (std::uint64_t count : {std::uint64_t{2}, std::uint64_t{1} << 18}) {
+      options.allreduce = configured;
       SimulationOptions sim;
       sim.layout = node;
       sim.element_bytes = 4;
-      const AlgorithmInfo* chosen = one_node_choice(Collective::allreduce, node, count, 4, configured, true, model);
-      REQUIRE(chosen != nullptr);
-      CHECK(chosen == select_algorithm(Collective::allreduce, Shape{16, count}, sim, true).chosen.algorithm);
+      const CompiledPlan plan = one_node.plan(options.call_key(Collective::allreduce, count, 4, true, 0));
+      CHECK(plan.form == Form::flat);
+      CHECK(plan.algorithm == select_algorithm(Collective::allreduce, Shape{16, count}, sim, true).chosen.algorithm);
     }
-  // A configured algorithm is obeyed; more than one node keeps the hierarchy.
-  CHECK(one_node_choice(Collective::allreduce, node, 2, 4, "ring", true, model) == nullptr);
-  CHECK(one_node_choice(Collective::allreduce, RankMap::uniform(16, 8), 2, 4, "auto", true, model) == nullptr);
+  // A configured algorithm is obeyed; more than one node keeps the hierarchy
+  // (auto: the selection among what it composes).
+  options.allreduce = "ring";
+  const CompiledPlan ring = one_node.plan(options.call_key(Collective::allreduce, 2, 4, true, 0));
+  CHECK(ring.form == Form::leader);
+  CHECK(ring.algorithm->name == "ring");
+  options.allreduce = "auto";
+  CHECK(planner_for(RankMap::uniform(16, 8)).plan(options.call_key(Collective::allreduce, 2, 4, true, 0)).form ==
+        Form::leader);
 
   // Configuration: "auto" is accepted and names the team default for planning.
   Config config;  // defaults only

@@ -1,0 +1,93 @@
+// Every form (node/planner.hpp) through the MPI Comm on virtual nodes:
+//   copse_mpi_forms K     (virtual nodes of K consecutive processes)
+// runs all six collectives in each form (flat, leader, multi-leader, lanes,
+// auto; every algorithm "auto") with float sums and the non-commutative
+// affine operator against the sequential reference, and checks that every
+// rank's float allreduce is bitwise rank 0's. A form that cannot take a
+// collective (lanes beyond allreduce, until plan_lanes decomposes it) must
+// refuse it with a UsageError on every process. Exit status 1 if any check
+// failed anywhere.
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/reduce_op.hpp"
+#include "node/mpi_comm.hpp"
+#include "tests/forms_check.hpp"
+
+using namespace copse;
+using Bytes = testing::FormBytes;
+
+namespace {
+
+long g_checks = 0, g_failures = 0;
+int g_rank = 0;
+
+void expect(bool ok, const std::string& what) {
+  ++g_checks;
+  if (ok) return;
+  ++g_failures;
+  std::fprintf(stderr, "copse_mpi_forms: rank %d: FAILED %s\n", g_rank, what.c_str());
+}
+
+void run_form(Form form, int ranks_per_node) {
+  mpi::CommOptions o;
+  o.form = form;
+  o.ranks_per_node = ranks_per_node;
+  o.allreduce = o.reduce = o.bcast = o.barrier = o.allgather = o.reduce_scatter = "auto";
+  o.wait_timeout = std::chrono::milliseconds(60000);
+  mpi::Team team(MPI_COMM_WORLD, o, 1);
+  mpi::Comm& comm = team.comm(0);
+  const std::vector<ReduceOp> ops{builtin_op("sum", DType::float32), builtin_op("affine", DType::uint32)};
+  for (Collective c : all_collectives())
+    for (const ReduceOp& op : ops)
+      for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) {
+        const std::string tag =
+            std::string(to_string(form)) + ": " + std::string(to_string(c)) + " " + op.name + " n=" + std::to_string(n);
+        int refused = 0;
+        Bytes result;
+        try {
+          expect(testing::check_collective(comm, c, op, n, result), tag);
+        } catch (const UsageError& e) {
+          refused = 1;
+          // Only lanes may refuse, and only beyond allreduce.
+          expect(form == Form::lanes && c != Collective::allreduce, tag + " refused: " + e.what());
+        }
+        int everywhere = 0;
+        PMPI_Allreduce(&refused, &everywhere, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        int p = 0;
+        PMPI_Comm_size(MPI_COMM_WORLD, &p);
+        expect(everywhere == 0 || everywhere == p, tag + ": refused on some processes only");
+        if (refused || c != Collective::allreduce || op.dtype != DType::float32) continue;
+        Bytes first = result;
+        PMPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+        expect(first == result, tag + ": not bitwise rank 0's");
+      }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  const int k = argc > 1 ? std::atoi(argv[1]) : 2;
+  for (Form form : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic}) {
+    try {
+      run_form(form, k);
+    } catch (const std::exception& e) {
+      expect(false, std::string(to_string(form)) + ": uncaught: " + e.what());
+    }
+  }
+  long counts[2] = {g_checks, g_failures}, totals[2] = {0, 0};
+  PMPI_Reduce(counts, totals, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("copse_mpi_forms (nodes of %d): %ld checks, %ld failed\n", k, totals[0], totals[1]);
+  const int status = g_rank == 0 && totals[1] > 0 ? 1 : 0;
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,89 @@
+// Every form (node/planner.hpp) through the thread Comm: 4 nodes x 4
+// threads, 2 x 3 and 3 x 2, all six collectives against the sequential
+// reference, with a non-commutative operator (the algorithms chosen by
+// "auto" then never need commutativity), and every rank's float allreduce
+// bitwise identical to rank 0's. A form that cannot take a collective (lanes
+// beyond allreduce, until plan_lanes decomposes it) must refuse it with a
+// UsageError on every rank, never hang or compute wrongly.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/reduce_op.hpp"
+#include "node/comm.hpp"
+#include "tests/forms_check.hpp"
+
+using namespace copse;
+
+namespace {
+
+struct RankLog {
+  std::vector<std::string> wrong;
+  testing::FormBytes allreduce;  // this rank's allreduce result (float sum), for the bitwise comparison
+};
+
+// Runs `body` on one thread per rank; a UsageError is recorded as "refused: ...".
+template <class Body>
+void every_rank(Team& team, std::vector<RankLog>& logs, Body body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < team.size(); ++r)
+    threads.emplace_back([&, r] {
+      RankLog& log = logs[static_cast<std::size_t>(r)];
+      try {
+        body(team.comm(r), log);
+      } catch (const UsageError& e) {
+        log.wrong.push_back(std::string("refused: ") + e.what());
+      } catch (const std::exception& e) {
+        log.wrong.push_back(std::string("failed: ") + e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+}
+
+TeamOptions form_options(const std::vector<int>& nodes, Form form) {
+  TeamOptions o;
+  for (int k : nodes) o.nodes.push_back(NodeSpec{Machine::synthetic("core:4 pu:1"), k, {}});
+  o.grouping = Grouping::parse("size:2");
+  o.form = form;
+  o.allreduce = o.reduce = o.bcast = o.barrier = o.allgather = o.reduce_scatter = "auto";
+  o.wait_timeout = std::chrono::milliseconds(30000);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3x2, against the reference",
+          "[comm][planner]") {
+  const std::vector<ReduceOp> ops{builtin_op("sum", DType::float32), builtin_op("affine", DType::uint32)};
+  for (const std::vector<int>& nodes : std::vector<std::vector<int>>{{4, 4, 4, 4}, {3, 3}, {2, 2, 2}})
+    for (Form form : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic}) {
+      Team team(form_options(nodes, form));
+      for (Collective c : all_collectives())
+        for (const ReduceOp& op : ops)
+          for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) {
+            std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
+            every_rank(team, logs, [&](Comm& comm, RankLog& log) {
+              if (!testing::check_collective(comm, c, op, n, log.allreduce)) log.wrong.push_back("wrong result");
+            });
+            INFO(to_string(form) << " on " << nodes.size() << " nodes of " << nodes[0] << ": " << to_string(c) << " "
+                                 << op.name << " n=" << n);
+            const bool refused = !logs[0].wrong.empty() && logs[0].wrong[0].rfind("refused", 0) == 0;
+            if (refused) {
+              // Only lanes may refuse, and only beyond allreduce; then every rank does.
+              INFO(logs[0].wrong[0]);
+              CHECK((form == Form::lanes && c != Collective::allreduce));
+              for (const RankLog& log : logs) CHECK((!log.wrong.empty() && log.wrong[0].rfind("refused", 0) == 0));
+              continue;
+            }
+            for (std::size_t r = 0; r < logs.size(); ++r)
+              for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+            if (c == Collective::allreduce)
+              for (const RankLog& log : logs) CHECK(log.allreduce == logs[0].allreduce);  // bitwise
+          }
+    }
+}

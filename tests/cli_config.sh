@@ -1,17 +1,17 @@
-#!/ usr / bin / env bash
-# `copse config`, checked by running the binary : exit codes(0 success, 2 bad
-#input with exactly one line on stderr), the precedence
-#default < config file < COPSE_* environment < --set, how the config file is
-#chosen(--config, COPSE_CONFIG, ./ copse.toml), and the-- json output.
+#!/usr/bin/env bash
+# `copse config`, checked by running the binary: exit codes (0 success, 2 bad
+# input with exactly one line on stderr), the precedence
+# default < config file < COPSE_* environment < --set, how the config file is
+# chosen (--config, COPSE_CONFIG, ./copse.toml), and the --json output.
 #
-#Run by CTest with COPSE = < path to the copse binary>; by hand:
-#COPSE = build / default / copse bash tests / cli_config.sh
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_config.sh
 
-CLI_TEST_NAME = cli_config source "$(dirname " $ { BASH_SOURCE[0] }")/cli_lib.sh"
+CLI_TEST_NAME=cli_config
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-#Only the variables each check sets : none inherited.
-for name in $(compgen -e);
-do
+# Only the variables each check sets: none inherited.
+for name in $(compgen -e); do
   case "$name" in COPSE_*) unset "$name" ;; esac
 done
 cd "$tmp" || exit 1  # no ./copse.toml here unless a check writes one
@@ -23,11 +23,11 @@ hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bc
 collectives.allgather collectives.reduce_scatter collectives.blocks runtime.wait_timeout runtime.wait_report
 runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.cma mpi.trace"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- help
+# ------------------------------------------------------------------ help
 expect 0 --help && stdout_has "config"
 expect 0 config --help && for opt in --config --set --json; do stdout_has "$opt"; done
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- defaults
+# ------------------------------------------------------------------ defaults
 expect 0 config && stdout_has "config file: none"
 for key in $keys; do stdout_has "$key"; done
 stdout_has "COPSE_MODEL_INTER_ALPHA"
@@ -57,7 +57,7 @@ json_check 's["mpi.serve"]["value"] == "all" and s["mpi.min_bytes"]["value"] == 
 json_check 's["mpi.stats"]["value"] == "" and s["mpi.stats"]["env"] == "COPSE_MPI_STATS" and s["mpi.min_bytes"]["type"] == "SIZE"' \
   "no stats file; COPSE_MPI_STATS"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- precedence
+# ------------------------------------------------------------------ precedence
 cat >"$tmp/a.toml" <<'EOF'
 [model]
 inter_alpha = "2us"
@@ -93,7 +93,7 @@ grep -E '^model\.inter_alpha +4us +COPSE_MODEL_INTER_ALPHA +cli$' "$out" >/dev/n
 grep -E '^model\.gamma +30ps +COPSE_MODEL_GAMMA +file ' "$out" >/dev/null ||
   fail "table row for model.gamma: $(grep gamma "$out")"
 
-#The MPI keys from the environment, and their text accepted back by-- set.
+# The MPI keys from the environment, and their text accepted back by --set.
 expect COPSE_MPI_SERVE=bcast,allreduce COPSE_MPI_MIN_BYTES=1KiB COPSE_MPI_MAX_BYTES=2MB \
   COPSE_MPI_STATS=s.jsonl COPSE_HIERARCHY_RANKS_PER_NODE=2 0 config --json
 json_check 's["mpi.serve"]["value"] == "allreduce,bcast" and s["mpi.serve"]["source"] == "env COPSE_MPI_SERVE"' \
@@ -103,7 +103,7 @@ json_check 's["mpi.stats"]["value"] == "s.jsonl" and s["hierarchy.ranks_per_node
 expect 0 config --set mpi.serve=allreduce,bcast --set mpi.min_bytes=1024 --set mpi.max_bytes=none --json
 json_check 's["mpi.serve"]["source"] == "cli" and s["mpi.max_bytes"]["value"] == "none"' "--set the MPI keys"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- which file
+# ------------------------------------------------------------------ which file
 cat >"$tmp/b.toml" <<'EOF'
 runtime.spin = 20
 EOF
@@ -123,14 +123,12 @@ expect 0 config --config "" --json
 json_check 'd["config_file"] is None' "--config '' reads no file"
 rm "$tmp/copse.toml"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- bad input : exit 2, \
-    one line
+# ------------------------------------------------------------------ bad input: exit 2, one line
 expect COPSE_MODEL_INTER_ALPHA=fast 2 config &&
   stderr_has 'copse: model.inter_alpha = "fast" (from env COPSE_MODEL_INTER_ALPHA): not a time' &&
   stderr_has "use e.g. 1.5us"
 expect COPSE_MODEL_PORTS=both 2 config && stderr_has "model.ports" && stderr_has "env COPSE_MODEL_PORTS"
-expect COPSE_HIERARCHY_GROUPING=size:
-    0 2 config && stderr_has "hierarchy.grouping"
+expect COPSE_HIERARCHY_GROUPING=size:0 2 config && stderr_has "hierarchy.grouping"
 expect COPSE_HIERARCHY_MAX_GROUP=0 2 config && stderr_has "hierarchy.max_group"
 expect COPSE_HIERARCHY_MULTI_LEADER=maybe 2 config && stderr_has "hierarchy.multi_leader"
 expect COPSE_HIERARCHY_FORM=sideways 2 config && stderr_has "hierarchy.form" && stderr_has "multi-leader, lanes or auto"
@@ -163,32 +161,21 @@ expect 2 config --set model.gamma && stderr_has "--set: expected KEY=VALUE"
 expect 2 config --set model.gamma=1x && stderr_has 'model.gamma = "1x" (from cli)'
 expect 2 config --set model.gama=1ps && stderr_has "unknown key model.gama"
 expect 2 config --no-such-flag
-#The engine reads the same configuration : a variable changes an emulated
-#run 's virtual time, a flag beats the variable, and a config file' s
-#hierarchy settings turn the hierarchy on.
-vt() {
-      python3 - c 'import json,sys; print(json.load(sys.stdin)["virtual_time_ps"])';
-    }
-  run_args=(emulate --nodes 2 --ranks-per-node 2 --algorithm ring --bytes 1KiB --repetitions 1 --json)
+
+# The engine reads the same configuration: a variable changes an emulated
+# run's virtual time, a flag beats the variable, and a config file's
+# hierarchy settings turn the hierarchy on.
+vt() { python3 -c 'import json,sys; print(json.load(sys.stdin)["virtual_time_ps"])'; }
+run_args=(emulate --nodes 2 --ranks-per-node 2 --algorithm ring --bytes 1KiB --repetitions 1 --json)
 base=$("$COPSE" "${run_args[@]}" | vt)
 slow=$(COPSE_MODEL_INTER_ALPHA=5us "$COPSE" "${run_args[@]}" | vt)
 flag=$(COPSE_MODEL_INTER_ALPHA=5us "$COPSE" "${run_args[@]}" --inter-alpha 1.5us | vt)
-checks=$((checks + 1));
-  if
-    [["$slow" - gt "$base" && "$flag" == "$base"]];
-  then:;
-  else failures = $((failures + 1));
-  echo "FAIL emulate precedence: base $base, env $slow, env+flag $flag";
-  fi printf '[hierarchy]\ngrouping = "size:2"\n' > "$tmp/hier.toml" grouping =
-      $("$COPSE"
-        "${run_args[@]}" --config "$tmp/hier.toml" |
-        python3 - c 'import json,sys; print(json.load(sys.stdin).get("hierarchy", {}).get("grouping"))') checks =
-          $((checks + 1));
-  if
-    [["$grouping" == "size:2"]];
-  then:;
-  else failures = $((failures + 1));
-  echo "FAIL emulate reads hierarchy.grouping from --config: got $grouping";
-  fi COPSE_MODEL_INTER_ALPHA = fast expect 2 algorithms && stderr_has "model.inter_alpha"
+checks=$((checks + 1)); if [[ "$slow" -gt "$base" && "$flag" == "$base" ]]; then :; else
+  failures=$((failures + 1)); echo "FAIL emulate precedence: base $base, env $slow, env+flag $flag"; fi
+printf '[hierarchy]\ngrouping = "size:2"\n' > "$tmp/hier.toml"
+grouping=$("$COPSE" "${run_args[@]}" --config "$tmp/hier.toml" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("hierarchy", {}).get("grouping"))')
+checks=$((checks + 1)); if [[ "$grouping" == "size:2" ]]; then :; else
+  failures=$((failures + 1)); echo "FAIL emulate reads hierarchy.grouping from --config: got $grouping"; fi
+COPSE_MODEL_INTER_ALPHA=fast expect 2 algorithms && stderr_has "model.inter_alpha"
 
-                               finish
+finish

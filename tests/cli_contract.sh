@@ -1,44 +1,40 @@
-#!/ usr / bin / env bash
-#The command line 's contract, checked by running the binary: exit codes
-#(0 success, 1 failed run, 2 bad input, with exactly one line on stderr for
-#every failure), JSON keys and a few values that tie the subcommands
-#together(sizes parse as documented, the emulator's virtual time equals the
-#simulator's, every registered algorithm simulates and verifies).
+#!/usr/bin/env bash
+# The command line's contract, checked by running the binary: exit codes
+# (0 success, 1 failed run, 2 bad input, with exactly one line on stderr for
+# every failure), JSON keys and a few values that tie the subcommands
+# together (sizes parse as documented, the emulator's virtual time equals the
+# simulator's, every registered algorithm simulates and verifies).
 #
-#Run by CTest with COPSE = < path to the copse binary>; by hand:
-#COPSE = build / default / copse bash tests / cli_contract.sh
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_contract.sh
 #
-#Exit status 1 is only reachable through a genuinely failing run(a wrong
-#result, an unproven schedule, a timeout), which a correct build cannot be
-#made to produce on demand; the cases below cover 0 and 2.
+# Exit status 1 is only reachable through a genuinely failing run (a wrong
+# result, an unproven schedule, a timeout), which a correct build cannot be
+# made to produce on demand; the cases below cover 0 and 2.
 
-CLI_TEST_NAME = cli_contract source "$(dirname " $ { BASH_SOURCE[0] }")/cli_lib.sh"
+CLI_TEST_NAME=cli_contract
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- help
-expect 0 --help && for sub in algorithms sim emulate verify demo;
-do stdout_has "$sub"; done
+# ------------------------------------------------------------------ help
+expect 0 --help && for sub in algorithms sim emulate verify demo; do stdout_has "$sub"; done
 stdout_has "Exit status"
 expect 0 sim --help && for opt in --algorithm --ranks --bytes --collective --root --blocks --alpha --beta \
-  --gamma --ports --ranks-per-node --intra-alpha --intra-beta --json;
-do stdout_has "$opt"; done
+  --gamma --ports --ranks-per-node --intra-alpha --intra-beta --json; do stdout_has "$opt"; done
 expect 0 emulate --help && for opt in --nodes --ranks-per-node --algorithm --bytes --collective --root --blocks \
   --dtype --op --intra-alpha --intra-beta --inter-alpha --inter-beta --gamma --ports --repetitions --timeout \
-  --json;
-do stdout_has "$opt"; done
-expect 0 verify --help && for opt in --algorithm --ranks --collective --root --blocks --count --json;
-do
+  --json; do stdout_has "$opt"; done
+expect 0 verify --help && for opt in --algorithm --ranks --collective --root --blocks --count --json; do
   stdout_has "$opt"
 done
 expect 0 demo --help && for opt in --nodes --ranks-per-node --bytes --dtype --op --repetitions --timeout \
-  --model --gantt --json;
-do stdout_has "$opt"; done
+  --model --gantt --json; do stdout_has "$opt"; done
 expect 0 algorithms --help
 
 expect 2                       # no subcommand
 expect 2 frobnicate && stderr_has "frobnicate"
 expect 2 --no-such-flag
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- algorithms
+# ------------------------------------------------------------------ algorithms
 expect 0 algorithms --json
 json_check 'isinstance(d, list) and len(d) > 0' "algorithms --json is a non-empty list"
 json_check 'all(set(a) >= {"collective", "name", "description", "needs_commutative", "pipelined"} for a in d)' \
@@ -50,7 +46,7 @@ json_check 'any(a["collective"] == "allreduce" for a in d)' "at least one allred
 json_check 'len({(a["collective"], a["name"]) for a in d}) == len(d)' "(collective, name) pairs are unique"
 cp "$out" "$tmp/algorithms.json"
 
-#Every registered algorithm : in the table, simulates, and verifies.
+# Every registered algorithm: in the table, simulates, and verifies.
 registered=$(python3 -c 'import json,sys
 for a in json.load(open(sys.argv[1])):
     print(a["collective"], a["name"], int(a["needs_commutative"]))' "$tmp/algorithms.json")
@@ -72,7 +68,7 @@ print(next(a["name"] for a in json.load(open(sys.argv[1])) if a["collective"] ==
 noncommutative_ok=$(awk '$1 == "allreduce" && $3 == 0 { print $2; exit }' <<<"$registered")
 commutative_only=$(awk '$1 == "allreduce" && $3 == 1 { print $2; exit }' <<<"$registered")
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- sim
+# ------------------------------------------------------------------ sim
 expect 0 sim --algorithm "$pipelined" --ranks 8 --bytes 1MiB --json
 json_check 'set(d) >= {"algorithm", "collective", "ranks", "bytes", "blocks", "time", "steps", "slowest_rank", "messages"}' \
   "sim --json keys"
@@ -101,8 +97,8 @@ expect 0 sim --algorithm "$pipelined" --ranks 8 --bytes 64KiB --ranks-per-node 4
 expect 0 sim --algorithm "$pipelined" --ranks 1000 --bytes 1MiB --blocks auto
 stdout_has "time"
 
-#-- algorithm auto : the selection 's choice, named in "algorithm" with "selected": true. Issue 8' s acceptance
-#for one node of T ranks : at 1 MiB within 1.25x the 2(T - 1) / T m traffic bound, at 8 B ceil(log2 T) + 1 steps.
+# --algorithm auto: the selection's choice, named in "algorithm" with "selected": true. Issue 8's acceptance
+# for one node of T ranks: at 1 MiB within 1.25x the 2(T-1)/T m traffic bound, at 8 B ceil(log2 T)+1 steps.
 for t in 16 32 64; do
   expect 0 sim --algorithm auto --ranks $t --ranks-per-node $t --bytes 1MiB --json &&
     json_check 'd["selected"] is True and d["max_bytes_moved_per_rank"] <= 1.25 * 2 * ('$t' - 1) / '$t' * 1048576' \
@@ -117,7 +113,7 @@ expect 0 emulate --nodes 1 --ranks-per-node 4 --repetitions 1 --algorithm auto -
 expect 0 algorithms --selection --json &&
   json_check 'len(d["selection"]) == 120 and all(r["algorithm"] for r in d["selection"])' "the selection table"
 
-#Bad input : exit 2, one line.
+# Bad input: exit 2, one line.
 expect 2 sim --algorithm no-such-algorithm --ranks 4 --bytes 1KiB && stderr_has "no-such-algorithm"
 expect 2 sim --algorithm "$pipelined" --collective gather --ranks 4 --bytes 1KiB && stderr_has "gather"
 expect 2 sim --algorithm "$pipelined" --ranks 4 --bytes 1XB && stderr_has "1XB"
@@ -147,12 +143,11 @@ if [ -n "$reduce_algorithm" ]; then
   expect 2 sim --collective reduce --algorithm "$reduce_algorithm" --ranks 4 --root -1 --bytes 1KiB
 fi
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- emulate
+# ------------------------------------------------------------------ emulate
 small=(--nodes 2 --ranks-per-node 2 --repetitions 2)
 expect 0 emulate "${small[@]}" --algorithm "$pipelined" --bytes 4KiB --json
 json_check 'set(d) >= {"algorithm", "nodes", "ranks_per_node", "ranks", "bytes", "count", "dtype", "op", "blocks",
-                       "verified", "virtual_time", "wall_time", "repetitions"
-}' "emulate --json keys"
+                       "verified", "virtual_time", "wall_time", "repetitions"}' "emulate --json keys"
 json_check 'set(d["wall_time"]) >= {"min", "median"}' "wall_time has min and median"
 json_check 'd["nodes"] == 2 and d["ranks_per_node"] == 2 and d["ranks"] == 4 and d["repetitions"] == 2' "emulate shape"
 json_check 'd["bytes"] == 4096 and d["count"] == 1024 and d["dtype"] == "int32" and d["op"] == "sum"' \
@@ -162,8 +157,7 @@ json_check 'd["matches_simulator"] is True' "emulator's virtual time equals the 
 json_check 'd["blocks"] >= 1 and d["blocks_requested"] == "auto"' "emulate defaults to --blocks auto"
 
 expect 0 emulate "${small[@]}" --algorithm "$pipelined" --bytes 4KiB && stdout_has "verified"
-for name in $allreduce;
-do
+for name in $allreduce; do
   expect 0 emulate --nodes 3 --ranks-per-node 2 --repetitions 1 --algorithm "$name" --bytes 3000 --blocks 3 --json &&
     json_check 'd["verified"] is True and d["count"] == 750 and d["matches_simulator"] is True' "emulate $name"
 done
@@ -171,17 +165,17 @@ expect 0 emulate "${small[@]}" --algorithm "$pipelined" --bytes 4KiB --dtype dou
   json_check 'd["count"] == 512 and d["dtype"] in ("double", "float64") and d["op"] == "max" and d["verified"] is True'
 expect 0 emulate "${small[@]}" --algorithm "$pipelined" --bytes 4KiB --ports uni --blocks 4 --json &&
   json_check 'd["verified"] is True and d["blocks"] == 4'
-if [ -n "$noncommutative_ok" ];
-then expect 0 emulate "${small[@]}" --algorithm "$noncommutative_ok" --bytes 4KiB --op affine-- json&&
-    json_check 'd["verified"] is True and d["op"] == "affine"' "affine (non-commutative) on $noncommutative_ok" fi if
-        [-n "$reduce_algorithm"];
-then
+if [ -n "$noncommutative_ok" ]; then
+  expect 0 emulate "${small[@]}" --algorithm "$noncommutative_ok" --bytes 4KiB --op affine --json &&
+    json_check 'd["verified"] is True and d["op"] == "affine"' "affine (non-commutative) on $noncommutative_ok"
+fi
+if [ -n "$reduce_algorithm" ]; then
   expect 0 emulate "${small[@]}" --collective reduce --root 3 --algorithm "$reduce_algorithm" --bytes 4KiB --json &&
     json_check 'd["verified"] is True'
 fi
 
-#The simulator's --ranks-per-node and intra/inter costs mean what the
-#emulator's do: with one-byte elements both engines see the same schedule.
+# The simulator's --ranks-per-node and intra/inter costs mean what the
+# emulator's do: with one-byte elements both engines see the same schedule.
 expect 0 emulate --nodes 3 --ranks-per-node 2 --repetitions 1 --algorithm "$pipelined" --bytes 999 --blocks 5 \
   --dtype uint8 --op max --intra-alpha 0.3us --intra-beta 0.07ns --inter-alpha 2us --inter-beta 0.2ns \
   --gamma 0.03ns --json
@@ -208,7 +202,7 @@ if [ -n "$commutative_only" ]; then
     stderr_has "commutative"
 fi
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- verify
+# ------------------------------------------------------------------ verify
 expect 0 verify --algorithm "$pipelined" --ranks 9 --blocks 4 --json
 json_check 'set(d) >= {"algorithm", "collective", "ranks", "blocks", "count", "proven", "message"} and d["proven"] is True'
 expect 2 verify --algorithm no-such-algorithm --ranks 4
@@ -218,8 +212,7 @@ expect 2 verify --algorithm "$pipelined" --ranks 4 --blocks auto
 expect 2 verify --algorithm "$pipelined" --ranks 4 --count -3
 expect 2 verify --algorithm "$pipelined"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- forms(node / \
-                                                                                                          planner.hpp)
+# ------------------------------------------------------------------ forms (node/planner.hpp)
 expect 0 emulate --nodes 2 --ranks-per-node 2 --form lanes --algorithm ring --bytes 4KiB --repetitions 1 --json &&
   json_check 'd["verified"] is True and d["matches_simulator"] is True' "emulate --form lanes"
 expect 0 emulate --nodes 2 --ranks-per-node 2 --form auto --algorithm auto --bytes 4KiB --repetitions 1 --json &&
@@ -228,7 +221,7 @@ expect 2 emulate --nodes 2 --ranks-per-node 2 --form sideways --algorithm ring &
 expect 2 emulate --ranks-per-node-list 2,1 --form lanes --algorithm ring --repetitions 1 &&
   stderr_has "lanes form needs nodes of equal size"
 
-#-- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- demo
+# ------------------------------------------------------------------ demo
 expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt "" --json
 json_check 'set(d) >= {"nodes", "ranks_per_node", "ranks", "bytes", "results", "winner"} and d["ranks"] == 4'
 json_check '{r["form"] for r in d["results"]} == {"flat", "single-leader", "multi-leader", "lanes"}' \
@@ -238,9 +231,7 @@ json_check 'd["gantt"] is None and d["winner"]["virtual_time_ps"] == min(r["virt
   "demo's winner is the fastest row"
 expect 0 demo --nodes 2 --ranks-per-node 2 --bytes 64KiB --repetitions 1 --gantt ""
 stdout_has "run it: mpirun -np 4 --map-by ppr:2:node -x COPSE_HIERARCHY_FORM=lanes -x COPSE_COLLECTIVES_ALLREDUCE=ring"
-for form in "flat ring" "1 leader" "multi-leader" "lanes";
-do stdout_has "$form";
-done
+for form in "flat ring" "1 leader" "multi-leader" "lanes"; do stdout_has "$form"; done
 stdout_has "VERIFIED"
 stdout_has "winner: "
 expect 0 demo --nodes 2 --ranks-per-node 1 --bytes 64KiB --repetitions 1 --op affine --gantt "" --json &&

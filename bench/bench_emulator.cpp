@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <numeric>
 
-#include "internode/simulator.hpp"
-#include "node/emulator.hpp"
+#include "algorithms/simulator.hpp"
+#include "emulator/emulator.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 
 int main(int argc, char** argv) {
   using namespace copse;

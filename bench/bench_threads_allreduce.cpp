@@ -67,7 +67,7 @@
 #include <vector>
 
 #include "common/reduce_op.hpp"
-#include "node/comm.hpp"
+#include "runtime/comm.hpp"
 
 namespace {
 

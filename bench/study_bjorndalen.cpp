@@ -28,9 +28,9 @@
 #include <memory>
 #include <string>
 
-#include "internode/simulator.hpp"
-#include "node/emulator.hpp"
-#include "node/hierarchical.hpp"
+#include "algorithms/simulator.hpp"
+#include "emulator/emulator.hpp"
+#include "plan/hierarchical.hpp"
 
 namespace {
 

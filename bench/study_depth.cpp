@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "internode/autotune.hpp"
-#include "node/hierarchical.hpp"
+#include "plan/autotune.hpp"
+#include "plan/hierarchical.hpp"
 
 namespace {
 

@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "node/experiment.hpp"
+#include "tools/experiment.hpp"
 
 namespace {
 
 using namespace copse;
 
 using S = Form;
-// The forms (node/experiment.hpp, HierarchyForm): groups of four, or one group per node (group 0).
+// The forms (tools/experiment.hpp, HierarchyForm): groups of four, or one group per node (group 0).
 const std::vector<HierarchyForm> kForms = {
     {S::flat, "ring", 0},
     {S::flat, "rabenseifner", 0},

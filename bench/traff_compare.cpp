@@ -12,7 +12,7 @@
 // and min and median over repetitions are reported. The barrier, the
 // gathering of times and the native calls are the MPI library's own (PMPI_),
 // so the program may be linked with libcopse_mpi.so, which it needs for
-// copse's side (copse::mpi::Team, node/mpi_comm.hpp) without its interposer
+// copse's side (copse::mpi::Team, runtime/mpi_comm.hpp) without its interposer
 // touching the native side. MPI_INT, MPI_SUM; rank r's element i is
 // (r + 1) * (i % 7 + 1), every result checked on every rank (exit 1 if wrong).
 //
@@ -42,7 +42,7 @@
 #include "common/reduce_op.hpp"
 #include "config/config.hpp"
 #include "mpi/options.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace {
 

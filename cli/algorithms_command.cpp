@@ -1,5 +1,5 @@
 // copse algorithms: every registered algorithm, as a table or JSON; with
-// --selection, the algorithm the selection (internode/selection.hpp) chooses
+// --selection, the algorithm the selection (plan/selection.hpp) chooses
 // per collective, size and shape under the configured cost model.
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
 #include "common/units.hpp"
-#include "internode/registry.hpp"
-#include "internode/selection.hpp"
-#include "intranode/direct_reduce.hpp"
+#include "plan/selection.hpp"
+#include "transport/direct_reduce.hpp"
 
 namespace copse {
 namespace {
@@ -132,7 +132,7 @@ int run_selection(const CostModel& model, bool json) {
       table.push_back(std::move(line));
     }
   }
-  // Outside the simulation: what a team on one node runs instead (node/comm.cpp).
+  // Outside the simulation: what a team on one node runs instead (runtime/comm.cpp).
   const Json direct{{"collectives", {"allreduce", "barrier"}},
                     {"max_bytes", DirectReduce::kSlotBytes},
                     {"max_ranks", DirectReduce::kMaxRanks},

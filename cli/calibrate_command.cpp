@@ -1,5 +1,5 @@
 // copse calibrate: the cost model's alpha and beta per level of this machine
-// and gamma per reduction kernel, measured (node/calibrate.hpp), printed with
+// and gamma per reduction kernel, measured (tools/calibrate.hpp), printed with
 // their spread and written as a [model] config fragment. The inter-node
 // level is measured under mpirun by copse_calibrate_mpi (cli/calibrate_mpi.cpp),
 // which writes into the same file.
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "cli/options.hpp"
-#include "node/calibrate.hpp"
+#include "tools/calibrate.hpp"
 
 namespace copse {
 namespace {

@@ -5,8 +5,8 @@
 //   mpirun -np 2 copse_calibrate_mpi [--output FILE] [--repetitions N] [--max-bytes SIZE] [--quick] [--json]
 //
 // MPI ranks 0 and 1 become copse ranks on two (virtual) nodes and run the same
-// ping-pong and streaming sweeps as `copse calibrate` (node/calibrate.hpp,
-// run_pair) through the step executor and the MPI link (internode/mpi_link.hpp),
+// ping-pong and streaming sweeps as `copse calibrate` (tools/calibrate.hpp,
+// run_pair) through the step executor and the MPI link (transport/mpi_link.hpp),
 // the path inter-node transfers of collectives take. Rank 0 prints the figures
 // with their spread and writes inter_alpha and inter_beta into FILE, keeping
 // the keys a previous `copse calibrate` wrote there. Other ranks wait. Run the
@@ -28,11 +28,11 @@
 
 #include "common/error.hpp"
 #include "common/units.hpp"
-#include "internode/mpi_link.hpp"
-#include "intranode/arena.hpp"
-#include "intranode/link_engine.hpp"
-#include "intranode/step_executor.hpp"
-#include "node/calibrate.hpp"
+#include "exec/step_executor.hpp"
+#include "tools/calibrate.hpp"
+#include "transport/arena.hpp"
+#include "transport/link_engine.hpp"
+#include "transport/mpi_link.hpp"
 
 namespace {
 

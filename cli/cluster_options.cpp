@@ -5,10 +5,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "algorithms/schedule_file.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
-#include "internode/schedule_file.hpp"
-#include "internode/selection.hpp"
+#include "plan/selection.hpp"
 
 namespace copse {
 

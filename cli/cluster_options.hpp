@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
-#include "node/experiment.hpp"
+#include "tools/experiment.hpp"
 
 namespace copse {
 
@@ -44,12 +44,12 @@ struct ClusterArgs {
   bool multi_leader = false;        // deprecated: --form multi-leader
   std::string form;                 // flat | leader | multi-leader | lanes | auto; empty: from the options above
   std::string ranks_per_node_list;  // uneven nodes, e.g. 5,8,1 (replaces --nodes and --ranks-per-node)
-  std::string arrival = "none";     // per-rank start offsets (node/experiment.hpp, ArrivalPattern)
+  std::string arrival = "none";     // per-rank start offsets (tools/experiment.hpp, ArrivalPattern)
   std::string arrival_error = "0";  // how wrong the predictions schedules are planned from are
 };
 
 // --algorithm NAME or --schedule-file FILE (a schedule file,
-// internode/schedule_file.hpp), as sim, emulate and verify take them.
+// algorithms/schedule_file.hpp), as sim, emulate and verify take them.
 struct AlgorithmArgs {
   std::string algorithm;
   std::string schedule_file;
@@ -64,7 +64,7 @@ void note_algorithm_options(CLI::App* command, AlgorithmArgs& args);
 // text); with --schedule-file and no --collective, the file's first
 // collective. Loading a file proves it (UsageError "FILE:LINE: ...").
 const AlgorithmInfo& chosen_algorithm(const AlgorithmArgs& args, const std::string& collective);
-// Whether they ask for the selection's choice: --algorithm auto (internode/selection.hpp).
+// Whether they ask for the selection's choice: --algorithm auto (plan/selection.hpp).
 bool selects_algorithm(const AlgorithmArgs& args);
 // `ranks` if --ranks was given, else the rank count --schedule-file is
 // written for; UsageError when there is neither.

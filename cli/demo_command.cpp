@@ -22,7 +22,7 @@ struct DemoArgs {
 };
 
 // The rows: the best flat algorithms against the hierarchical forms, each
-// form with the inter-node algorithms that suit it (node/experiment.hpp).
+// form with the inter-node algorithms that suit it (tools/experiment.hpp).
 std::vector<HierarchyForm> demo_forms(int per_node) {
   const int group = std::min(per_node, 4);
   using S = Form;

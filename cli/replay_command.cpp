@@ -1,6 +1,6 @@
 // copse replay FILE: an MPI application's collective calls, recorded by
 // libcopse_mpi.so (mpi.trace), costed on the simulator for another cluster
-// shape and algorithm choice (node/replay.hpp has the rules). Prints the
+// shape and algorithm choice (tools/replay.hpp has the rules). Prints the
 // predicted time per call site and in total, beside the traced times.
 
 #include <iostream>
@@ -9,7 +9,7 @@
 #include "cli/cluster_options.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
-#include "node/replay.hpp"
+#include "tools/replay.hpp"
 
 namespace copse {
 namespace {

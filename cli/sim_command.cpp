@@ -2,14 +2,14 @@
 
 #include <iostream>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
-#include "internode/autotune.hpp"
-#include "internode/registry.hpp"
-#include "internode/selection.hpp"
-#include "internode/simulator.hpp"
+#include "plan/autotune.hpp"
+#include "plan/selection.hpp"
 
 namespace copse {
 namespace {
@@ -55,7 +55,7 @@ SimArgs configured_defaults(const Config& config) {
 }
 
 int run_sim(SimArgs args) {
-  // --algorithm auto: the selection's choice (internode/selection.hpp), for a commutative operator.
+  // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
   const AlgorithmInfo* named = select ? nullptr : &chosen_algorithm(args.choice, args.collective);
   args.ranks = chosen_ranks(args.choice, args.ranks);

@@ -13,7 +13,7 @@
 
 #include "cli/options.hpp"
 #include "common/units.hpp"
-#include "node/experiment.hpp"
+#include "tools/experiment.hpp"
 
 namespace copse {
 namespace {

@@ -1,14 +1,14 @@
 // copse tree: the communication graph of one algorithm's schedule as Graphviz
 // dot -- who sends to whom, in which steps and blocks -- read from the
-// schedule itself (internode/comm_graph.hpp), so every registered algorithm
+// schedule itself (algorithms/comm_graph.hpp), so every registered algorithm
 // and every schedule file can be drawn.
 
 #include <fstream>
 #include <iostream>
 
+#include "algorithms/comm_graph.hpp"
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
-#include "internode/comm_graph.hpp"
 
 namespace copse {
 namespace {

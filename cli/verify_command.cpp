@@ -2,9 +2,9 @@
 
 #include <iostream>
 
+#include "algorithms/verifier.hpp"
 #include "cli/cluster_options.hpp"
 #include "cli/options.hpp"
-#include "internode/verifier.hpp"
 
 namespace copse {
 namespace {

@@ -1,11 +1,11 @@
 #pragma once
 // How one rank's transfers travel. The step executor
-// (intranode/step_executor.hpp) runs a rank's schedule with the step
+// (exec/step_executor.hpp) runs a rank's schedule with the step
 // semantics of schedule.hpp; every transfer goes over a Link that the rank
 // map chooses for the pair: the node's shared-memory link
-// (intranode/link_engine.hpp) between ranks that share memory -- threads of
+// (transport/link_engine.hpp) between ranks that share memory -- threads of
 // one process, processes of one node -- and a network link (MPI,
-// internode/mpi_link.hpp) between the others. A schedule never knows which.
+// transport/mpi_link.hpp) between the others. A schedule never knows which.
 //
 // Every link has the same non-blocking semantics, at most one send and one
 // receive in flight per rank:
@@ -65,7 +65,7 @@ WaitSettings wait_settings(std::optional<std::chrono::milliseconds> timeout, con
                            std::chrono::milliseconds report_every = {},
                            std::function<void(const std::string&)> on_report = {});
 
-// What the step executor (intranode/step_executor.hpp) runs under, whatever
+// What the step executor (exec/step_executor.hpp) runs under, whatever
 // links it drives; every rank of one run shares it. The shared-memory link
 // keeps a copy too: its acknowledgements carry virtual-clock ends, its
 // barrier follows the waits, and its failures go to the same sink.

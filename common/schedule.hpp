@@ -79,7 +79,7 @@ class CostModel;  // common/cost_model.hpp
 //  - `segments`: explicit segment sizes (Lowery–Langou §VIII, unequal
 //    segmentation) for the builders that take them; the count of segments
 //    then replaces Shape::blocks.
-// Builders read them through internode/algorithms/planning.hpp, which
+// Builders read them through algorithms/builders/planning.hpp, which
 // supplies the defaults (the documented CostModel(), simultaneous arrival).
 struct PlanHints {
   std::shared_ptr<const CostModel> model;  // null: CostModel()

@@ -19,7 +19,7 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
-#include "node/planner.hpp"
+#include "plan/planner.hpp"
 
 extern char** environ;  // POSIX
 
@@ -197,7 +197,7 @@ Form read_form(const Raw& r) {
 
 std::string read_algorithm(const Raw& r, Collective collective) {
   const std::string& name = read_string(r);
-  if (name == kSelectAlgorithm) return name;  // the selection's choice (node/planner.hpp)
+  if (name == kSelectAlgorithm) return name;  // the selection's choice (plan/planner.hpp)
   try {
     return std::string(find_algorithm(collective, name).name);
   } catch (const UsageError& e) {

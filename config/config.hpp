@@ -81,9 +81,9 @@
 #include <variant>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/cost_model.hpp"
-#include "internode/registry.hpp"
-#include "node/comm.hpp"
+#include "runtime/comm.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
@@ -116,7 +116,7 @@ struct ModelOptions {
 struct HierarchyOptions {
   std::string grouping = Grouping().to_string();  // Grouping::parse's syntax (validated text)
   int max_group = Grouping().max_group;           // >= 1
-  Form form = Form::leader;                       // node/planner.hpp
+  Form form = Form::leader;                       // plan/planner.hpp
   bool multi_leader = false;                      // deprecated: with form leader, means multi-leader
   std::string node_topology;                      // hwloc synthetic description; empty: detect this machine
   // Under MPI: 0, nodes are the communicator's shared-memory islands; K > 0,
@@ -127,7 +127,7 @@ struct HierarchyOptions {
   bool operator==(const HierarchyOptions&) const = default;
 };
 
-// The defaults are the team's (node/comm.hpp, team_defaults).
+// The defaults are the team's (runtime/comm.hpp, team_defaults).
 struct CollectiveOptions {
   std::string allreduce{team_defaults::allreduce};  // registered algorithm names
   std::string reduce{team_defaults::reduce};

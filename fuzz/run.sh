@@ -27,9 +27,9 @@ fi
 
 # The parser and the two small files it needs from common/: built in seconds.
 binary="$work/schedule_file_fuzzer"
-sources=("$src/fuzz/schedule_file_fuzzer.cpp" "$src/internode/schedule_file.cpp" "$src/common/error.cpp"
+sources=("$src/fuzz/schedule_file_fuzzer.cpp" "$src/algorithms/schedule_file.cpp" "$src/common/error.cpp"
   "$src/common/schedule.cpp")
-newest=$(ls -t "${sources[@]}" "$src/internode/schedule_file.hpp" "$binary" 2>/dev/null | head -1)
+newest=$(ls -t "${sources[@]}" "$src/algorithms/schedule_file.hpp" "$binary" 2>/dev/null | head -1)
 if [[ "$newest" != "$binary" ]]; then
   # One compiler per source, side by side, then the link.
   flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$src")

@@ -1,4 +1,4 @@
-// libFuzzer target for the schedule-file parser (internode/schedule_file.hpp):
+// libFuzzer target for the schedule-file parser (algorithms/schedule_file.hpp):
 // any bytes either parse into a file whose structure holds what the parser
 // promises, or are refused with one UsageError naming the file. Anything else
 // -- a crash, a sanitizer report, another exception, a hang -- is a finding.
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "algorithms/schedule_file.hpp"
 #include "common/error.hpp"
-#include "internode/schedule_file.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 #include "mpi/interposer.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace ip = copse::mpi::interposer;
 using copse::UsageError;

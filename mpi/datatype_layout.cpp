@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "internode/mpi_link.hpp"
+#include "transport/mpi_link.hpp"
 
 namespace copse::mpi::interposer {
 

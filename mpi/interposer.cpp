@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/error.hpp"
-#include "internode/mpi_link.hpp"
-#include "internode/registry.hpp"
 #include "mpi/datatype_layout.hpp"
 #include "mpi/options.hpp"
 #include "mpi/stats.hpp"
 #include "mpi/trace.hpp"
+#include "transport/mpi_link.hpp"
 
 namespace copse::mpi::interposer {
 

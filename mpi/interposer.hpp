@@ -62,7 +62,7 @@
 
 #include "config/config.hpp"
 #include "mpi/mapping.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace copse::mpi::interposer {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "internode/mpi_link.hpp"
+#include "transport/mpi_link.hpp"
 
 namespace copse::mpi {
 

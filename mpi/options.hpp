@@ -4,7 +4,7 @@
 // reading the configuration must not make every user of copse need MPI.
 
 #include "config/config.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace copse::mpi {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The trace file (mpi.trace, COPSE_MPI_TRACE=FILE): every process records each
 // collective call the application makes -- served by copse or passed to the
-// MPI library alike -- as one JSON line, for `copse replay` (node/replay.hpp)
+// MPI library alike -- as one JSON line, for `copse replay` (tools/replay.hpp)
 // to cost the same sequence of calls on another cluster and algorithm.
 //
 // One line per call and process (keys in this order, one line each):

@@ -52,7 +52,7 @@ done
 cmake --preset release >/dev/null
 if ! cmake --build --preset release --target bench_threads_allreduce mpi_allreduce; then
   echo "bench-vs-mpi.sh: build failed (CMake defines mpi_allreduce only when it finds MPI for C++," >&2
-  echo "  and bench_threads_allreduce only once node/comm.cpp, the Comm implementation, exists)" >&2
+  echo "  and bench_threads_allreduce only once runtime/comm.cpp, the Comm implementation, exists)" >&2
   exit 1
 fi
 bin=build/release

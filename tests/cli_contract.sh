@@ -212,7 +212,7 @@ expect 2 verify --algorithm "$pipelined" --ranks 4 --blocks auto
 expect 2 verify --algorithm "$pipelined" --ranks 4 --count -3
 expect 2 verify --algorithm "$pipelined"
 
-# ------------------------------------------------------------------ forms (node/planner.hpp)
+# ------------------------------------------------------------------ forms (plan/planner.hpp)
 expect 0 emulate --nodes 2 --ranks-per-node 2 --form lanes --algorithm ring --bytes 4KiB --repetitions 1 --json &&
   json_check 'd["verified"] is True and d["matches_simulator"] is True' "emulate --form lanes"
 expect 0 emulate --nodes 2 --ranks-per-node 2 --form auto --algorithm auto --bytes 4KiB --repetitions 1 --json &&

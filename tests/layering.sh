@@ -3,16 +3,23 @@
 # layers below, never one above nor a sibling on its level (README, "Layout"):
 #   common     base: errors, generator, schedule types, cost model, datatypes and operators, waits, units
 #   topology   trees, machines (hwloc), the hierarchy planner
-#   internode  algorithms (schedule builders), registry, verifier, simulator, autotuning
-#   intranode  the step executor's links: arena, link engine
-#   node       emulator, hierarchical schedules, communicators, experiments
+#   algorithms schedule builders (builders/), patterns, registry, schedule files,
+#              the verifier and the simulator, timelines
+#   plan       hierarchy composition (leaders, lanes), selection, block autotuning,
+#              the planner and its plan cache
+#   transport  links: the node's arena and shared-memory link engine, the
+#              direct shared-memory reduce, the MPI link
+#   exec       the step executor: one schedule, any links
+#   runtime    communicators: the runtime core, thread ranks, MPI processes
+#   emulator   the emulated cluster: ranks as fibers, virtual clocks
+#   tools      experiments, calibration, replay
 #   config     configuration (file, environment, explicit) and TeamOptions from it
 #   cli mpi    two siblings on top: the copse program; the MPI interposition
 #              library (libcopse_mpi.so) and the C API
 # bench/ and tests/ sit above all of them. Prints every violation; exit 1 if any.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-layers=(common topology internode intranode node config "cli mpi")
+layers=(common topology algorithms plan transport exec runtime emulator tools config "cli mpi")
 rank() {
   local i folder
   for i in "${!layers[@]}"; do

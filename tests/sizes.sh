@@ -15,9 +15,9 @@ max_function=120
 
 # What may exceed a limit, and why: tables, whose length is their content.
 # One entry a line: a path (the file's length) or path:function (a function's).
-# None today: the algorithm registry (internode/registry.cpp) is well within
+# None today: the algorithm registry (algorithms/registry.cpp) is well within
 # both. An entry would read
-#   "internode/registry.cpp:registry"  # the algorithm table: one row per algorithm
+#   "algorithms/registry.cpp:registry"  # the algorithm table: one row per algorithm
 allowed=()
 
 if ! command -v ctags >/dev/null || ! ctags --version 2>/dev/null | grep -q "Universal Ctags"; then

@@ -24,13 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
-#include "intranode/arena.hpp"
-#include "intranode/link_engine.hpp"
-#include "intranode/step_executor.hpp"
+#include "exec/step_executor.hpp"
+#include "transport/arena.hpp"
+#include "transport/link_engine.hpp"
 
 using namespace copse;
 

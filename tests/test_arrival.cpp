@@ -8,10 +8,10 @@
 #include <fstream>
 #include <numeric>
 
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/autotune.hpp"
-#include "internode/verifier.hpp"
-#include "node/experiment.hpp"
+#include "plan/autotune.hpp"
+#include "tools/experiment.hpp"
 
 using namespace copse;
 

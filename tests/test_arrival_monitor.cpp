@@ -1,4 +1,4 @@
-// Arrival estimates (node/arrival_monitor.hpp, Proficz 2018 §3): the
+// Arrival estimates (plan/arrival_monitor.hpp, Proficz 2018 §3): the
 // estimator's arithmetic, the warm-up, the agreement (every rank gets the
 // same vector), the plan keys; and the thread Comm's edge(): an arrival-aware
 // allreduce with one rank deliberately late stays correct (against a
@@ -10,11 +10,11 @@
 #include <numeric>
 #include <thread>
 
+#include "algorithms/simulator.hpp"
 #include "common/error.hpp"
-#include "internode/simulator.hpp"
-#include "node/arrival_monitor.hpp"
-#include "node/comm.hpp"
-#include "node/hierarchical.hpp"
+#include "plan/arrival_monitor.hpp"
+#include "plan/hierarchical.hpp"
+#include "runtime/comm.hpp"
 #include "support.hpp"
 
 using namespace copse;

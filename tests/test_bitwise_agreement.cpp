@@ -45,17 +45,17 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/verifier.hpp"
-#include "intranode/arena.hpp"
-#include "intranode/link_engine.hpp"
-#include "intranode/step_executor.hpp"
-#include "node/comm.hpp"
-#include "node/emulator.hpp"
-#include "node/hierarchical.hpp"
+#include "emulator/emulator.hpp"
+#include "exec/step_executor.hpp"
+#include "plan/hierarchical.hpp"
+#include "runtime/comm.hpp"
 #include "tests/support.hpp"
+#include "transport/arena.hpp"
+#include "transport/link_engine.hpp"
 
 using namespace copse;
 

@@ -1,4 +1,4 @@
-// copse calibrate's arithmetic (node/calibrate.hpp): the least-squares fit of
+// copse calibrate's arithmetic (tools/calibrate.hpp): the least-squares fit of
 // alpha and beta on data with known coefficients, the spreads, the sizes of a
 // sweep, and which core pairs stand for which level of a machine. The
 // measurement itself runs in tests/cli_calibrate.sh.
@@ -8,7 +8,7 @@
 #include <random>
 
 #include "common/error.hpp"
-#include "node/calibrate.hpp"
+#include "tools/calibrate.hpp"
 
 using namespace copse;
 

@@ -32,12 +32,12 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
-#include "node/comm.hpp"
-#include "node/hierarchical.hpp"
+#include "plan/hierarchical.hpp"
+#include "runtime/comm.hpp"
 #include "tests/support.hpp"
 
 namespace {

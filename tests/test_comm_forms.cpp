@@ -1,4 +1,4 @@
-// Every form (node/planner.hpp) through the thread Comm: 4 nodes x 4
+// Every form (plan/planner.hpp) through the thread Comm: 4 nodes x 4
 // threads, 2 x 3 and 3 x 2, all six collectives against the sequential
 // reference, with a non-commutative operator (the algorithms chosen by
 // "auto" then never need commutativity), and every rank's float allreduce
@@ -15,7 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "node/comm.hpp"
+#include "runtime/comm.hpp"
 #include "tests/forms_check.hpp"
 
 using namespace copse;

@@ -20,11 +20,11 @@
 #include <variant>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/cost_model.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "config/config.hpp"
-#include "internode/registry.hpp"
 
 extern char** environ;
 

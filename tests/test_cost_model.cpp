@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
-#include "node/emulator.hpp"
-#include "node/hierarchical.hpp"
+#include "emulator/emulator.hpp"
+#include "plan/hierarchical.hpp"
 
 using namespace copse;
 

@@ -1,4 +1,4 @@
-// The direct shared-memory reduce (intranode/direct_reduce.hpp): every rank
+// The direct shared-memory reduce (transport/direct_reduce.hpp): every rank
 // gets the rank-order reduction, bitwise the same on every rank; repeated
 // calls reuse the slots safely; waits end on their deadline and on an abort.
 
@@ -15,8 +15,8 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "intranode/direct_reduce.hpp"
 #include "support.hpp"
+#include "transport/direct_reduce.hpp"
 
 using namespace copse;
 using copse::testing::message_of;

@@ -35,10 +35,10 @@
 #include <set>
 #include <string>
 
+#include "algorithms/simulator.hpp"
 #include "common/wait.hpp"
-#include "internode/autotune.hpp"
-#include "internode/simulator.hpp"
-#include "node/emulator.hpp"
+#include "emulator/emulator.hpp"
+#include "plan/autotune.hpp"
 
 using namespace copse;
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
-#include "node/emulator.hpp"
+#include "emulator/emulator.hpp"
 
 using namespace copse;
 

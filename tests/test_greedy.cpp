@@ -9,10 +9,10 @@
 #include <numeric>
 #include <tuple>
 
+#include "algorithms/simulator.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/autotune.hpp"
-#include "internode/simulator.hpp"
-#include "internode/verifier.hpp"
+#include "plan/autotune.hpp"
 
 using namespace copse;
 

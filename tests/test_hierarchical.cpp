@@ -3,11 +3,11 @@
 // data by the emulator, including the non-commutative `affine`.
 #include <catch2/catch.hpp>
 
+#include "algorithms/simulator.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/simulator.hpp"
-#include "internode/verifier.hpp"
-#include "node/emulator.hpp"
-#include "node/hierarchical.hpp"
+#include "emulator/emulator.hpp"
+#include "plan/hierarchical.hpp"
 
 using namespace copse;
 

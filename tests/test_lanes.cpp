@@ -1,5 +1,5 @@
-// The lane decomposition of every collective (node/hierarchical.hpp,
-// plan_lanes; node/lanes.cpp): proven by the verifier for every algorithm
+// The lane decomposition of every collective (plan/hierarchical.hpp,
+// plan_lanes; plan/lanes.cpp): proven by the verifier for every algorithm
 // whose row takes the lanes form, on every layout of 1..5 nodes of 1..6
 // ranks, for counts {0, 1, 2, k-1, k+1, 37, 1000} and several roots; run on
 // real data by the emulator (the non-commutative affine wherever the
@@ -10,11 +10,11 @@
 #include <optional>
 #include <set>
 
+#include "algorithms/simulator.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/simulator.hpp"
-#include "internode/verifier.hpp"
-#include "node/emulator.hpp"
-#include "node/hierarchical.hpp"
+#include "emulator/emulator.hpp"
+#include "plan/hierarchical.hpp"
 
 using namespace copse;
 

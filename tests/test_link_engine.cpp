@@ -1,7 +1,7 @@
 // The link engine's own arithmetic: barrier generations.
 #include <catch2/catch.hpp>
 
-#include "intranode/link_engine.hpp"
+#include "transport/link_engine.hpp"
 
 using copse::LinkEngine;
 

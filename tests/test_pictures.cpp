@@ -1,4 +1,4 @@
-// Pictures (internode/timeline.hpp, internode/comm_graph.hpp): the
+// Pictures (algorithms/timeline.hpp, algorithms/comm_graph.hpp): the
 // simulator's and the emulator's timelines agree event for event and end at
 // the reported times; the Gantt SVG parses as XML with a row per rank and a
 // bar per send; the communication graph has the schedule's edges (binomial
@@ -14,11 +14,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "internode/comm_graph.hpp"
-#include "internode/registry.hpp"
-#include "internode/simulator.hpp"
-#include "internode/timeline.hpp"
-#include "node/experiment.hpp"
+#include "algorithms/comm_graph.hpp"
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
+#include "algorithms/timeline.hpp"
+#include "tools/experiment.hpp"
 
 using namespace copse;
 

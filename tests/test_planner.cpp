@@ -1,4 +1,4 @@
-// The one planner (node/planner.hpp): the plan the emulator runs for a call
+// The one planner (plan/planner.hpp): the plan the emulator runs for a call
 // key is, step by step, the plan the thread Comm runs; forms and the
 // configuration's names for them.
 
@@ -8,11 +8,11 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
-#include "intranode/link_engine.hpp"
-#include "node/comm.hpp"
-#include "node/experiment.hpp"
-#include "node/plan_cache.hpp"
-#include "node/planner.hpp"
+#include "plan/plan_cache.hpp"
+#include "plan/planner.hpp"
+#include "runtime/comm.hpp"
+#include "tools/experiment.hpp"
+#include "transport/link_engine.hpp"
 
 using namespace copse;
 

@@ -19,7 +19,7 @@
 
 #include "common/error.hpp"
 #include "common/wait.hpp"
-#include "node/emulator.hpp"
+#include "emulator/emulator.hpp"
 
 using namespace copse;
 

@@ -1,14 +1,14 @@
-// A registry row is all it takes: an algorithm on a tree node/hierarchical.cpp
+// A registry row is all it takes: an algorithm on a tree plan/hierarchical.cpp
 // has never heard of -- a pre-order ternary tree, defined here -- composes
 // with every hierarchy for every collective and runs in lanes, proven by the
 // verifier, because its row carries the tree trait. Without the trait the
 // hierarchical forms that need a tree refuse it by name.
 #include <catch2/catch.hpp>
 
+#include "algorithms/patterns.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/patterns.hpp"
-#include "internode/verifier.hpp"
-#include "node/hierarchical.hpp"
+#include "plan/hierarchical.hpp"
 
 using namespace copse;
 

@@ -1,4 +1,4 @@
-// copse replay (node/replay.hpp): a hand-written trace read and replayed on a
+// copse replay (tools/replay.hpp): a hand-written trace read and replayed on a
 // cluster of another shape, each call's time checked against the simulator
 // run by hand with the arrivals the replay rules give; and the trace
 // reader's errors, each naming file and line.
@@ -10,10 +10,10 @@
 #include <fstream>
 #include <string>
 
+#include "algorithms/registry.hpp"
 #include "common/units.hpp"
-#include "internode/autotune.hpp"
-#include "internode/registry.hpp"
-#include "node/replay.hpp"
+#include "plan/autotune.hpp"
+#include "tools/replay.hpp"
 
 using namespace copse;
 

@@ -1,4 +1,4 @@
-// Schedule files (internode/schedule_file.hpp): Bjørndalen et al.'s 8W
+// Schedule files (algorithms/schedule_file.hpp): Bjørndalen et al.'s 8W
 // configurations load, are proven and run on the emulator with the right
 // result; a tree file is step for step the built-in algorithm of the same
 // tree; bad files fail with one UsageError naming FILE:LINE; the thread Comm
@@ -14,15 +14,15 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_file.hpp"
+#include "algorithms/simulator.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "internode/registry.hpp"
-#include "internode/schedule_file.hpp"
-#include "internode/simulator.hpp"
-#include "internode/verifier.hpp"
-#include "node/comm.hpp"
-#include "node/experiment.hpp"
+#include "runtime/comm.hpp"
 #include "tests/support.hpp"
+#include "tools/experiment.hpp"
 
 using namespace copse;
 

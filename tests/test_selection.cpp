@@ -1,4 +1,4 @@
-// The selection (internode/selection.hpp): issue 8's acceptance for one node
+// The selection (plan/selection.hpp): issue 8's acceptance for one node
 // of 16, 32 and 64 ranks, the candidates it weighs, the edge shapes, and the
 // one-node team choice and configuration that consult it.
 #include <bit>
@@ -7,10 +7,10 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "internode/autotune.hpp"
-#include "internode/selection.hpp"
-#include "node/experiment.hpp"
-#include "node/planner.hpp"
+#include "plan/autotune.hpp"
+#include "plan/planner.hpp"
+#include "plan/selection.hpp"
+#include "tools/experiment.hpp"
 
 using namespace copse;
 

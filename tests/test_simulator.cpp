@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "internode/autotune.hpp"
-#include "internode/simulator.hpp"
+#include "algorithms/simulator.hpp"
+#include "plan/autotune.hpp"
 
 using namespace copse;
 

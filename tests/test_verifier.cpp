@@ -1,9 +1,9 @@
 // The verifier proves every builder, and fails where it should.
 #include <catch2/catch.hpp>
 
+#include "algorithms/simulator.hpp"
+#include "algorithms/verifier.hpp"
 #include "common/error.hpp"
-#include "internode/simulator.hpp"
-#include "internode/verifier.hpp"
 
 using namespace copse;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "node/comm.hpp"
+#include "runtime/comm.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

@@ -49,8 +49,8 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "intranode/direct_reduce.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
+#include "transport/direct_reduce.hpp"
 
 // Not `using namespace copse`: copse::Comm (threads) would clash with copse::mpi::Comm.
 using copse::builtin_op;

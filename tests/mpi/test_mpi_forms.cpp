@@ -1,4 +1,4 @@
-// Every form (node/planner.hpp) through the MPI Comm on virtual nodes:
+// Every form (plan/planner.hpp) through the MPI Comm on virtual nodes:
 //   copse_mpi_forms K     (virtual nodes of K consecutive processes)
 // runs all six collectives in each form (flat, leader, multi-leader, lanes,
 // auto; every algorithm "auto") with float sums and the non-commutative
@@ -18,7 +18,7 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
-#include "node/mpi_comm.hpp"
+#include "runtime/mpi_comm.hpp"
 #include "tests/forms_check.hpp"
 
 using namespace copse;

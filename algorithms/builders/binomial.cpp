@@ -1,0 +1,18 @@
+// Binomial tree rooted at rank 0: reduce, broadcast, and allreduce as reduce
+// then broadcast. With blocks > 1 the tree is pipelined; with one block the
+// reduce takes ceil(log2 p)(alpha + beta m + gamma m) (Lowery–Langou Table III).
+#include "algorithms/builders/tree_helpers.hpp"
+
+namespace copse::builders {
+
+SchedulePlan binomial_allreduce(const Shape& shape) {
+  return [shape](int rank) { return reduce_then_bcast(trees::binomial, shape, rank); };
+}
+SchedulePlan binomial_reduce(const Shape& shape) {
+  return [shape](int rank) { return reduce_to_root(trees::binomial, 0, shape, rank); };
+}
+SchedulePlan binomial_bcast(const Shape& shape) {
+  return [shape](int rank) { return bcast_from_root(trees::binomial, 0, shape, rank); };
+}
+
+}  // namespace copse::builders

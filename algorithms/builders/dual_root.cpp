@@ -1,0 +1,16 @@
+// Träff 2021, Algorithm 1: two post-order binary trees of ceil(p/2) and
+// floor(p/2) ranks whose roots exchange, doubly pipelined. Each round is three
+// bidirectional steps (child 0, child 1, parent or dual), so the beta term
+// tends to 3*beta*m.
+#include "algorithms/patterns.hpp"
+
+namespace copse::builders {
+
+SchedulePlan dual_root_allreduce(const Shape& shape) {
+  return [shape](int rank) {
+    const auto pair = trees::dual_root(shape.ranks, rank);
+    return patterns::doubly_pipelined_allreduce(rank, pair.node, pair.dual, BlockPartition(shape.count, shape.blocks));
+  };
+}
+
+}  // namespace copse::builders

@@ -1,0 +1,267 @@
+#include "algorithms/simulator.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <sstream>
+
+namespace copse {
+
+namespace {
+
+// One rank's progress through its schedule. The current step stays in the
+// generator (valid until it resumes); matching reads only the peers and counts
+// cached here, so it touches two small records rather than two coroutine
+// frames -- at p = 2^20 the difference is a cache miss per access.
+struct RankState {
+  RankSchedule schedule;
+  RankClock clock;
+  std::uint64_t steps = 0;  // steps begun
+  std::uint64_t send_count = 0, recv_count = 0;
+  std::uint64_t elements_received = 0;
+  std::int32_t send_peer = -1, recv_peer = -1;
+  bool send_open = false, recv_open = false;        // posted, not yet matched
+  bool send_waiting = false, recv_waiting = false;  // unidirectional: not yet posted
+  bool finished = false;
+  const Step& step() const { return schedule.value(); }
+};
+
+class Simulation {
+ public:
+  Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks)
+      : options_(options),
+        layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
+        model_(options.model.for_schedule(plan, ranks, layout_)),
+        hooks_(hooks),
+        ranks_(static_cast<std::size_t>(ranks)) {
+    for (int r = 0; r < ranks; ++r) {
+      auto& st = at(r);
+      st.schedule = plan(r);
+      st.clock = RankClock(options.model.ports());
+      if (!options.start.empty()) arrive_at(st.clock, options.start[static_cast<std::size_t>(r)]);
+    }
+    result_.finish.assign(ranks_.size(), 0);
+  }
+
+  SimulationResult run() {
+    const int p = static_cast<int>(ranks_.size());
+    woken_.assign((ranks_.size() + 63) / 64, 0);
+    for (int r = 0; r < p; ++r) next_step(r);
+    for (int r = 0; r < p; ++r) wake(r);
+    // Sweep the woken ranks in rank order until none is left. Any order gives
+    // the same times (see the header); rank order walks memory forwards, and
+    // tree partners are mostly near each other, so the sweep stays in cache.
+    while (woken_count_ > 0)
+      for (std::size_t w = 0; w < woken_.size(); ++w)
+        while (woken_[w] != 0) {
+          const int bit = std::countr_zero(woken_[w]);
+          woken_[w] &= woken_[w] - 1;
+          --woken_count_;
+          advance(static_cast<int>(w * 64) + bit);
+        }
+    for (int r = 0; r < p; ++r)
+      if (!at(r).finished) throw ScheduleError(deadlock_report());
+    for (int r = 0; r < p; ++r) {
+      result_.finish[static_cast<std::size_t>(r)] = at(r).clock.now();
+      result_.max_steps = std::max(result_.max_steps, at(r).steps);
+      if (at(r).clock.now() > result_.time) result_.time = at(r).clock.now(), result_.slowest_rank = r;
+    }
+    return std::move(result_);
+  }
+
+ private:
+  RankState& at(int r) { return ranks_[static_cast<std::size_t>(r)]; }
+
+  void wake(int r) {
+    auto& word = woken_[static_cast<std::size_t>(r) / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (r % 64);
+    woken_count_ += (word & bit) ? 0 : 1;
+    word |= bit;
+  }
+
+  // Fetches and begins rank r's next step, posting what can be posted.
+  void next_step(int r) {
+    auto& st = at(r);
+    if (!st.schedule.next()) {
+      st.finished = true;
+      return;
+    }
+    ++st.steps;
+    st.clock.begin_step();
+    const Step& s = st.step();
+    check_peer(r, s.send, "sends to");
+    check_peer(r, s.recv, "receives from");
+    st.send_peer = s.send.peer;
+    st.recv_peer = s.recv.peer;
+    st.send_count = s.send.count;
+    st.recv_count = s.recv.count;
+    if (options_.model.ports() == Ports::bidirectional) {
+      if (s.send) post_send(r);
+      if (s.recv) post_recv(r);
+    } else {
+      st.send_waiting = static_cast<bool>(s.send);
+      st.recv_waiting = static_cast<bool>(s.recv);
+      post_next_unidirectional(r);
+    }
+  }
+
+  // Unidirectional ports: one operation at a time, in the agreed order.
+  void post_next_unidirectional(int r) {
+    auto& st = at(r);
+    if (st.send_open || st.recv_open) return;
+    const bool send_first = send_goes_first(r, st.step());
+    if (st.send_waiting && (send_first || !st.recv_waiting)) {
+      st.send_waiting = false;
+      post_send(r);
+    } else if (st.recv_waiting) {
+      st.recv_waiting = false;
+      post_recv(r);
+    }
+  }
+
+  void post_send(int r) {
+    auto& st = at(r);
+    st.send_open = true;
+    try_match(r, st.send_peer);
+  }
+
+  void post_recv(int r) {
+    auto& st = at(r);
+    st.recv_open = true;
+    try_match(st.recv_peer, r);
+  }
+
+  void try_match(int src, int dst) {
+    auto& s = at(src);
+    auto& d = at(dst);
+    if (!s.send_open || !d.recv_open || s.send_peer != dst || d.recv_peer != src) return;
+    if (s.send_count != d.recv_count) {
+      const Transfer& send = s.step().send;
+      const Transfer& recv = d.step().recv;
+      std::ostringstream m;
+      m << "size mismatch: rank " << src << " step " << s.steps - 1 << " sends " << send.count
+        << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << d.steps - 1
+        << " receives " << recv.count << " elements (into element " << recv.offset << ")";
+      throw ScheduleError(m.str());
+    }
+    // A posted operation's ready time cannot change before it is matched: its
+    // port and step start are fixed once it is posted.
+    const std::uint64_t bytes = s.send_count * options_.element_bytes;
+    const TransferEnds ends =
+        model_.transfer_ends(layout_, src, dst, bytes, s.clock.send_ready(), d.clock.recv_ready());
+    if (options_.timeline) record_transfer(src, dst, bytes, ends);
+    if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
+    s.send_open = false;
+    s.clock.send_done(ends.send_end);
+    d.recv_open = false;
+    d.clock.recv_done(ends.recv_end);
+    ++result_.messages;
+    result_.elements_moved += s.send_count;
+    d.elements_received += s.send_count;
+    result_.max_elements_received = std::max(result_.max_elements_received, d.elements_received);
+    wake(src);
+    wake(dst);
+  }
+
+  // Runs rank r forward until it blocks or finishes.
+  void advance(int r) {
+    auto& st = at(r);
+    while (!st.finished) {
+      if (options_.model.ports() == Ports::unidirectional) post_next_unidirectional(r);
+      if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
+      const Step& s = st.step();
+      if (hooks_) hooks_->on_step_end(r, st.steps - 1, s);
+      const Picos work = options_.model.step_work(s, options_.element_bytes);
+      st.clock.end_step(work);
+      if (options_.timeline && r < options_.timeline_ranks)
+        add_local_work(*options_.timeline, r, st.steps - 1, s, st.clock.now() - work, st.clock.now());
+      next_step(r);
+    }
+  }
+
+  // Both sides' bars of a matched transfer (algorithms/timeline.hpp), before
+  // the clocks move on.
+  void record_transfer(int src, int dst, std::uint64_t bytes, const TransferEnds& ends) {
+    const Picos busy = transfer_busy(model_, layout_, src, dst, bytes);
+    auto& s = at(src);
+    auto& d = at(dst);
+    Timeline& out = *options_.timeline;
+    if (src < options_.timeline_ranks)
+      out.push_back(TimelineEvent{src, Activity::send, dst, s.steps - 1, s.step().send.offset, s.send_count,
+                                  bar_start(s.clock.send_ready(), ends.send_end, busy), ends.send_end, 0, 0});
+    if (dst < options_.timeline_ranks)
+      out.push_back(TimelineEvent{dst, Activity::recv, src, d.steps - 1, d.step().recv.offset, d.recv_count,
+                                  bar_start(d.clock.recv_ready(), ends.recv_end, busy), ends.recv_end, 0, 0});
+  }
+
+  void check_peer(int r, const Transfer& t, const char* verb) const {
+    if (!t) return;
+    const auto p = static_cast<int>(ranks_.size());
+    if (t.peer >= p || t.peer == r) {
+      std::ostringstream m;
+      m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank "
+        << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
+      throw ScheduleError(m.str());
+    }
+  }
+
+  std::string deadlock_report() const {
+    std::ostringstream m;
+    m << "deadlock:";
+    int shown = 0, blocked = 0;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const auto& st = ranks_[r];
+      if (st.finished) continue;
+      ++blocked;
+      if (shown++ >= 4) continue;
+      const Step& s = st.step();
+      m << " rank " << r << " is stuck in step " << st.steps - 1 << " (";
+      if (st.send_open || st.send_waiting) m << "sending " << s.send.count << " elements to rank " << s.send.peer;
+      if ((st.send_open || st.send_waiting) && (st.recv_open || st.recv_waiting)) m << ", ";
+      if (st.recv_open || st.recv_waiting) m << "receiving " << s.recv.count << " elements from rank " << s.recv.peer;
+      m << ");";
+    }
+    m << " " << blocked << " rank(s) blocked in all";
+    return m.str();
+  }
+
+  const SimulationOptions& options_;
+  RankMap layout_;   // options_.layout, or every rank on a node of its own
+  CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
+  DataHooks* hooks_;
+  std::vector<RankState> ranks_;
+  std::vector<std::uint64_t> woken_;  // ranks that may be able to progress
+  std::size_t woken_count_ = 0;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+void check_start_offsets(const std::vector<Picos>& start, int ranks) {
+  if (!start.empty() && start.size() != static_cast<std::size_t>(ranks))
+    throw UsageError("arrival offsets: " + std::to_string(start.size()) + " given for " + std::to_string(ranks) +
+                     " ranks");
+  for (std::size_t r = 0; r < start.size(); ++r)
+    if (start[r] < 0)
+      throw UsageError("arrival offsets: rank " + std::to_string(r) + " arrives at a negative time (" +
+                       std::to_string(start[r]) + " ps)");
+}
+
+std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options,
+                                                std::vector<Picos> predicted_arrival) {
+  auto hints = std::make_shared<PlanHints>();
+  hints->model = std::make_shared<const CostModel>(options.model);
+  hints->element_bytes = options.element_bytes;
+  hints->arrival = std::move(predicted_arrival);
+  return hints;
+}
+
+SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
+  if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
+  if (options.layout && options.layout->ranks() != ranks)
+    throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
+                        std::to_string(ranks));
+  check_start_offsets(options.start, ranks);
+  return Simulation(plan, ranks, options, hooks).run();
+}
+
+}  // namespace copse

@@ -1,0 +1,90 @@
+#pragma once
+// Runs every rank's schedule against the others without data: matches each
+// send with its receive (by (source, destination) pair in program order),
+// advances the shared RankClock per rank, and detects size mismatches and
+// deadlocks. Each rank has at most one send and one receive outstanding, so
+// matching needs no event queue: a transfer's time is fixed the moment both
+// sides have posted it, whatever order ranks are processed in.
+//
+// The simulator is this executor alone; the verifier adds a DataHooks that
+// moves symbolic values.
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/timeline.hpp"
+#include "common/cost_model.hpp"
+#include "common/error.hpp"
+#include "common/rank_map.hpp"
+#include "common/schedule.hpp"
+
+namespace copse {
+
+struct SimulationOptions {
+  CostModel model;  // the documented defaults (cost_model.hpp)
+  // Which ranks share a node (link level 0); unset: none do (every link is
+  // level 1). Its rank count must be the simulation's.
+  std::optional<RankMap> layout;
+  std::uint64_t element_bytes = 1;
+  // Each rank's arrival at the collective (an arrival pattern), in virtual
+  // time: rank r's clock starts at start[r]. Empty: every rank at 0.
+  std::vector<Picos> start;
+  // If set, every send, receive and step's local work of the ranks below
+  // `timeline_ranks` is appended to it (algorithms/timeline.hpp); unset, the
+  // simulator records nothing and pays nothing for it.
+  Timeline* timeline = nullptr;
+  int timeline_ranks = std::numeric_limits<int>::max();
+};
+
+// A rank that arrives at `offset`: its clock starts as if it had computed
+// until then (one step of local work), so its ports are free from `offset`
+// on. Both engines start their clocks this way, so their times agree for any
+// arrival pattern.
+inline void arrive_at(RankClock& clock, Picos offset) {
+  clock.begin_step();
+  clock.end_step(offset);
+}
+
+// Throws UsageError unless `start` is empty or holds one non-negative offset per rank.
+void check_start_offsets(const std::vector<Picos>& start, int ranks);
+
+// Observes data movement (the verifier's symbolic execution).
+class DataHooks {
+ public:
+  virtual ~DataHooks() = default;
+  // A matched transfer: src's `send` (posted in its step src_step) meets dst's
+  // receive. Called before either step ends; the sender's region is as it
+  // was at the start of its step.
+  virtual void on_transfer(int src, std::uint64_t src_step, const Transfer& send, int dst, std::uint64_t dst_step,
+                           const Step& dst_step_ops) = 0;
+  // A rank's step ends: apply its receive (and copy).
+  virtual void on_step_end(int rank, std::uint64_t step, const Step& ops) = 0;
+};
+
+struct SimulationResult {
+  std::vector<Picos> finish;  // per rank (from the common origin of SimulationOptions::start)
+  Picos time = 0;             // slowest rank
+  int slowest_rank = 0;
+  std::uint64_t max_steps = 0;  // longest rank's step count
+  std::uint64_t messages = 0;
+  std::uint64_t elements_moved = 0;
+  // Elements that reached the rank that received most from its peers: the
+  // per-rank traffic lower bounds are stated in (e.g. 2(p-1)/p of the vector
+  // for an allreduce).
+  std::uint64_t max_elements_received = 0;
+};
+
+SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
+                          DataHooks* hooks = nullptr);
+
+// The PlanHints (common/schedule.hpp) telling builders what these options
+// run: their cost model and element size, and optionally each rank's
+// predicted arrival.
+std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options,
+                                                std::vector<Picos> predicted_arrival = {});
+
+}  // namespace copse

@@ -1,0 +1,460 @@
+#include "exec/step_executor.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "algorithms/timeline.hpp"
+#include "common/error.hpp"
+
+namespace copse {
+
+// ---- compiling a rank's steps -------------------------------------------------
+
+std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out) {
+  auto in_range = [n](std::uint64_t offset, std::uint64_t count) { return offset <= n && count <= n - offset; };
+  std::uint64_t scratch = 0;
+  RankSchedule schedule = plan(r);
+  std::uint64_t index = 0;
+  while (schedule.next()) {
+    const Step& s = schedule.value();
+    auto bad = [&](const std::string& what) {
+      std::ostringstream m;
+      m << "rank " << r << " step " << index << " " << what;
+      throw ScheduleError(m.str());
+    };
+    for (const Transfer* t : {&s.send, &s.recv}) {
+      if (!*t) continue;
+      const char* verb = t == &s.send ? "sends to" : "receives from";
+      if (t->peer >= p || t->peer == r)
+        bad(std::string(verb) + " rank " + std::to_string(t->peer) + ", which is " +
+            (t->peer == r ? "itself" : "not a rank") + " (p = " + std::to_string(p) + ")");
+      if (!in_range(t->offset, t->count))
+        bad(std::string(t == &s.send ? "sends" : "receives into") + " elements [" + std::to_string(t->offset) + ", " +
+            std::to_string(t->offset + t->count) + ") of a " + std::to_string(n) + "-element vector");
+    }
+    if (s.copy.count > 0 && (!in_range(s.copy.from, s.copy.count) || !in_range(s.copy.to, s.copy.count)))
+      bad("copies " + std::to_string(s.copy.count) + " elements from " + std::to_string(s.copy.from) + " to " +
+          std::to_string(s.copy.to) + " in a " + std::to_string(n) + "-element vector");
+    if (s.send && s.recv && overlaps(s.send, s.recv)) scratch = std::max(scratch, s.recv.count);
+    out.push_back(s);
+    ++index;
+  }
+  return scratch;
+}
+
+// ---- running them -------------------------------------------------------------
+
+Link& StepExecutor::link_to(const LinkRank& c, int peer) const {
+  const bool shared = config_.layout.shares_memory(c.rank, peer);
+  if (Link* link = shared ? static_cast<Link*>(local_) : remote_) return *link;
+  throw ScheduleError(config_.layout.describe(c.rank) + " step " + std::to_string(c.step) + " has no link to " +
+                      config_.layout.describe(peer) +
+                      (shared ? ", which shares memory with it" : ", which shares no memory with it"));
+}
+
+namespace {
+
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A rank's timeline while it runs (StepExecutor::run's `timeline`): each
+// operation is noted when posted (its port's ready time, the wall clock)
+// and recorded when done.
+class Recorder {
+ public:
+  Recorder(Timeline* out, const ExecutorConfig& config, const LinkRank& c) : out_(out), config_(config), c_(c) {}
+  explicit operator bool() const { return out_ != nullptr; }
+  void posting_send() { send_ready_ = c_.clock.send_ready(), send_wall_ = wall_ns(); }
+  void posting_recv() { recv_ready_ = c_.clock.recv_ready(), recv_wall_ = wall_ns(); }
+  void sent(const Transfer& t) { add(Activity::send, c_.rank, t.peer, t, send_ready_, c_.send_end, send_wall_); }
+  void received(const Transfer& t) { add(Activity::recv, t.peer, c_.rank, t, recv_ready_, c_.recv_end, recv_wall_); }
+  // After the step's transfers (before its staged combine and copy).
+  void transfers_done() { work_wall_ = wall_ns(); }
+  // After end_step(work).
+  void step_done(const Step& st, Picos work) {
+    const std::size_t before = out_->size();
+    add_local_work(*out_, c_.rank, c_.step, st, c_.clock.now() - work, c_.clock.now());
+    if (out_->size() > before) out_->back().wall_start_ns = work_wall_, out_->back().wall_end_ns = wall_ns();
+  }
+
+ private:
+  void add(Activity a, int src, int dst, const Transfer& t, Picos ready, Picos end, std::int64_t wall_start) {
+    const Picos busy = transfer_busy(config_.model, config_.layout, src, dst, t.count * c_.eb);
+    out_->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count, bar_start(ready, end, busy), end,
+                                  wall_start, wall_ns()});
+  }
+  Timeline* out_;
+  const ExecutorConfig& config_;
+  const LinkRank& c_;
+  Picos send_ready_ = 0, recv_ready_ = 0;
+  std::int64_t send_wall_ = 0, recv_wall_ = 0, work_wall_ = 0;
+};
+
+// The ranges of y that still hold only the run's input (RunInput): where a
+// step reads y (a send, a local copy) or combines into it, and where a
+// receive replaces it. Ascending, disjoint [begin, end) element ranges in
+// c.unwritten; empty without an input (then every call is a no-op apart
+// from returning y's address).
+class UnwrittenInput {
+ public:
+  UnwrittenInput(LinkRank& c, std::byte* y, RunInput input)
+      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb) {
+    ranges_.clear();
+    if (data_ && data_ != y && input.count > 0 && eb_ > 0) ranges_.emplace_back(0, input.count);
+  }
+
+  // Where the region [offset, offset + count) of y can be read: the input
+  // while the whole region is unwritten, else y (copying in its unwritten
+  // parts first).
+  const std::byte* source(std::uint64_t offset, std::uint64_t count) {
+    if (!ranges_.empty() && count > 0) {
+      for (const auto& [begin, end] : ranges_)
+        if (begin <= offset && offset + count <= end) return data_ + offset * eb_;
+      written(offset, count, true);
+    }
+    return y_ + offset * eb_;
+  }
+
+  // A receive into [offset, offset + count) is about to land: replacing,
+  // it makes the region y's own; combining, it needs y's values there.
+  void receiving(const Transfer& t, Combine side) {
+    if (!ranges_.empty() && t.count > 0) written(t.offset, t.count, side != Combine::replace);
+  }
+  void overwriting(std::uint64_t offset, std::uint64_t count) {
+    if (!ranges_.empty() && count > 0) written(offset, count, false);
+  }
+
+  // The run is over: y takes whatever is still unwritten.
+  void finish() { written(0, ~std::uint64_t{0} / 2, true); }
+
+ private:
+  // Removes [offset, offset + count) from the unwritten ranges, copying the
+  // input into y there first when `copy`.
+  void written(std::uint64_t offset, std::uint64_t count, bool copy) {
+    const std::uint64_t lo = offset, hi = offset + count;
+    for (std::size_t i = 0; i < ranges_.size();) {
+      auto [begin, end] = ranges_[i];
+      if (end <= lo || begin >= hi) {
+        ++i;
+        continue;
+      }
+      const std::uint64_t a = std::max(begin, lo), b = std::min(end, hi);
+      if (copy) std::memcpy(y_ + a * eb_, data_ + a * eb_, static_cast<std::size_t>((b - a) * eb_));
+      if (begin < a && b < end) {  // the middle goes: split
+        ranges_[i].second = a;
+        ranges_.emplace(ranges_.begin() + static_cast<std::ptrdiff_t>(i) + 1, b, end);
+        return;
+      }
+      if (begin < a) {
+        ranges_[i++].second = a;
+      } else if (b < end) {
+        ranges_[i++].first = b;
+      } else {
+        ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+  }
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges_;
+  std::byte* y_;
+  const std::byte* data_;
+  std::size_t eb_;
+};
+
+}  // namespace
+
+void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+                       Timeline* timeline, RunInput input) {
+  c.y = y;
+  c.scratch = scratch;
+  c.op = &op;
+  c.eb = op.element_bytes;
+  c.waiting = LinkRank::Wait::none;
+  c.send_done = c.recv_done = true;
+  if (local_) local_->publish_start(c);
+  const bool clock = config_.virtual_clock;
+  // Without a clock the port model does not matter: both operations of a
+  // step always run at once.
+  const bool bidirectional = !clock || config_.model.ports() == Ports::bidirectional;
+  const std::size_t eb = c.eb;
+  Recorder record(clock ? timeline : nullptr, config_, c);
+  UnwrittenInput unwritten(c, y, input);
+  try {
+    if (aborted()) throw LinkAborted{};
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      c.step = i;
+      if (local_) local_->publish_step(c);
+      if (clock) c.clock.begin_step();
+      std::byte* const own = st.recv ? y + st.recv.offset * eb : nullptr;
+      if (st.send && st.recv) {
+        Link& out = link_to(c, st.send.peer);
+        Link& in = link_to(c, st.recv.peer);
+        // Staging: our own send of this step still needs the region as it
+        // was when the step began, so land in scratch and apply after the
+        // send completes.
+        const bool stage = overlaps(st.send, st.recv);
+        std::byte* target = stage ? scratch : own;
+        const Combine side = stage ? Combine::replace : st.combine;
+        if (bidirectional) {
+          if (record) record.posting_send(), record.posting_recv();
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+          if (!stage) unwritten.receiving(st.recv, side);
+          in.start_recv(c, st.recv, target, side);
+          finish(c, &out, &in);
+          if (record) record.sent(st.send), record.received(st.recv);
+          if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
+          if (record) record.transfers_done();
+          if (stage)
+            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
+        } else if (send_goes_first(c.rank, st)) {
+          // The send is acknowledged before the receive starts: no staging.
+          if (record) record.posting_send();
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+          finish(c, &out, nullptr);
+          if (record) record.sent(st.send);
+          c.clock.send_done(c.send_end);
+          if (record) record.posting_recv();
+          unwritten.receiving(st.recv, st.combine);
+          in.start_recv(c, st.recv, own, st.combine);
+          finish(c, nullptr, &in);
+          if (record) record.received(st.recv);
+          c.clock.recv_done(c.recv_end);
+          if (record) record.transfers_done();
+        } else {
+          if (record) record.posting_recv();
+          if (!stage) unwritten.receiving(st.recv, side);
+          in.start_recv(c, st.recv, target, side);
+          finish(c, nullptr, &in);
+          if (record) record.received(st.recv);
+          c.clock.recv_done(c.recv_end);
+          if (record) record.posting_send();
+          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+          finish(c, &out, nullptr);
+          if (record) record.sent(st.send);
+          c.clock.send_done(c.send_end);
+          if (record) record.transfers_done();
+          if (stage)
+            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
+        }
+      } else if (st.send) {
+        Link& out = link_to(c, st.send.peer);
+        if (record) record.posting_send();
+        out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+        finish(c, &out, nullptr);
+        if (record) record.sent(st.send), record.transfers_done();
+        if (clock) c.clock.send_done(c.send_end);
+      } else if (st.recv) {
+        Link& in = link_to(c, st.recv.peer);
+        if (record) record.posting_recv();
+        unwritten.receiving(st.recv, st.combine);
+        in.start_recv(c, st.recv, own, st.combine);
+        finish(c, nullptr, &in);
+        if (record) record.received(st.recv), record.transfers_done();
+        if (clock) c.clock.recv_done(c.recv_end);
+      } else if (record) {
+        record.transfers_done();
+      }
+      if (st.copy.count > 0 && eb > 0) {
+        const std::byte* const from = unwritten.source(st.copy.from, st.copy.count);
+        unwritten.overwriting(st.copy.to, st.copy.count);
+        std::memmove(y + st.copy.to * eb, from, static_cast<std::size_t>(st.copy.count * eb));
+      }
+      if (clock) {
+        const Picos work = config_.model.step_work(st, eb);
+        c.clock.end_step(work);
+        if (record) record.step_done(st, work);
+      }
+    }
+  } catch (const LinkAborted&) {
+    // Another rank failed: its error is the one to report.
+    if (local_) local_->abort();
+    withdraw(c);
+    throw;
+  } catch (...) {
+    fail(std::current_exception());
+    withdraw(c);
+    throw;
+  }
+  unwritten.finish();
+  if (local_) local_->publish_done(c);
+}
+
+void StepExecutor::fail(std::exception_ptr error) noexcept {
+  if (local_) {
+    local_->fail(std::move(error));  // on_failure (the engine's copy of config_), then the abort
+  } else if (config_.on_failure) {
+    try {
+      config_.on_failure(std::move(error));
+    } catch (...) {
+    }
+  }
+}
+
+void StepExecutor::withdraw(LinkRank& c) noexcept {
+  if (local_) local_->withdraw(c);
+  if (remote_) remote_->withdraw(c);
+}
+
+// ---- waiting ----------------------------------------------------------------------
+
+int StepExecutor::waited_for(const LinkRank& c, LinkRank::Wait what) const {
+  return link_to(c, what == LinkRank::Wait::recv ? c.receiving.peer : c.sending.peer).awaited(c, what);
+}
+
+void StepExecutor::note_wait(LinkRank& c, LinkRank::Wait what) const {
+  const Transfer& t = what == LinkRank::Wait::recv ? c.receiving : c.sending;
+  c.waiting = what;
+  c.peer = waited_for(c, what);
+  c.wait_count = t.count;
+  c.wait_offset = t.offset;
+  c.wait_started = std::chrono::steady_clock::now();
+}
+
+WaitPolicy StepExecutor::policy(LinkRank& c, Deadline deadline) const {
+  // The lambdas capture two pointers each, which std::function stores
+  // inline: a wait allocates nothing.
+  WaitPolicy p;
+  p.deadline = deadline;
+  p.timeout_message = [this, &c] {
+    const auto ms = config_.waits.timeout ? config_.waits.timeout->count() : 0;
+    return describe_wait(c, link_to(c, c.peer), "timed out after " + std::to_string(ms) + " ms");
+  };
+  if (config_.peer_gone) p.check = [this, &c] { check_peer(c, c.waiting); };
+  if (config_.waits.on_report && config_.waits.report_every.count() > 0) {
+    p.report_every = config_.waits.report_every;
+    p.report = [this, &c] {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.wait_started);
+      config_.waits.on_report(
+          describe_wait(c, link_to(c, c.peer), "still blocked after " + std::to_string(waited.count()) + " s"));
+    };
+  }
+  return p;
+}
+
+void StepExecutor::finish(LinkRank& c, Link* send, Link* recv) {
+  Deadline recv_deadline = Deadline::max(), ack_deadline = Deadline::max();
+  bool recv_noted = false, ack_noted = false;
+  for (;;) {
+    const bool sent = !send || send->test_send(c);
+    const bool received = !recv || recv->test_recv(c);
+    if (sent && received) break;
+    if ((!sent && !send->can_block()) || (!received && !recv->can_block())) {
+      poll_wait(c, sent ? nullptr : send, received ? nullptr : recv);
+      break;
+    }
+    // Both links can sleep: the receive first, then the acknowledgement (a
+    // sleeping sender is woken by its ack; the order costs nothing).
+    if (!received) {
+      if (!recv_noted) {
+        recv_noted = true;
+        note_wait(c, LinkRank::Wait::recv);
+        if (config_.waits.timeout) recv_deadline = c.wait_started + *config_.waits.timeout;
+      }
+      recv->block(c, LinkRank::Wait::recv, policy(c, recv_deadline));
+    } else {
+      if (!ack_noted) {
+        ack_noted = true;
+        note_wait(c, LinkRank::Wait::ack);
+        if (config_.waits.timeout) ack_deadline = c.wait_started + *config_.waits.timeout;
+      }
+      send->block(c, LinkRank::Wait::ack, policy(c, ack_deadline));
+    }
+  }
+  c.waiting = LinkRank::Wait::none;
+}
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+}  // namespace
+
+// A network request is open: it only progresses while we poll it, so never
+// sleep on a futex. Spin a few microseconds, then yield the core between
+// polls (other ranks on this core get to run), and after a while sleep a
+// little between polls so that a long legitimate wait does not burn a core.
+void StepExecutor::poll_wait(LinkRank& c, Link* send, Link* recv) {
+  using Clock = std::chrono::steady_clock;
+  note_wait(c, recv ? LinkRank::Wait::recv : LinkRank::Wait::ack);
+  const auto start = c.wait_started;
+  const Deadline deadline = config_.waits.timeout ? start + *config_.waits.timeout : Deadline::max();
+  const WaitPolicy p = policy(c, deadline);
+  auto next_report = p.report ? start + p.report_every : Deadline::max();
+  auto next_check = config_.peer_gone ? start + kWaitSleepSlice : Deadline::max();
+  for (std::uint64_t i = 1;; ++i) {
+    bool sent = !send || send->test_send(c);
+    bool received = !recv || recv->test_recv(c);
+    if (sent && received) return;
+    if (sent) send = nullptr;
+    if (received) {
+      recv = nullptr;
+      if (c.waiting == LinkRank::Wait::recv) note_wait(c, LinkRank::Wait::ack);
+    }
+    if (i < 64) {
+      cpu_relax();
+      continue;
+    }
+    if ((i & 15) == 0) {
+      const auto now = Clock::now();
+      if (now >= deadline) throw TimeoutError(p.timeout_message());
+      if (now >= next_report) {
+        p.report();
+        next_report = now + p.report_every;
+      }
+      if (aborted()) throw LinkAborted{};
+      if (now >= next_check) {
+        if (recv) check_peer(c, LinkRank::Wait::recv);
+        if (send) check_peer(c, LinkRank::Wait::ack);
+        next_check = now + kWaitSleepSlice;
+      }
+      if (now - start > std::chrono::milliseconds(10)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        continue;
+      }
+    }
+    sched_yield();
+  }
+}
+
+void StepExecutor::check_peer(LinkRank& c, LinkRank::Wait what) const {
+  const int peer = waited_for(c, what);
+  const std::string why = config_.peer_gone(peer);
+  if (why.empty()) return;
+  note_wait(c, what);
+  throw SystemError(describe_wait(c, link_to(c, peer), "gave up") + ": " + why);
+}
+
+std::string StepExecutor::describe_wait(const LinkRank& c, const Link& link, std::string_view how) const {
+  std::ostringstream m;
+  m << config_.layout.describe(c.rank) << ", step " << c.step << " of " << config_.waits.round_name << " " << c.round;
+  if (!c.activity.empty()) m << " (" << c.activity << ")";
+  m << ": " << how;
+  switch (c.waiting) {
+    case LinkRank::Wait::recv:
+      m << " waiting for rank " << c.peer << " to send the " << c.wait_count << " elements it receives (at element "
+        << c.wait_offset << ")" << link.peer_state(c, c.peer);
+      break;
+    case LinkRank::Wait::ack:
+      m << " waiting for rank " << c.peer << " to receive the " << c.wait_count << " elements it sends (from element "
+        << c.wait_offset << ")" << link.peer_state(c, c.peer);
+      break;
+    case LinkRank::Wait::barrier:
+    case LinkRank::Wait::none: break;
+  }
+  return m.str();
+}
+
+}  // namespace copse

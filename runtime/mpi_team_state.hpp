@@ -1,0 +1,189 @@
+#pragma once
+// The MPI runtime's team (Team::Impl), private to libcopse_mpi: what
+// runtime/mpi_comm.cpp (Comm and the collectives) shares with the set-up's files:
+//   runtime/mpi_setup.cpp            options, processes, nodes, ranks, the hierarchy, the link engine
+//   runtime/mpi_hierarchy_wire.hpp   each node's part of the hierarchy, sent as integers
+//   runtime/mpi_segment.cpp          the node's shared-memory segment
+//   runtime/mpi_cma_probe.cpp        whether cross-memory attach serves between the node's processes
+//   runtime/mpi_failure.cpp          the node's first failure, and node peers that died
+//   runtime/process_watch.hpp        whether a process of this host is still there
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "common/rank_map.hpp"
+#include "plan/planner.hpp"
+#include "runtime/mpi_comm.hpp"
+#include "runtime/process_watch.hpp"
+#include "topology/plan.hpp"
+#include "transport/arena.hpp"
+#include "transport/direct_reduce.hpp"
+#include "transport/link_engine.hpp"
+#include "transport/mpi_link.hpp"
+
+namespace copse::mpi {
+
+// How the pieces fit:
+//  - Team: the private duplicate of the communicator (an MpiChannel), the
+//    node's segment (a ShmArena holding the shared-memory link state, a
+//    failure record and every rank's window), one LinkEngine over the node's
+//    ranks, and the hierarchy. copse ranks are the communicator's order
+//    (process by process, threads within); the hierarchy is planned over the
+//    same ranks renumbered node by node ("internal" ranks), which is the
+//    identity when nodes hold consecutive ranks.
+//  - Comm: one per thread rank, with its MpiLink (the executor's remote
+//    link), its window (its stage in the segment: a send to a node peer is
+//    copied there, and the peer pulls it straight into its own memory) and
+//    its plan cache. A collective runs the schedule on the user's buffers
+//    where their layout allows (else on private memory); vectors larger than
+//    half a window run in pieces, so that every send fits the stage.
+//  - Cross-memory attach (CommOptions::cross_memory_attach): where the set-up
+//    probe finds every process able to read its node peers' memory, sends
+//    to node peers of kAttachFromBytes and more skip the window: the peer
+//    reads them straight out of the sender's buffer (process_vm_readv; the
+//    link engine's LinkConfig::cross_memory_attach). Only the small sends
+//    use the stage then, so pieces no longer follow the window; they stay
+//    (of kAttachedPieceBytes) to keep MPI's int message counts and the
+//    private working copies bounded.
+//  - Schedules: hierarchical over internal ranks with peers renamed to copse
+//    ranks, or -- a non-commutative operator on a communicator whose nodes
+//    are not consecutive -- the inter-node algorithm itself over the copse
+//    ranks in the communicator's order, every pair on the link the rank map
+//    chooses.
+//  - Agreement: a Comm that plans a new shape first runs a small broadcast
+//    from rank 0 (a fixed binomial schedule) carrying rank 0's view of the
+//    call and its block count; every rank plans with that count (so all
+//    processes run the same schedule) and fails, naming both calls, if its
+//    own call differs.
+//  - Failure: the first error on a node is written to the segment's failure
+//    record (so every rank of the node rethrows it) and sent to every other
+//    process as a notice (so ranks of other nodes stop waiting too).
+//  - Arrival estimates (Comm::edge, plan/arrival_monitor.hpp), with an
+//    arrival-aware allreduce: the callers themselves publish, no monitoring
+//    thread (which would need MPI_THREAD_MULTIPLE or a second lock holder
+//    beside the ranks). A rank's one value per call (its predicted phase
+//    length: from its previous collective's return to its arrival -- hosts'
+//    clocks need not agree, the returns are close) goes to every other rank as
+//    one 8-byte MPI_Isend on the private duplicate, under tags above the
+//    links' (kArrivalTag + the thread pair); the allreduce posts the p - 1
+//    receives and polls them (yielding, then sleeping 50 us between polls),
+//    and plans from the same vector on every rank. Overhead per allreduce and
+//    rank: p - 1 eight-byte sends and receives, O(p) (O(p^2) messages in the
+//    job), mostly sent during the computation phase as Proficz §3 intends;
+//    the eager sends complete at once. Plan entries per key are bounded as the
+//    thread Comm's are, and since every rank looks up the same keys in the
+//    same order, every rank's LRU cache hits and misses together.
+
+using Clock = std::chrono::steady_clock;
+
+// What the processes of a node share in their segment besides the link
+// state: the node's first failure (kind and text), written once.
+struct NodeShared {
+  std::atomic<std::uint32_t> failure_claimed{0};
+  std::atomic<std::uint32_t> failure_ready{0};
+  std::int32_t failure_kind = 0;
+  char failure_text[2048] = {};
+};
+
+// Where the creator put things (the segment's root).
+struct SegmentRoot {
+  Arena::Offset node = 0;
+  Arena::Offset link = 0;
+  Arena::Offset windows = 0;  // the node's i-th rank's window at windows + i * window_stride
+  std::uint64_t window_stride = 0;
+  Arena::Offset direct = 0;  // the direct reduce's slots (see TeamState::direct), if any
+};
+
+// Per process, as every process learns it in one allgather.
+struct ProcessInfo {
+  int threads = 1;
+  int level = MPI_THREAD_SINGLE;
+  int pid = 0;
+  int pu = -1;
+  int ok = 1;  // its options were valid
+};
+
+// One per Team (one per process and communicator): what set_up found and
+// built, shared by the process's thread ranks (their Comms).
+struct TeamState {
+  CommOptions options;
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  int process = 0;  // this process's MPI rank
+  int threads = 1;
+  int first_rank = 0;  // of this process's thread ranks
+  int ranks = 0;
+  int ranks_on_host = 0;
+  RankMap layout;
+  std::vector<int> internal_of, user_of;  // copse rank <-> node-by-node rank
+  bool contiguous = true;                 // nodes hold consecutive copse ranks (internal == copse)
+  std::shared_ptr<const HierarchyPlan> plan;
+  RankMap plan_nodes;  // the plan's node map (internal ranks), for autotuning
+  std::unique_ptr<MpiChannel> channel;
+  std::unique_ptr<ShmArena> arena;
+  NodeShared* node = nullptr;
+  std::vector<int> node_members;                         // copse ranks of this node, ascending
+  std::map<int, std::unique_ptr<ProcessWatch>> watches;  // other processes of this node
+  std::vector<int> pid_of;                               // per process
+  std::unique_ptr<LinkEngine> engine;
+  // A communicator on one node: small allreduces and barriers in one round
+  // through slots in the segment (transport/direct_reduce.hpp), as the
+  // thread Team does; null otherwise.
+  std::unique_ptr<DirectReduce> direct;
+  std::byte* windows = nullptr;
+  std::size_t window_stride = 0;
+  bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
+  std::string cma_note;  // Team::cross_memory_attach_note
+  std::vector<Comm> comms;
+
+  // The plans: over the node-by-node numbering with the hierarchy, and
+  // (non-commutative operators on nodes of non-consecutive ranks) flat over
+  // the communicator's order.
+  Planner planner, user_order;
+
+  // Arrival estimates (set when the allreduce is arrival-aware).
+  bool arrival_aware = false;
+  const AlgorithmInfo* warmup_allreduce = nullptr;  // the team default, run during the warm-up
+  int max_threads = 1;
+  Clock::time_point origin = Clock::now();
+
+  std::mutex error_mutex;
+  std::exception_ptr first_error;  // this process's, when it was the node's first
+
+  ~TeamState();
+  void set_up(MPI_Comm comm, int thread_count);
+  // set_up's steps, in order (runtime/mpi_setup.cpp).
+  std::vector<ProcessInfo> gather_processes(int processes, int thread_count);
+  std::vector<int> form_nodes(int processes, int thread_count);
+  std::vector<std::vector<int>> number_ranks(const std::vector<ProcessInfo>& info, const std::vector<int>& leader_of,
+                                             int processes);
+  void assemble_hierarchy(const std::vector<ProcessInfo>& info, const std::vector<std::vector<int>>& members_of,
+                          int processes, int leader);
+  void open_segment();               // runtime/mpi_segment.cpp
+  void probe_cross_memory_attach();  // runtime/mpi_cma_probe.cpp
+  // The failure record (runtime/mpi_failure.cpp): LinkConfig::peer_gone and on_failure, and the rethrow.
+  std::string peer_gone(int peer) const;
+  void record_failure(std::exception_ptr e) noexcept;
+  [[noreturn]] void rethrow_failure();
+  std::byte* window_of(int rank) const {
+    const auto i = std::lower_bound(node_members.begin(), node_members.end(), rank) - node_members.begin();
+    return windows + static_cast<std::size_t>(i) * window_stride;
+  }
+};
+
+// Team's state is the set-up's.
+struct Team::Impl : TeamState {};
+
+}  // namespace copse::mpi

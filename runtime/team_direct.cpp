@@ -1,0 +1,64 @@
+#include "runtime/team_direct.hpp"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, LinkRank& link,
+                                   std::optional<std::chrono::milliseconds> timeout,
+                                   std::chrono::milliseconds report_every, WaitReporter report)
+    : engine_(engine), reducer_(reducer), link_(link), timeout_(timeout) {
+  direct_.rank = link.rank;
+  auto describe = [this](const std::string& how) {
+    return engine_.settings().layout.describe(link_.rank) + ", direct reduce of call " + std::to_string(link_.round) +
+           " (" + std::string(link_.activity) + "): " + how + " waiting for rank " +
+           std::to_string(direct_.waiting_for) + " " + direct_.waiting_what +
+           engine_.peer_state(link_, direct_.waiting_for);
+  };
+  policy_.timeout_message = [describe, ms = timeout.value_or(std::chrono::milliseconds(0)).count()] {
+    return describe("timed out after " + std::to_string(ms) + " ms");
+  };
+  if (report_every.count() > 0) {
+    policy_.report_every = report_every;
+    policy_.report = [this, describe, report = std::move(report)] {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - direct_.wait_started);
+      report(describe("still blocked after " + std::to_string(waited.count()) + " s"));
+    };
+  }
+  policy_.check = [this, describe] {
+    if (engine_.aborted()) throw LinkAborted{};
+    if (!engine_.settings().peer_gone || direct_.waiting_for < 0) return;
+    const std::string why = engine_.settings().peer_gone(direct_.waiting_for);
+    if (!why.empty())
+      throw SystemError(describe("gave up") + ": rank " + std::to_string(direct_.waiting_for) + ": " + why);
+  };
+}
+
+void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
+                           bool sliced) {
+  link_.activity = to_string(c);
+  link_.step = 0;
+  engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
+  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+  try {
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    if (sliced)
+      reducer_.allreduce_sliced(direct_, in, out, count, *op, policy_);
+    else
+      reducer_.allreduce(direct_, in, out, count, op, policy_);
+  } catch (...) {
+    // Timed out, a size mismatch or the operator threw here (every other
+    // rank then learns it from the engine), or aborted by another rank.
+    if (!engine_.aborted()) engine_.fail(std::current_exception());
+    throw;
+  }
+  engine_.publish_done(link_);
+}
+
+}  // namespace copse

@@ -1,0 +1,52 @@
+#pragma once
+// A team rank's side of the direct shared-memory reduce
+// (transport/direct_reduce.hpp), written once for the thread Team
+// (runtime/comm.hpp) and the MPI Team (runtime/mpi_comm.hpp): its call count, its
+// wait policy -- made once, so that a call allocates nothing -- and one call
+// run the way the link engine runs a schedule: published for peers' wait
+// messages, worded as the engine's waits ("rank 3, direct reduce of call 7
+// (allreduce): timed out after 200 ms waiting for rank 0 to post its
+// vector; rank 0 has not started its schedule"), ended by the engine's
+// abort or the death of the peer's process (LinkConfig::peer_gone).
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+#include "common/link.hpp"
+#include "common/reduce_op.hpp"
+#include "common/schedule.hpp"
+#include "common/wait.hpp"
+#include "runtime/team_wait.hpp"
+#include "transport/direct_reduce.hpp"
+#include "transport/link_engine.hpp"
+
+namespace copse {
+
+class TeamDirectReduce {
+ public:
+  // For the rank of `link` (its index among `reducer`'s ranks is its rank:
+  // the team is one node). The arguments must outlive this object.
+  TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, LinkRank& link,
+                   std::optional<std::chrono::milliseconds> timeout, std::chrono::milliseconds report_every,
+                   WaitReporter report);
+  TeamDirectReduce(const TeamDirectReduce&) = delete;
+  TeamDirectReduce& operator=(const TeamDirectReduce&) = delete;
+
+  // One call of collective `c` (allreduce; barrier without an operator), as
+  // the run numbered link.round (the caller sets it); `sliced`: an
+  // allreduce through DirectReduce::allreduce_sliced (threads only). A
+  // failure here fails the engine, unless it is aborted already, and
+  // propagates.
+  void run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op, bool sliced = false);
+
+ private:
+  LinkEngine& engine_;
+  DirectReduce& reducer_;
+  LinkRank& link_;
+  std::optional<std::chrono::milliseconds> timeout_;
+  DirectRank direct_;
+  WaitPolicy policy_;
+};
+
+}  // namespace copse

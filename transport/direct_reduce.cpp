@@ -1,0 +1,188 @@
+#include "transport/direct_reduce.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+namespace {
+constexpr std::size_t kBuffers = 2;  // call n uses buffer n % 2 (see the header)
+}  // namespace
+
+// A rank's words, on cache lines of their own that its peers poll: the last
+// call it has posted (its slot holds that call's vector, or for a sliced
+// call the addresses of its vectors), and for sliced calls the last whose
+// slice it has reduced and the last whose slices it has copied.
+struct alignas(64) DirectReduce::Slot {
+  std::atomic<std::uint32_t> posted{0};
+  std::atomic<std::uint32_t> sleepers{0};
+  std::atomic<std::uint32_t> sliced{0};
+  std::atomic<std::uint32_t> sliced_sleepers{0};
+  std::atomic<std::uint32_t> gathered{0};
+  std::atomic<std::uint32_t> gathered_sleepers{0};
+  // Per buffer (call parity), written before `posted` and, like the
+  // buffer, not rewritten while a peer may read it: the vector's size, and
+  // for a sliced call the rank's send and receive vectors.
+  std::uint64_t bytes[kBuffers] = {0, 0};
+  const std::byte* input[kBuffers] = {nullptr, nullptr};
+  std::byte* output[kBuffers] = {nullptr, nullptr};
+};
+
+Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
+  if (!serves(ranks))
+    throw UsageError("the direct reduce serves 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
+                     std::to_string(ranks));
+  const auto p = static_cast<std::size_t>(ranks);
+  const Arena::Offset at = arena.allocate(shared_bytes(ranks), 64);
+  std::byte* base = arena.address(at);
+  for (std::size_t r = 0; r < p; ++r) new (base + r * sizeof(Slot)) Slot{};
+  return at;
+}
+
+std::size_t DirectReduce::shared_bytes(int ranks) {
+  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kSlotBytes);
+}
+
+DirectReduce::DirectReduce(Arena& arena, Arena::Offset shared, int ranks, const SpinPolicy* spin)
+    : ranks_(ranks),
+      scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
+      one_process_(!arena.cross_process()),
+      spin_(spin) {
+  std::byte* base = arena.address(shared);
+  slots_ = std::launder(reinterpret_cast<Slot*>(base));
+  data_ = base + static_cast<std::size_t>(ranks) * sizeof(Slot);
+}
+
+void DirectReduce::post(std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t call) {
+  word.store(call, std::memory_order_release);
+  wake_all(word, scope_, &sleepers);
+}
+
+void DirectReduce::await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
+                             const WaitPolicy& policy) {
+  // A peer may be ahead by one call (it has seen all of this one), never
+  // more: it cannot finish its next call before we post ours.
+  for (int q = 0; q < ranks_; ++q) {
+    if (q == me.rank) continue;
+    Slot& peer = slots_[q];
+    std::uint32_t seen = (peer.*word).load(std::memory_order_acquire);
+    if (static_cast<std::int32_t>(seen - call) >= 0) continue;
+    me.waiting_for = q;
+    me.waiting_what = what;
+    me.wait_started = std::chrono::steady_clock::now();
+    while (static_cast<std::int32_t>(seen - call) < 0)
+      seen = wait_while_equal(peer.*word, seen, policy, scope_, &(peer.*sleepers), spin_);
+    me.waiting_for = -1;
+  }
+}
+
+void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb,
+                               const WaitPolicy& policy) {
+  await_all(me, &Slot::posted, &Slot::sleepers, call, "to post its vector", policy);
+  for (int q = 0; q < ranks_; ++q) {
+    const std::uint64_t theirs = slots_[q].bytes[call % kBuffers];
+    if (theirs == bytes) continue;
+    auto size = [eb](std::uint64_t b) {
+      return eb > 0 && b % eb == 0 ? std::to_string(b / eb) + " elements" : std::to_string(b) + " bytes";
+    };
+    throw ScheduleError("size mismatch in direct reduce " + std::to_string(call) + ": rank " + std::to_string(q) +
+                        " reduces " + size(theirs) + ", rank " + std::to_string(me.rank) + " reduces " + size(bytes));
+  }
+}
+
+std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
+  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kSlotBytes;
+}
+
+void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                             const ReduceOp* op, const WaitPolicy& policy) {
+  const std::size_t eb = op ? op->element_bytes : 0;
+  const std::size_t bytes = count * eb;
+  if (bytes > kSlotBytes)
+    throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
+                     std::to_string(bytes));
+  const std::uint32_t call = ++me.calls;
+  Slot& mine = slots_[me.rank];
+  if (bytes > 0) std::memcpy(data(me.rank, call), send, bytes);
+  mine.bytes[call % kBuffers] = bytes;
+  post(mine.posted, mine.sleepers, call);
+  await_posts(me, call, bytes, eb, policy);
+  if (bytes == 0) return;
+
+  // x_0 ⊙ x_1 ⊙ ... in rank order, on every rank alike.
+  std::memcpy(recv, data(0, call), bytes);
+  for (int q = 1; q < ranks_; ++q) op->combine(recv, data(q, call), count, Combine::right);
+}
+
+// Worked for T = 3 and 7 elements: slices of 3, 2, 2 (BlockPartition).
+// Rank 1 reduces elements 3 and 4: it copies x_0[3..5) into its receive
+// vector and combines x_1[3..5), then x_2[3..5), from the right -- the
+// sequential x_0 ⊙ x_1 ⊙ x_2, as the slots' path computes it, so a result
+// has the same bits whichever path made it -- reading straight from the
+// ranks' send vectors; once every slice is done it copies elements 0..2
+// from rank 0's receive vector and 5, 6 from rank 2's. A rank reads only
+// its own slice of its peers' send vectors, and its peers read only their
+// slices of its receive vector, so in place (send == recv) nothing is
+// overwritten while someone still needs it -- except the rank's own x_1,
+// which the copy of x_0 would overwrite first: in place the slice is folded
+// through a small buffer, a chunk at a time.
+void DirectReduce::allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                                    const ReduceOp& op, const WaitPolicy& policy) {
+  if (!one_process_) throw UsageError("the direct reduce's sliced calls are for threads of one process");
+  const std::size_t eb = op.element_bytes;
+  const std::uint32_t call = ++me.calls;
+  const std::uint32_t b = call % kBuffers;
+  Slot& mine = slots_[me.rank];
+  mine.bytes[b] = count * eb;
+  mine.input[b] = send;
+  mine.output[b] = recv;
+  post(mine.posted, mine.sleepers, call);
+  await_posts(me, call, count * eb, eb, policy);
+
+  const BlockPartition slices(count, ranks_);
+  // acc = x_0 ⊙ x_1 ⊙ ... over elements [from, from + len) of every input.
+  auto fold = [&](std::byte* acc, std::size_t from, std::size_t len) {
+    if (acc != slots_[0].input[b] + from * eb) std::memcpy(acc, slots_[0].input[b] + from * eb, len * eb);
+    for (int q = 1; q < ranks_; ++q) op.combine(acc, slots_[q].input[b] + from * eb, len, Combine::right);
+  };
+  const std::size_t first = slices.offset(me.rank), n = slices.size(me.rank);
+  if (n > 0 && (send != recv || me.rank == 0)) {
+    fold(recv + first * eb, first, n);
+  } else if (n > 0) {
+    constexpr std::size_t kChunkBytes = 16 << 10;  // stays in the L1 cache
+    alignas(64) std::byte chunk[kChunkBytes];
+    std::vector<std::byte> large;  // an element larger than the chunk (a user's operator)
+    std::byte* acc = chunk;
+    std::size_t per = kChunkBytes / std::max<std::size_t>(eb, 1);
+    if (per == 0) {
+      large.resize(eb);
+      acc = large.data();
+      per = 1;
+    }
+    for (std::size_t done = 0; done < n; done += per) {
+      const std::size_t len = std::min(per, n - done);
+      fold(acc, first + done, len);
+      std::memcpy(recv + (first + done) * eb, acc, len * eb);
+    }
+  }
+  post(mine.sliced, mine.sliced_sleepers, call);
+  await_all(me, &Slot::sliced, &Slot::sliced_sleepers, call, "to reduce its slice", policy);
+
+  for (int q = 0; q < ranks_; ++q) {
+    const std::uint64_t size = slices.size(q);
+    if (q == me.rank || size == 0) continue;
+    const std::size_t from = slices.offset(q) * eb;
+    std::memcpy(recv + from, slots_[q].output[b] + from, size * eb);
+  }
+  // Nobody returns (and hands its vectors back to its caller) while a peer
+  // may still read them.
+  post(mine.gathered, mine.gathered_sleepers, call);
+  await_all(me, &Slot::gathered, &Slot::gathered_sleepers, call, "to copy the other slices", policy);
+}
+
+}  // namespace copse

@@ -1,0 +1,127 @@
+#pragma once
+// The direct shared-memory reduce (issue 8, item 1): small vectors among the
+// ranks of one node, in one round. Every rank copies its vector into its own
+// slot in the node's arena, says so by bumping its call number, and then
+// reads the slots of all T ranks, reducing them itself in rank order
+// (x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1}, the same sequence of operations on every rank,
+// so inexact floating-point results are bitwise identical everywhere).
+//
+// Why, beside the schedules: a schedule's exchanges are pairwise, so the
+// fastest of them (recursive doubling) makes every rank wait log2 T times,
+// each time for one particular peer to be scheduled. With more ranks than
+// cores (T = 4 and 8 threads on 2 cores) each of those waits is a trip
+// through the scheduler; here a rank waits once, for the last arrival, and
+// the reads that follow need nobody else. Measured side by side on 2 cores,
+// 8-byte float sum, back-to-back calls: T = 4 3.7 us against 6.2-12 us for
+// the schedule, T = 8 8.3-16 us against 20-50 us. The cost is T slots read
+// per rank (T^2 small reads in all), which is why it is for small vectors
+// and small teams only (fits(), kMaxRanks).
+//
+// It is not a schedule and keeps no virtual clock: the simulator and the
+// emulator never see it. A Team on one node without a virtual clock runs
+// its small allreduces and its barriers here (runtime/comm.cpp,
+// runtime/mpi_comm.cpp), and a thread Team its large allreduces in slices
+// (allreduce_sliced: each rank reduces its 1/T slice straight from its
+// peers' vectors, then copies the other slices from theirs).
+//
+// Reuse without a wait (worked for T = 2): each rank has two data buffers
+// and call n uses buffer n % 2. Rank 0 may write call n + 2 into buffer
+// n % 2 only once every rank has posted call n + 1, and rank 1 posts n + 1
+// only after it has finished reading call n. So nobody overwrites a buffer a
+// peer may still be reading, and a post never waits for readers.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/reduce_op.hpp"
+#include "common/schedule.hpp"
+#include "common/wait.hpp"
+#include "transport/arena.hpp"
+
+namespace copse {
+
+// One rank's private side: its call count and, while it waits, whom for
+// and since when (for the wait's messages).
+struct DirectRank {
+  int rank = 0;
+  std::uint32_t calls = 0;
+  int waiting_for = -1;
+  const char* waiting_what = "";  // e.g. "to post its vector"
+  std::chrono::steady_clock::time_point wait_started;
+};
+
+class DirectReduce {
+ public:
+  // The largest vector one call reduces, in bytes. Measured on 2 cores
+  // (back-to-back float sums, direct against the selected schedule): ahead
+  // at T = 4 and 8 up to 2 KiB (2 KiB: 5-8 against 8-9 us at T = 4, 12-13
+  // against 30-38 us at T = 8), level at T = 2; from 4 KiB on no longer
+  // ahead everywhere.
+  static constexpr std::size_t kSlotBytes = 2048;
+  // The largest team it serves: each rank reads every slot.
+  static constexpr int kMaxRanks = 32;
+  static bool serves(int ranks) { return ranks >= 1 && ranks <= kMaxRanks; }
+  static bool fits(int ranks, std::size_t bytes) { return serves(ranks) && bytes <= kSlotBytes; }
+  // Vectors from this size on are reduced in slices (allreduce_sliced)
+  // where the ranks are threads of one process. Measured on 2 cores against
+  // the selected schedules (back-to-back float sums): level at T = 2 (the
+  // same bytes move either way); at T = 4 and 8 ahead from 128 KiB (128 KiB:
+  // 21 against 26-29 us at T = 4; 1 MiB: 93-109 against 110-122 us at T = 4,
+  // 215-218 against 319-327 us at T = 8; 16 MiB: 4.0 against 5.2-6.6 ms and
+  // 7.0-8.3 against 10.8-11.8 ms), mixed at 64 KiB.
+  static constexpr std::size_t kSlicedFromBytes = 128 << 10;
+  static bool slices(int ranks, std::size_t bytes) { return serves(ranks) && bytes >= kSlicedFromBytes; }
+
+  // Places the slots of `ranks` ranks in `arena`; returns their offset.
+  // They take at most shared_bytes(ranks) of it.
+  static Arena::Offset create_shared(Arena& arena, int ranks);
+  static std::size_t shared_bytes(int ranks);
+
+  // Attaches to slots made by create_shared. Waits spin under `spin` (null:
+  // wait.cpp's default), as the node's link engine does.
+  DirectReduce(Arena& arena, Arena::Offset shared, int ranks, const SpinPolicy* spin);
+
+  int ranks() const { return ranks_; }
+
+  // Rank me.rank's part of the next call: recv = the rank-order reduction
+  // of every rank's `count` elements of `send` (recv may be send). With
+  // count 0 (or no operator) it is a barrier. Every rank of the team must
+  // make the same calls in the same order. Waits under `policy` (its
+  // messages may read me.waiting_for); throws what the wait or the operator
+  // throws, leaving the slots unusable (the caller aborts its team).
+  void allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp* op,
+                 const WaitPolicy& policy);
+
+  // The same for a vector of any size among threads of one process (a
+  // HeapArena; UsageError otherwise), without copying it into the slots:
+  // each rank reduces its 1/T slice straight from its peers' send vectors
+  // into its receive vector (in rank order: bitwise the same result
+  // wherever it is read), then copies the other slices from its peers'
+  // receive vectors -- one read of every input and one of every result, as
+  // a reduce-scatter and allgather move at least, in three waits whatever T.
+  // The calls share the count with allreduce() and may alternate with it.
+  void allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp& op,
+                        const WaitPolicy& policy);
+
+ private:
+  struct Slot;
+  using Word = std::atomic<std::uint32_t> Slot::*;
+  std::byte* data(int rank, std::uint32_t call) const;
+  void post(std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t call);
+  // Waits until every peer's `word` has reached `call`.
+  void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
+                 const WaitPolicy& policy);
+  // Every peer's post of `call`, of `bytes` as ours (else ScheduleError).
+  void await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb, const WaitPolicy& policy);
+
+  int ranks_;
+  FutexScope scope_;
+  bool one_process_;
+  const SpinPolicy* spin_;
+  Slot* slots_;
+  std::byte* data_;
+};
+
+}  // namespace copse

@@ -1,0 +1,242 @@
+#pragma once
+// The shared-memory link: single-copy rendezvous between ranks whose link
+// state lives in one node arena (transport/arena.hpp) -- threads of one
+// process over a HeapArena, processes of one node over a ShmArena. It is one
+// of the links the step executor (exec/step_executor.hpp) drives; see
+// common/link.hpp for the semantics every link shares.
+//
+// The same code serves
+//   (a) the emulator's rank threads (emulator/emulator.cpp, over a HeapArena),
+//   (b) user threads calling Comm (runtime/comm.cpp, over a HeapArena), and
+//   (c) ranks that are processes mapping one ShmArena (the MPI layer; see
+//       tests/test_arena_processes.cpp).
+//
+// A link is a rendezvous, and whichever side arrives second moves the data,
+// in one copy straight between the two ranks' working buffers (combining
+// into the receiver's buffer). With the virtual clock kept, acks carry the
+// transfer's end time, which feeds each rank's RankClock exactly as the
+// simulator does, so virtual times equal the simulator's. The first failure
+// aborts the whole engine: every other rank's wait ends with LinkAborted.
+//
+// Buffers: a rank's working buffer and scratch must be reachable by an arena
+// offset. For threads (HeapArena) that is any memory of the process, so the
+// working buffer may be the user's own buffer (single copy, no staging).
+// Processes (ShmArena) run with staged sends (LinkConfig::staged_sends): a
+// send is copied into the sender's stage in the segment and pulled from
+// there by its receiver, so working buffers stay private (the user's own);
+// with cross-memory attach (LinkConfig::cross_memory_attach) large sends
+// skip the stage, and their receiver reads them straight out of the
+// sender's private buffer.
+//
+// Layout in the arena (create_shared): a header (abort flag, barrier
+// counter), then one outbox, one inbox and one progress record per rank, each
+// on its own cache line(s).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/cost_model.hpp"
+#include "common/error.hpp"
+#include "common/link.hpp"
+#include "common/rank_map.hpp"
+#include "common/schedule.hpp"
+#include "common/wait.hpp"
+#include "transport/arena.hpp"
+
+namespace copse {
+
+// What only the shared-memory transport needs, beside the run's
+// ExecutorConfig (common/link.hpp): which ranks its arena serves and how
+// their sends travel.
+struct LinkConfig {
+  // The ranks whose link state this engine's arena holds, ascending -- in an
+  // MPI run, the ranks of one node; empty: every rank of the layout. Each
+  // member has a slot (its index here) in the shared state; create_shared
+  // must have been called with members.size() (or layout.ranks()) ranks.
+  std::vector<int> members;
+  // Staged sends (processes of a node, without a virtual clock): a send is
+  // copied into the sender's stage (LinkEngine::set_stage, in the arena) as soon as
+  // the receiver has taken its previous one, and is done then; the receiver
+  // pulls it from there into any memory of its own. Working buffers and
+  // scratch may then be private memory (the user's own buffers), and no
+  // acknowledgement travels back. Otherwise (the default) a transfer is a
+  // rendezvous straight between the two ranks' buffers, which must lie in
+  // the arena.
+  bool staged_sends = false;
+  // Cross-memory attach (with staged sends; Linux): a send of at least
+  // `attach_from_bytes` (or one larger than the sender's stage) is not
+  // copied into the stage: the sender posts its buffer's own address, and its
+  // receiver reads it straight out of the sender's process with
+  // process_vm_readv -- one copy instead of two, and no stage bound on the
+  // message size. Such a send is a rendezvous again: done once its receiver
+  // has read it. Smaller sends stay eager through the stage. Whoever sets it
+  // must know that every member's process may read every other's memory
+  // (the MPI layer probes it once per team, runtime/mpi_comm.cpp); a read the
+  // kernel refuses anyway fails the engine with a SystemError.
+  bool cross_memory_attach = false;
+  std::size_t attach_from_bytes = std::size_t{16} << 10;
+  // Ranks running on this machine, of this engine and others (virtual nodes
+  // of one host each have an engine): with more than its cores, waiting
+  // processes poll, yielding the core, instead of spinning. 0: the engine's
+  // own ranks.
+  int ranks_on_host = 0;
+};
+
+// Materialises `rank`'s steps of `plan` into `out` (appending), checking every
+// peer and region against p ranks and an `elements`-element vector. Returns
+// the scratch elements the rank needs for staging (0 if no step's send and
+// receive regions overlap). Throws ScheduleError naming rank, step and region.
+std::uint64_t compile_steps(const SchedulePlan& plan, int rank, int ranks, std::uint64_t elements,
+                            std::vector<Step>& out);
+
+// Reads `bytes` at `address` in process `pid` into `to` with
+// process_vm_readv (Linux cross-memory attach), resuming after partial
+// reads. Returns 0, or the errno of the read that failed (EFAULT for one that
+// made no progress). Never throws.
+int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t bytes) noexcept;
+
+// Whether a step's send and receive regions overlap (its receive must then be
+// staged: the send transmits the region as it was when the step began).
+inline bool overlaps(const Transfer& a, const Transfer& b) {
+  return a.count > 0 && b.count > 0 && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+class LinkEngine final : public Link {
+ public:
+  // Places and initialises the shared link state for `ranks` ranks (the
+  // engines' members) in `arena`; returns its offset (to hand to the other
+  // processes' engines).
+  static Arena::Offset create_shared(Arena& arena, int ranks);
+
+  // Attaches to shared state created by create_shared (in this process or,
+  // for a ShmArena, in another one). The arena must outlive the engine.
+  // `settings` are the run's (its ranks, clock, waits, failure sink),
+  // `config` the transport's own.
+  LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settings, LinkConfig config = {});
+  LinkEngine(const LinkEngine&) = delete;
+  LinkEngine& operator=(const LinkEngine&) = delete;
+  ~LinkEngine() override;
+
+  const ExecutorConfig& settings() const { return settings_; }
+  const LinkConfig& config() const { return config_; }
+  Arena& arena() const { return arena_; }
+
+  // Where `rank` (a member) copies its eager sends for their receivers to
+  // pull: `bytes` bytes in the arena -- with staged sends every send, else,
+  // without a virtual clock, those that fit. None (the default): no stage.
+  void set_stage(int rank, std::byte* stage, std::size_t bytes);
+
+  // The Link (common/link.hpp). Data pointers must lie in the arena.
+  void start_send(LinkRank& c, const Transfer& send, const std::byte* data) override;
+  bool test_send(LinkRank& c) override;
+  void start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) override;
+  bool test_recv(LinkRank& c) override;
+  bool can_block() const override { return true; }
+  void block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) override;
+  void withdraw(LinkRank& c) noexcept override;
+  std::string peer_state(const LinkRank& c, int peer) const override;
+  int awaited(const LinkRank& c, LinkRank::Wait what) const override;
+
+  // Where a rank is, for other ranks' messages: `round` begun, at `step`, or done.
+  void publish_start(const LinkRank& c);
+  void publish_step(const LinkRank& c);
+  void publish_done(const LinkRank& c);
+
+  // A barrier among `participants` arrivals (ranks calling barrier(), plus
+  // outside threads calling arrive()). Waits up to twice the timeout plus
+  // 100 ms, so that a stuck step reports itself before the ranks that
+  // finished give up on it.
+  //
+  // The barrier's word counts generations modulo 2^31 (next_generation), so
+  // that its top bit only ever means "aborted", however many barriers pass.
+  void barrier(LinkRank& c, std::uint32_t participants);
+  void arrive(std::uint32_t participants);
+  static std::uint32_t next_generation(std::uint32_t word);
+  std::chrono::milliseconds barrier_patience() const;
+
+  // Records `error` through on_failure, then aborts (never throws).
+  void fail(std::exception_ptr error) noexcept;
+  // Ends every rank's waits with LinkAborted (idempotent, never throws).
+  void abort() noexcept;
+  bool aborted() const;
+  FutexScope scope() const { return scope_; }
+  // How this engine's waits spin (null: wait.cpp's default), for waits on
+  // other words of the same ranks (transport/direct_reduce.hpp).
+  const SpinPolicy* spin_policy() const { return spin(); }
+  // Bytes this process's ranks have read from other processes by
+  // cross-memory attach (LinkConfig::cross_memory_attach), so far.
+  std::uint64_t attached_bytes() const { return attached_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Outbox;
+  struct Inbox;
+  struct Progress;
+  struct Shared;
+  // A member rank's private state in this transport, in this process (its
+  // own cache line: each is written by its rank's thread alone).
+  struct alignas(64) RankState {
+    bool send_posted = true;      // false while a send waits for the outbox to be free
+    std::uint32_t recv_bell = 0;  // the doorbell value last seen
+    std::byte* stage = nullptr;   // see set_stage
+    std::size_t stage_bytes = 0;
+    const std::byte* send_data = nullptr;  // the send waiting to be posted
+    int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
+  };
+  RankState& own(const LinkRank& c) { return own_[slot(c.rank)]; }
+  const RankState& own(const LinkRank& c) const { return own_[slot(c.rank)]; }
+
+  bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
+  bool try_post(LinkRank& c);
+  // Whether `send` is copied and done at once (see try_post; the posted
+  // send's Outbox::copied says so to its receiver).
+  bool eager(const LinkRank& c, const Transfer& send) const;
+  // Whether `send` is read by its receiver straight from the sender's
+  // process (LinkConfig::cross_memory_attach).
+  bool attached(const LinkRank& c, const Transfer& send) const;
+  void read_attached(LinkRank& c, const Outbox& ob);
+  bool try_pull(LinkRank& c);
+  void pull(LinkRank& c, Outbox& ob);
+  void ring(Inbox& inbox);
+  std::string size_mismatch(int src, std::uint64_t sent, int dst, std::uint64_t received, std::uint64_t offset) const;
+  // The virtual-clock ends of a matched transfer (the cost model's), or zeros without a clock.
+  TransferEnds ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
+                    Picos receiver_ready) const;
+  int slots() const {
+    return config_.members.empty() ? settings_.layout.ranks() : static_cast<int>(config_.members.size());
+  }
+  std::size_t slot(int rank) const {
+    return static_cast<std::size_t>(slot_of_.empty() ? rank : slot_of_[static_cast<std::size_t>(rank)]);
+  }
+
+  // Processes' waits spin (or poll) under spin_, and so do threads' up to a
+  // few per core; others keep wait.cpp's default.
+  const SpinPolicy* spin() const { return scope_ == FutexScope::shared || thread_spin_ ? &spin_ : nullptr; }
+
+  Arena& arena_;
+  ExecutorConfig settings_;
+  LinkConfig config_;
+  std::vector<RankState> own_;  // per slot
+  FutexScope scope_;
+  SpinPolicy spin_;
+  bool thread_spin_ = false;
+  // Messages of at least this many bytes are always moved by their receiver
+  // (0: by whichever side arrives second); see deliver_if_waited_for.
+  std::uint64_t receiver_moves_from_ = 0;
+  Shared* shared_;
+  Outbox* outbox_;
+  Inbox* inbox_;
+  Progress* progress_;
+  std::vector<int> slot_of_;  // rank -> slot (-1: not a member); empty: slot = rank
+  int pid_ = 0;               // this process's, published in each of its ranks' progress record
+  std::atomic<std::uint64_t> attached_bytes_{0};
+};
+
+}  // namespace copse

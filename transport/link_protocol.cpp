@@ -1,0 +1,358 @@
+// The shared-memory link's transfer protocol: posting and delivering sends,
+// pulling and reading receives, and waiting for them (the words it works on:
+// link_words.hpp; the engine's set-up, failure and barrier: link_engine.cpp).
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/error.hpp"
+#include "transport/link_engine.hpp"
+#include "transport/link_words.hpp"
+
+namespace copse {
+
+// ---- the protocol -----------------------------------------------------------------
+
+TransferEnds LinkEngine::ends(int src, int dst, std::uint64_t elements, std::size_t eb, Picos sender_ready,
+                              Picos receiver_ready) const {
+  if (!settings_.virtual_clock) return {};
+  return settings_.model.transfer_ends(settings_.layout, src, dst, elements * eb, sender_ready, receiver_ready);
+}
+
+void LinkEngine::ring(Inbox& inbox) {
+  inbox.bell.fetch_add(1, std::memory_order_acq_rel);
+  wake_all(inbox.bell, scope_, &inbox.bell_sleepers);
+}
+
+void LinkEngine::start_send(LinkRank& c, const Transfer& send, const std::byte* data) {
+  RankState& me = own(c);
+  c.begin_send(send);
+  me.send_posted = false;
+  me.send_data = data;
+  if (config_.staged_sends && send.count * c.eb > kEagerBytes && send.count * c.eb > me.stage_bytes &&
+      !attached(c, send))
+    throw ScheduleError(settings_.layout.describe(c.rank) + " sends " + std::to_string(send.count * c.eb) +
+                        " bytes, more than its stage of " + std::to_string(me.stage_bytes) + " bytes");
+  (void)try_post(c);
+}
+
+bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
+  if (config_.staged_sends) return !attached(c, send);
+  const std::uint64_t bytes = send.count * c.eb;
+  return !settings_.virtual_clock && (bytes <= kEagerBytes || bytes <= own(c).stage_bytes);
+}
+
+bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
+  if (!config_.cross_memory_attach) return false;
+  const std::uint64_t bytes = send.count * c.eb;
+  return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > own(c).stage_bytes);
+}
+
+// Posts the send once the outbox is free (idle: the receiver of our previous
+// send has taken it). An eager send is copied first -- into the outbox's own
+// cache line when it fits, which its receiver reads anyway, else into the
+// rank's stage -- and is done at once: its receiver pulls the copy whenever
+// it comes, and rings our bell when it has (we may be asleep there, with our
+// next send waiting for the outbox). A rendezvous send waits in the outbox
+// for its receiver, unless the receiver waits for us already; an attached
+// one (cross-memory attach) posts its own address and waits for its
+// receiver's read.
+bool LinkEngine::try_post(LinkRank& c) {
+  Outbox& ob = outbox_[slot(c.rank)];
+  RankState& me = own(c);
+  std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s & kAbortBit) throw LinkAborted{};
+  if (s != kIdle) return false;
+  const Transfer& send = c.sending;
+  const auto bytes = static_cast<std::size_t>(send.count * c.eb);
+  const bool copied = eager(c, send);
+  const bool attach = !copied && attached(c, send);
+  if (copied) {
+    std::byte* copy = bytes <= kEagerBytes ? ob.eager : me.stage;
+    if (bytes > 0) std::memcpy(copy, me.send_data, bytes);
+    ob.data = arena_.offset_of(copy);
+  } else {
+    ob.data = attach ? reinterpret_cast<std::uintptr_t>(me.send_data) : arena_.offset_of(me.send_data);
+  }
+  ob.copied = copied;
+  ob.attached = attach;
+  ob.count = send.count;
+  ob.sender_ready = settings_.virtual_clock ? c.clock.send_ready() : 0;
+  if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
+  me.send_posted = true;
+  if (copied) {
+    me.staged_to = send.peer;
+    ring(inbox_[slot(send.peer)]);
+    c.send_done = true;
+  } else if (attach) {
+    ring(inbox_[slot(send.peer)]);  // receivers of staged sends never post: it will find ours and ack
+  } else if (deliver_if_waited_for(c, send, me.send_data)) {
+    c.send_done = true;
+  }
+  return true;
+}
+
+// The receiver may be waiting for us already: then we deliver into its
+// buffer, and the send is done at once.
+//
+// Not for large messages while every rank has a core of its own: the rank
+// that arrives second would then move both messages of an exchange -- say
+// ranks 0 and 1 swap halves of 1 MiB, 0 arrives first and posts its receive;
+// 1 arriving would reduce into 0's buffer and then pull its own half, while
+// 0, whose core is free, only waits. Left to their receivers, the two halves
+// are reduced at once, on both cores (the T = 2 allreduce of 1 MiB spent
+// about twice the copy it needed). The receiver is spinning, so leaving it
+// the copy costs no wake-up.
+bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data) {
+  Outbox& ob = outbox_[slot(c.rank)];
+  Inbox& ib = inbox_[slot(send.peer)];
+  if ((receiver_moves_from_ > 0 && send.count * c.eb >= receiver_moves_from_) ||
+      ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
+    ring(ib);  // not there yet: it will find our post
+    return false;
+  }
+  std::uint32_t expected = posted(send.peer);
+  if (!ob.state.compare_exchange_strong(expected, kIdle, std::memory_order_seq_cst))
+    return false;  // it found our post at the same moment and is pulling
+  // The receiver is waiting for us: deliver into its buffer. It only leaves
+  // posted(us) by withdrawing on an abort.
+  expected = posted(c.rank);
+  if (!ib.state.compare_exchange_strong(expected, kDelivering, std::memory_order_acq_rel)) throw LinkAborted{};
+  if (ib.count != send.count) {
+    ib.state.store(kIdle, std::memory_order_release);
+    ring(ib);
+    throw ScheduleError(size_mismatch(c.rank, send.count, send.peer, ib.count, ib.offset));
+  }
+  const TransferEnds end = ends(c.rank, send.peer, send.count, c.eb, ob.sender_ready, ib.recv_ready);
+  try {
+    apply_received(c, arena_.address(ib.target), data, send.count, ib.side);
+  } catch (...) {
+    fail(std::current_exception());  // first, so that the receiver does not take the idle inbox for a delivery
+    ib.state.store(kIdle, std::memory_order_release);
+    ring(ib);
+    throw;
+  }
+  ib.end = end.recv_end;
+  ib.state.store(kDone, std::memory_order_release);
+  ring(ib);
+  c.send_end = end.send_end;
+  return true;
+}
+
+bool LinkEngine::test_send(LinkRank& c) {
+  if (c.send_done) return true;
+  if (!own(c).send_posted) return try_post(c) && c.send_done;
+  Outbox& ob = outbox_[slot(c.rank)];
+  const std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s == kIdle) {  // the receiver pulled and acked
+    c.send_end = ob.end;
+    c.send_done = true;
+    return true;
+  }
+  if (s & kAbortBit) throw LinkAborted{};
+  return false;
+}
+
+void LinkEngine::pull(LinkRank& c, Outbox& ob) {
+  const Transfer& recv = c.receiving;
+  // We hold the claim on the sender's outbox: every exit releases it.
+  auto release = [&] {
+    const std::uint32_t old = ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);
+    wake_all(ob.state, scope_, &ob.state_sleepers);
+    return old;
+  };
+  const bool was_eager = ob.copied;
+  if (ob.count != recv.count) {
+    ScheduleError error(size_mismatch(recv.peer, ob.count, c.rank, recv.count, recv.offset));
+    fail(std::make_exception_ptr(error));
+    release();
+    throw error;
+  }
+  const TransferEnds end =
+      ends(recv.peer, c.rank, recv.count, c.eb, ob.sender_ready, settings_.virtual_clock ? c.clock.recv_ready() : 0);
+  try {
+    if (ob.attached)
+      read_attached(c, ob);
+    else
+      apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
+  } catch (...) {
+    fail(std::current_exception());  // first, so that the sender does not take the release for an ack
+    release();
+    throw;
+  }
+  ob.end = end.send_end;
+  if (release() & kAbortBit) throw LinkAborted{};
+  // An eager send's sender may sleep on its bell for a receive while its
+  // next send waits for the outbox we just freed.
+  if (was_eager) ring(inbox_[slot(recv.peer)]);
+  c.recv_end = end.recv_end;
+  c.recv_done = true;
+}
+
+int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t bytes) noexcept {
+  auto* out = static_cast<std::byte*>(to);
+  while (bytes > 0) {
+    // One iovec each side: the kernel may still stop short (at a fault, or
+    // past MAX_RW_COUNT, about 2 GiB); the loop resumes where it stopped.
+    iovec local{out, bytes};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), bytes};
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno;
+    if (got == 0) return EFAULT;
+    out += got;
+    address += static_cast<std::uint64_t>(got);
+    bytes -= static_cast<std::size_t>(got);
+  }
+  return 0;
+}
+
+// Reads an attached send (cross-memory attach) into the receive's target.
+// A sender of this very process (a thread rank beside ours) needs no system
+// call: its buffer is ours to read.
+void LinkEngine::read_attached(LinkRank& c, const Outbox& ob) {
+  const Transfer& recv = c.receiving;
+  const int pid = progress_[slot(recv.peer)].pid.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = recv.count * c.eb;
+  if (pid == pid_) {
+    apply_received(c, c.recv_target, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(ob.data)),
+                   recv.count, c.recv_side);
+    return;
+  }
+  auto read = [&](std::uint64_t at, std::byte* to, std::uint64_t n) {
+    const int error = cross_memory_read(pid, ob.data + at, to, static_cast<std::size_t>(n));
+    if (error == 0) return;
+    std::string why = std::strerror(error);
+    // ESRCH: the sender's process has ended; say so as every wait for it does.
+    if (settings_.peer_gone)
+      if (const std::string gone = settings_.peer_gone(recv.peer); !gone.empty()) why += "; " + gone;
+    throw SystemError(settings_.layout.describe(c.rank) + " cannot read the " + std::to_string(bytes) +
+                      "-byte message of " + settings_.layout.describe(recv.peer) + " (pid " + std::to_string(pid) +
+                      ") out of its memory by cross-memory attach (process_vm_readv): " + why);
+  };
+  if (c.recv_side == Combine::replace) {
+    read(0, c.recv_target, bytes);
+  } else {
+    // Combining: chunk by chunk through a bounce buffer that stays in the
+    // cache, of whole elements. One per thread: ranks are threads.
+    thread_local std::vector<std::byte> bounce;
+    const std::uint64_t per = std::max<std::uint64_t>(1, kAttachChunkBytes / c.eb);
+    if (bounce.size() < per * c.eb) bounce.resize(static_cast<std::size_t>(per * c.eb));
+    for (std::uint64_t at = 0; at < recv.count; at += per) {
+      const std::uint64_t n = std::min(per, recv.count - at);
+      read(at * c.eb, bounce.data(), n * c.eb);
+      apply_received(c, c.recv_target + at * c.eb, bounce.data(), n, c.recv_side);
+    }
+  }
+  attached_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
+  c.begin_recv(recv, target, side);
+  if (config_.staged_sends) {
+    (void)try_pull(c);
+    return;
+  }
+  Outbox& ob = outbox_[slot(recv.peer)];
+  Inbox& ib = inbox_[slot(c.rank)];
+  const std::uint32_t for_me = posted(c.rank);
+
+  // The sender is there already: pull.
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_acquire) == for_me &&
+      ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) {
+    pull(c, ob);
+    return;
+  }
+  // Post the receive, so that the sender can deliver; test_recv looks again.
+  ib.target = arena_.offset_of(target);
+  ib.count = recv.count;
+  ib.offset = recv.offset;
+  ib.recv_ready = settings_.virtual_clock ? c.clock.recv_ready() : 0;
+  ib.side = side;
+  ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
+}
+
+// Staged sends: pull the sender's staged send once it is posted for us.
+bool LinkEngine::try_pull(LinkRank& c) {
+  Outbox& ob = outbox_[slot(c.receiving.peer)];
+  const std::uint32_t for_me = posted(c.rank);
+  // Read the bell first: a post after this read rings it, so a block() on
+  // this value cannot miss it.
+  own(c).recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_seq_cst) != for_me ||
+      !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
+    if (aborted()) throw LinkAborted{};
+    return false;
+  }
+  pull(c, ob);
+  return true;
+}
+
+bool LinkEngine::test_recv(LinkRank& c) {
+  if (c.recv_done) return true;
+  if (config_.staged_sends) return try_pull(c);
+  const Transfer& recv = c.receiving;
+  Outbox& ob = outbox_[slot(recv.peer)];
+  Inbox& ib = inbox_[slot(c.rank)];
+  const std::uint32_t for_me = posted(c.rank);
+  // Read the bell first: a post or delivery after this read rings it, so a
+  // block() on this value cannot miss it.
+  own(c).recv_bell = ib.bell.load(std::memory_order_acquire);
+  if (ib.state.load(std::memory_order_acquire) == kDone) {
+    ib.state.store(kIdle, std::memory_order_relaxed);
+    c.recv_end = ib.end;
+    c.recv_done = true;
+    return true;
+  }
+  if (aborted()) throw LinkAborted{};
+  std::uint32_t expected = for_me;
+  if (ob.state.load(std::memory_order_seq_cst) != for_me ||
+      !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst))
+    return false;  // not posted yet, or the sender claimed it and is delivering
+  if (ib.state.load(std::memory_order_acquire) == kDone) {
+    // The sender delivered our message after we last looked and has already
+    // posted its next one to us, which is what we claimed: put it back for
+    // our next receive. (Its delivery's done mark precedes that post, so
+    // seeing the post means seeing the mark.)
+    expected = kClaimed;
+    if (!ob.state.compare_exchange_strong(expected, for_me, std::memory_order_acq_rel)) {
+      ob.state.fetch_and(kAbortBit, std::memory_order_acq_rel);  // release our claim
+      wake_all(ob.state, scope_, &ob.state_sleepers);
+      throw LinkAborted{};
+    }
+    ib.state.store(kIdle, std::memory_order_relaxed);
+    c.recv_end = ib.end;
+    c.recv_done = true;
+    return true;
+  }
+  // Ours now: the sender cannot deliver (it lost the outbox), so the inbox
+  // goes back to idle before we pull.
+  ib.state.store(kIdle, std::memory_order_relaxed);
+  pull(c, ob);
+  return true;
+}
+
+void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) {
+  if (what == LinkRank::Wait::recv) {
+    Inbox& ib = inbox_[slot(c.rank)];
+    // A send waiting for the outbox (an eager send of ours not yet taken)
+    // must not sleep through its release (which rings the bell; this look
+    // covers a release before the bell was read).
+    if (!own(c).send_posted && settings_.layout.shares_memory(c.rank, c.sending.peer)) {
+      const std::uint32_t s = outbox_[slot(c.rank)].state.load(std::memory_order_seq_cst);
+      if (s == kIdle || (s & kAbortBit)) return;
+    }
+    (void)wait_while_equal(ib.bell, own(c).recv_bell, policy, scope_, &ib.bell_sleepers, spin());
+    return;
+  }
+  Outbox& ob = outbox_[slot(c.rank)];
+  const std::uint32_t s = ob.state.load(std::memory_order_acquire);
+  if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(ob.state, s, policy, scope_, &ob.state_sleepers, spin());
+}
+
+}  // namespace copse

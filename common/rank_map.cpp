@@ -83,6 +83,12 @@ int RankMap::process(int rank) const { return process_of_.empty() ? 0 : process_
 int RankMap::thread(int rank) const { return thread_of_.empty() ? rank : thread_of_[at(rank)]; }
 int RankMap::mpi_rank(int rank) const { return mpi_rank_of_.empty() ? -1 : mpi_rank_of_[at(rank)]; }
 
+std::vector<int> RankMap::node_sizes() const {
+  std::vector<int> sizes(static_cast<std::size_t>(nodes_), 0);
+  for (int r = 0; r < ranks_; ++r) ++sizes[static_cast<std::size_t>(node(r))];
+  return sizes;
+}
+
 std::vector<int> RankMap::node_table() const {
   std::vector<int> table(at(ranks_));
   for (int r = 0; r < ranks_; ++r) table[at(r)] = node(r);

@@ -62,6 +62,8 @@ class RankMap {
   int level(int a, int b) const { return same_node(a, b) ? 0 : 1; }
   // Each rank's node, as a table.
   std::vector<int> node_table() const;
+  // Ranks per node, node 0 first.
+  std::vector<int> node_sizes() const;
   // "rank 5 (node 1)"; "rank 5" when there is one node.
   std::string describe(int rank) const;
 

@@ -6,6 +6,7 @@ CommOptions make_comm_options(const Options& options) {
   CommOptions comm;
   static_cast<PlanOptions&>(comm) = make_plan_options(options);
   comm.ranks_per_node = options.hierarchy.ranks_per_node;
+  comm.form_falls_back = true;  // one hierarchy.form for every communicator (CommOptions::form_falls_back)
   comm.wait_timeout = options.runtime.wait_timeout_ms();
   comm.wait_report = options.runtime.wait_report_ms();
   comm.cross_memory_attach = options.mpi.cma == CmaMode::automatic ? CommOptions::Attach::automatic

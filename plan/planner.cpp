@@ -97,8 +97,7 @@ SchedulePlan Planner::compose(Form form, const AlgorithmInfo& algorithm, const S
     case Form::leader:
     case Form::multi_leader: return plan_hierarchical(hierarchy(form), algorithm, shape);
     case Form::lanes: {
-      std::vector<int> sizes(static_cast<std::size_t>(layout().nodes()), 0);
-      for (int node : layout().node_table()) ++sizes[static_cast<std::size_t>(node)];
+      const std::vector<int> sizes = layout().node_sizes();
       for (std::size_t n = 1; n < sizes.size(); ++n)
         if (sizes[n] != sizes[0])
           throw UsageError("the lanes form needs nodes of equal size; node 0 holds " + std::to_string(sizes[0]) +

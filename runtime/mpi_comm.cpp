@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <list>
 #include <thread>
 #include <utility>
@@ -350,6 +351,10 @@ Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_un
   options.multi_leader = options.form_in_effect() == Form::multi_leader;
   impl_->options = std::move(options);
   impl_->set_up(comm, threads);
+  const std::vector<int> sizes = impl_->plan_nodes.node_sizes();
+  if (impl_->options.form_falls_back && impl_->options.form_in_effect() == Form::lanes &&
+      std::ranges::adjacent_find(sizes, std::not_equal_to<>()) != sizes.end())
+    impl_->options.form = Form::leader;
   make_planners(*impl_);
   impl_->comms.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t)

@@ -98,7 +98,14 @@ struct CommOptions : PlanOptions {
   enum class Attach { automatic, on, off };
   Attach cross_memory_attach = Attach::automatic;
   std::size_t plan_cache = 64;  // shapes kept per Comm (least recently used go first)
-  ArrivalOptions arrival;       // Comm::edge with an arrival-aware allreduce (plan/arrival_monitor.hpp)
+  // A form this communicator's nodes cannot take -- lanes on nodes of
+  // unequal size -- runs as the leader form instead of failing every call.
+  // Off here (the C++ API refuses it, UsageError at the call); the
+  // configuration's options turn it on (mpi/options.cpp): one
+  // hierarchy.form serves every communicator of a program, and a
+  // sub-communicator's nodes may be uneven where the world's are not.
+  bool form_falls_back = false;
+  ArrivalOptions arrival;  // Comm::edge with an arrival-aware allreduce (plan/arrival_monitor.hpp)
   std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline
   std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never report
   std::function<void(const std::string&)> on_wait_report;             // default: one line on stderr

@@ -6,11 +6,11 @@
 #   algorithms schedule builders (builders/), patterns, registry, schedule files,
 #              the verifier and the simulator, timelines
 #   plan       hierarchy composition (leaders, lanes), selection, block autotuning,
-#              the planner and its plan cache
+#              arrival estimates, the planner and its plan cache
 #   transport  links: the node's arena and shared-memory link engine, the
 #              direct shared-memory reduce, the MPI link
 #   exec       the step executor: one schedule, any links
-#   runtime    communicators: the runtime core, thread ranks, MPI processes
+#   runtime    communicators: thread ranks, MPI processes (set-up, segment, failure)
 #   emulator   the emulated cluster: ranks as fibers, virtual clocks
 #   tools      experiments, calibration, replay
 #   config     configuration (file, environment, explicit) and TeamOptions from it

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # One MPI test of libcopse_mpi.so, run as one mpirun and checked:
 #
-#   run.sh collectives NP [K]   tests/pmpi/collectives.c under LD_PRELOAD on NP
+#   run.sh collectives NP [K [FORM]]
+#                               tests/pmpi/collectives.c under LD_PRELOAD on NP
 #                               processes (on virtual nodes of K ranks, one
-#                               collective not served, when K is given): its
+#                               collective not served, when K is given; in
+#                               hierarchy.form FORM when given -- lanes on
+#                               sub-communicators of uneven nodes then run
+#                               as leader, CommOptions::form_falls_back): its
 #                               own result checks, then its COPSE_MPI_STATS
 #                               lines against the calls it expected copse to
 #                               serve and to pass (one node: with
@@ -28,6 +32,7 @@ set -uo pipefail
 what=${1:?usage: run.sh collectives|fortran|c-api|config-errors NP [K]}
 np=${2:?NP missing}
 k=${3:-0}
+form=${4:-}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -107,6 +112,7 @@ case "$what" in
       export COPSE_HIERARCHY_RANKS_PER_NODE=$k
       export COPSE_MPI_SERVE=allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block
       extra=(--not-served reduce_scatter)
+      [[ -z $form ]] || export COPSE_HIERARCHY_FORM=$form
     else
       # One node: large messages by cross-memory attach wherever the kernel
       # allows it, whether or not it pays here (auto may decline it).

@@ -110,6 +110,49 @@ std::string describe(const TimelineEvent& e) {
   return text;
 }
 
+// The time axis under the rows: ticks at round times, 0 to `span` picoseconds.
+void write_time_axis(std::ostream& out, double left, double width, double axis_y, double span) {
+  const double step = tick_step(span, 10);
+  out << "<g id=\"axis\"><line x1=\"" << number(left) << "\" x2=\"" << number(left + width) << "\" y1=\""
+      << number(axis_y) << "\" y2=\"" << number(axis_y) << "\" stroke=\"black\"/>\n";
+  for (double t = 0; t <= span * (1 + 1e-9); t += step) {
+    const double x = left + t / span * width;
+    out << "<line x1=\"" << number(x) << "\" x2=\"" << number(x) << "\" y1=\"" << number(axis_y) << "\" y2=\""
+        << number(axis_y + 5) << "\" stroke=\"black\"/><text x=\"" << number(x) << "\" y=\"" << number(axis_y + 18)
+        << "\" text-anchor=\"middle\">" << format_time(t * 1e-12) << "</text>\n";
+  }
+  out << "<text x=\"" << number(left + width / 2) << "\" y=\"" << number(axis_y + 34)
+      << "\" text-anchor=\"middle\">virtual time</text></g>\n";
+}
+
+// At most 16 swatches: past 16 parts the colours are a gradient, shown by 16 of its steps.
+int legend_swatches(int segments) { return std::min(segments, 16); }
+
+// The legend under the axis: what a row's lanes are, and which colour is
+// which part of the vector. `merged`: some bars stand for several events.
+void write_gantt_legend(std::ostream& out, double left, double legend_y, int segments, bool merged) {
+  const bool gradient = segments > 16;
+  const int swatches = legend_swatches(segments);
+  out << "<g id=\"legend\"><text x=\"" << number(left) << "\" y=\"" << number(legend_y - 6)
+      << "\">Each row a rank: upper half sends, lower half receives, dark strip local work (combine, copy); "
+      << "colour: " << (gradient ? "position in the vector, start to end" : "which part of the vector moves")
+      << (merged ? "; bars closer than half a pixel merged" : "") << "</text>\n";
+  for (int i = 0; i < swatches; ++i) {
+    const double x = left + (i % 8) * 130, y = legend_y + (i / 8) * 22;
+    const int segment = gradient ? i * (segments - 1) / (swatches - 1) : i;
+    std::string label;
+    if (gradient)
+      label = i == 0 ? "vector start" : i == swatches - 1 ? "vector end" : "";
+    else
+      label = (segments == 1 ? std::string("whole vector")
+                             : "part " + std::to_string(i + 1) + "/" + std::to_string(segments));
+    out << "<rect class=\"swatch\" x=\"" << number(x) << "\" y=\"" << number(y + 4) << "\" width=\"14\" height=\"12\" "
+        << "fill=\"" << colour_of(segment, segments) << "\"/><text x=\"" << number(x + 18) << "\" y=\""
+        << number(y + 14) << "\">" << label << "</text>\n";
+  }
+  out << "</g>\n";
+}
+
 }  // namespace
 
 void write_gantt_svg(std::ostream& out, const Timeline& timeline, int ranks, const GanttOptions& options) {
@@ -129,10 +172,8 @@ void write_gantt_svg(std::ostream& out, const Timeline& timeline, int ranks, con
   const double top = options.title.empty() ? 40 : 62;
   const double plot_h = rows * (row_h + gap);
   const double axis_y = top + plot_h + 4;
-  const bool gradient = segments > 16;
-  const int swatches = gradient ? 16 : segments;
   const double legend_y = axis_y + 62;
-  const double legend_rows = std::ceil(swatches / 8.0);
+  const double legend_rows = std::ceil(legend_swatches(segments) / 8.0);
   const double height = legend_y + 22 * legend_rows + 16;
   const auto x_of = [&](Picos t) { return left + static_cast<double>(t) / span * width; };
   const auto segment_of = [&](const TimelineEvent& e) {
@@ -211,38 +252,10 @@ void write_gantt_svg(std::ostream& out, const Timeline& timeline, int ranks, con
       }
   out << "</g>\n";
 
-  // Time axis.
-  const double step = tick_step(span, 10);
-  out << "<g id=\"axis\"><line x1=\"" << number(left) << "\" x2=\"" << number(left + width) << "\" y1=\""
-      << number(axis_y) << "\" y2=\"" << number(axis_y) << "\" stroke=\"black\"/>\n";
-  for (double t = 0; t <= span * (1 + 1e-9); t += step) {
-    const double x = left + t / span * width;
-    out << "<line x1=\"" << number(x) << "\" x2=\"" << number(x) << "\" y1=\"" << number(axis_y) << "\" y2=\""
-        << number(axis_y + 5) << "\" stroke=\"black\"/><text x=\"" << number(x) << "\" y=\"" << number(axis_y + 18)
-        << "\" text-anchor=\"middle\">" << format_time(t * 1e-12) << "</text>\n";
-  }
-  out << "<text x=\"" << number(left + width / 2) << "\" y=\"" << number(axis_y + 34)
-      << "\" text-anchor=\"middle\">virtual time</text></g>\n";
+  write_time_axis(out, left, width, axis_y, span);
 
-  // Legend.
-  out << "<g id=\"legend\"><text x=\"" << number(left) << "\" y=\"" << number(legend_y - 6)
-      << "\">Each row a rank: upper half sends, lower half receives, dark strip local work (combine, copy); "
-      << "colour: " << (gradient ? "position in the vector, start to end" : "which part of the vector moves")
-      << (bars != sorted.size() ? "; bars closer than half a pixel merged" : "") << "</text>\n";
-  for (int i = 0; i < swatches; ++i) {
-    const double x = left + (i % 8) * 130, y = legend_y + (i / 8) * 22;
-    const int segment = gradient ? i * (segments - 1) / (swatches - 1) : i;
-    std::string label;
-    if (gradient)
-      label = i == 0 ? "vector start" : i == swatches - 1 ? "vector end" : "";
-    else
-      label = (segments == 1 ? std::string("whole vector")
-                             : "part " + std::to_string(i + 1) + "/" + std::to_string(segments));
-    out << "<rect class=\"swatch\" x=\"" << number(x) << "\" y=\"" << number(y + 4) << "\" width=\"14\" height=\"12\" "
-        << "fill=\"" << colour_of(segment, segments) << "\"/><text x=\"" << number(x + 18) << "\" y=\""
-        << number(y + 14) << "\">" << label << "</text>\n";
-  }
-  out << "</g>\n</svg>\n";
+  write_gantt_legend(out, left, legend_y, segments, bars != sorted.size());
+  out << "</svg>\n";
 }
 
 // ---- Chrome trace (JSON) --------------------------------------------------------

@@ -56,6 +56,53 @@ std::string two_decimals(double x) {
   return buffer;
 }
 
+// The best row of a kind (any, flat, hierarchical): its form, cluster,
+// shape and virtual time.
+struct Best {
+  const HierarchyForm* form = nullptr;
+  std::optional<EmulatedCluster> cluster;
+  Shape shape;
+  Picos time = 0;
+};
+
+// What the table's rows are and how they are measured, then its heading.
+void print_demo_header(const DemoArgs& args, const EmulationSetup& setup, const ClusterSpec& base) {
+  const int per_node = args.cluster.ranks_per_node;
+  const ReduceOp& op = setup.op;
+  std::cout << "copse demo: allreduce flat and hierarchical on an emulated cluster of " << setup.cluster.nodes()
+            << " nodes x " << per_node << " ranks (" << setup.cluster.ranks() << " threads), "
+            << format_bytes(setup.bytes) << " per rank (" << setup.count << " x " << to_string(op.dtype) << "), op "
+            << op.name << "\n"
+            << "cost model (" << args.model << "): " << model_summary(base.model) << "\n"
+            << "forms: flat over all ranks; 1 leader per node above groups; multi-leader (every group leader talks "
+               "off-node); lanes (node reduce-scatter, one inter-node allreduce per local rank, node allgather)\n"
+            << "blocks: auto (the count that minimises simulated time); virtual time: the emulator's clock "
+               "(checked equal to the simulator's);\nwall time: the slowest rank per repetition, over "
+            << base.repetitions << " repetitions on this machine\n\n";
+  std::cout << pad("FORM", 40) << pad("BLOCKS", 8, true) << pad("VIRTUAL TIME", 14, true) << pad("WALL MIN", 12, true)
+            << pad("WALL MEDIAN", 13, true) << "  VERIFIED\n";
+}
+
+// The winner's Gantt chart, from the simulator (its virtual times are the emulator's).
+void write_winner_gantt(const std::string& path, const Best& winner, const EmulationSetup& setup, int per_node) {
+  const ReduceOp& op = setup.op;
+  const AlgorithmInfo& algorithm = find_algorithm(Collective::allreduce, winner.form->algorithm);
+  Timeline timeline;
+  constexpr int kRows = 64;
+  const SimulatedRun sim =
+      run_simulated(*winner.cluster, algorithm, op.element_bytes, setup.count, 0, winner.shape.blocks, &timeline);
+  GanttOptions gantt;
+  gantt.title = "copse demo winner: " + winner.form->label() + ", " + std::to_string(winner.cluster->nodes()) +
+                " nodes x " + std::to_string(per_node) + " ranks, " + format_bytes(setup.bytes) + ", " +
+                std::to_string(sim.blocks) + (sim.blocks == 1 ? " block" : " blocks");
+  gantt.vector_elements = setup.count;
+  gantt.segments = gantt_segments(sim.blocks, algorithm.pipelined_parts);
+  gantt.max_rows = kRows;
+  gantt.node_of = winner.cluster->emulator_config().layout.node_table();
+  write_picture_file("--gantt", path,
+                     [&](std::ostream& out) { write_gantt_svg(out, timeline, winner.cluster->ranks(), gantt); });
+}
+
 int run_demo(const DemoArgs& args) {
   if (args.model != "cluster" && args.model != "config") throw UsageError("--model: expected cluster or config");
   const EmulationSetup setup = make_setup(args.cluster);
@@ -66,26 +113,7 @@ int run_demo(const DemoArgs& args) {
   Json results = Json::array();
   std::vector<std::string> failures;
 
-  if (!args.json) {
-    std::cout << "copse demo: allreduce flat and hierarchical on an emulated cluster of " << setup.cluster.nodes()
-              << " nodes x " << per_node << " ranks (" << setup.cluster.ranks() << " threads), "
-              << format_bytes(setup.bytes) << " per rank (" << setup.count << " x " << to_string(op.dtype) << "), op "
-              << op.name << "\n"
-              << "cost model (" << args.model << "): " << model_summary(base.model) << "\n"
-              << "forms: flat over all ranks; 1 leader per node above groups; multi-leader (every group leader talks "
-                 "off-node); lanes (node reduce-scatter, one inter-node allreduce per local rank, node allgather)\n"
-              << "blocks: auto (the count that minimises simulated time); virtual time: the emulator's clock "
-                 "(checked equal to the simulator's);\nwall time: the slowest rank per repetition, over "
-              << base.repetitions << " repetitions on this machine\n\n";
-    std::cout << pad("FORM", 40) << pad("BLOCKS", 8, true) << pad("VIRTUAL TIME", 14, true) << pad("WALL MIN", 12, true)
-              << pad("WALL MEDIAN", 13, true) << "  VERIFIED\n";
-  }
-  struct Best {
-    const HierarchyForm* form = nullptr;
-    std::optional<EmulatedCluster> cluster;
-    Shape shape;
-    Picos time = 0;
-  };
+  if (!args.json) print_demo_header(args, setup, base);
   Best best, best_flat, best_hier;
   const std::vector<HierarchyForm> forms = demo_forms(per_node);
   for (const HierarchyForm& form : forms) {
@@ -129,24 +157,9 @@ int run_demo(const DemoArgs& args) {
       if (run.ok && (!b->form || t < b->time)) b->form = &form, b->cluster = cluster, b->shape = run.shape, b->time = t;
   }
 
-  // The winner's Gantt chart, from the simulator (its virtual times are the emulator's).
   std::string gantt_path;
   if (best.form && !args.gantt.empty()) {
-    const AlgorithmInfo& algorithm = find_algorithm(Collective::allreduce, best.form->algorithm);
-    Timeline timeline;
-    constexpr int kRows = 64;
-    const SimulatedRun sim =
-        run_simulated(*best.cluster, algorithm, op.element_bytes, setup.count, 0, best.shape.blocks, &timeline);
-    GanttOptions gantt;
-    gantt.title = "copse demo winner: " + best.form->label() + ", " + std::to_string(best.cluster->nodes()) +
-                  " nodes x " + std::to_string(per_node) + " ranks, " + format_bytes(setup.bytes) + ", " +
-                  std::to_string(sim.blocks) + (sim.blocks == 1 ? " block" : " blocks");
-    gantt.vector_elements = setup.count;
-    gantt.segments = gantt_segments(sim.blocks, algorithm.pipelined_parts);
-    gantt.max_rows = kRows;
-    gantt.node_of = best.cluster->emulator_config().layout.node_table();
-    write_picture_file("--gantt", args.gantt,
-                       [&](std::ostream& out) { write_gantt_svg(out, timeline, best.cluster->ranks(), gantt); });
+    write_winner_gantt(args.gantt, best, setup, per_node);
     gantt_path = args.gantt;
   }
 

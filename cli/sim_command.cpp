@@ -54,6 +54,23 @@ SimArgs configured_defaults(const Config& config) {
   return s;
 }
 
+// The Gantt chart's rows: more would be unreadable (and the timeline large).
+constexpr int kGanttRows = 64;
+
+// --gantt FILE: the simulated run's timeline as a Gantt chart (SVG).
+void write_sim_gantt(const std::string& path, const Timeline& timeline, const AlgorithmInfo& algorithm,
+                     const Shape& shape, std::uint64_t bytes, int blocks, const SimulationOptions& options) {
+  GanttOptions gantt;
+  gantt.title = std::string(to_string(algorithm.collective)) + " " + std::string(algorithm.name) + ", " +
+                std::to_string(shape.ranks) + " ranks, " + format_bytes(bytes) + ", " + std::to_string(blocks) +
+                (blocks == 1 ? " block" : " blocks") + " (copse sim)";
+  gantt.vector_elements = vector_elements(algorithm.collective, shape);
+  gantt.segments = gantt_segments(blocks, algorithm.pipelined_parts);
+  gantt.max_rows = kGanttRows;
+  if (options.layout) gantt.node_of = options.layout->node_table();
+  write_picture_file("--gantt", path, [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -99,22 +116,10 @@ int run_sim(SimArgs args) {
     shape = with_segments(shape, search->segments);
   }
   Timeline timeline;
-  constexpr int kGanttRows = 64;
   if (!args.gantt.empty()) options.timeline = &timeline, options.timeline_ranks = kGanttRows;
   const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
-  if (!args.gantt.empty()) {
-    GanttOptions gantt;
-    gantt.title = std::string(to_string(algorithm.collective)) + " " + std::string(algorithm.name) + ", " +
-                  std::to_string(shape.ranks) + " ranks, " + format_bytes(bytes) + ", " + std::to_string(blocks) +
-                  (blocks == 1 ? " block" : " blocks") + " (copse sim)";
-    gantt.vector_elements = vector_elements(algorithm.collective, shape);
-    gantt.segments = gantt_segments(blocks, algorithm.pipelined_parts);
-    gantt.max_rows = kGanttRows;
-    if (options.layout) gantt.node_of = options.layout->node_table();
-    write_picture_file("--gantt", args.gantt,
-                       [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
-  }
+  if (!args.gantt.empty()) write_sim_gantt(args.gantt, timeline, algorithm, shape, bytes, blocks, options);
 
   if (args.json) {
     Json j{{"algorithm", algorithm.name},

@@ -3,8 +3,8 @@
 // user operators, counts 0 to large), over single nodes and uneven synthetic
 // clusters, every grouping policy with and without multi-leader, every
 // inter-node allreduce algorithm; virtual times against the simulator; a
-// repeated call that allocates nothing; and a rank that never calls, which
-// must end in a TimeoutError naming it rather than a hang.
+// repeated call that allocates nothing; bad arguments and user operators of
+// one name. test_comm_failures.cpp has the timeouts, errors and waits.
 //
 // Catch2's assertions are not thread-safe, so rank threads only record what
 // they saw; the checks run on the main thread after the join.
@@ -38,6 +38,7 @@
 #include "common/reduce_op.hpp"
 #include "plan/hierarchical.hpp"
 #include "runtime/comm.hpp"
+#include "tests/comm_threads.hpp"
 #include "tests/support.hpp"
 
 namespace {
@@ -111,40 +112,9 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-constexpr const char* kMachine = "package:2 l3:2 core:2 pu:1";
-
-TeamOptions options_for(const std::vector<int>& layout, const std::string& grouping = "auto",
-                        bool multi_leader = false) {
-  TeamOptions o;
-  for (int k : layout) o.nodes.push_back(NodeSpec{Machine::synthetic(kMachine), k, {}});
-  o.grouping = Grouping::parse(grouping);
-  o.multi_leader = multi_leader;
-  o.wait_timeout = std::chrono::milliseconds(30000);
-  return o;
-}
-
-// Runs fn(comm) on one thread per rank (except `absent`); returns each
-// rank's exception, if any.
-template <class F>
-std::vector<std::exception_ptr> on_every_rank(Team& team, F fn, int absent = -1) {
-  const int p = team.size();
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(p));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r) {
-    if (r == absent) continue;
-    threads.emplace_back([&, r] {
-      try {
-        fn(team.comm(r));
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
 using copse::testing::message_of;
+using copse::testing::on_every_rank;
+using copse::testing::options_for;
 
 void check_no_errors(const std::vector<std::exception_ptr>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) {
@@ -443,74 +413,6 @@ TEST_CASE("concurrency: comm: a repeated call of the same shape allocates nothin
   CHECK(first[0] > 0);  // the counter does count
 }
 
-TEST_CASE("concurrency: comm: a rank that never calls makes the others time out naming it", "[comm]") {
-  {
-    TeamOptions o = options_for({2});
-    o.wait_timeout = std::chrono::milliseconds(200);
-    Team team(o);
-    const ReduceOp op = builtin_op("sum", DType::int32);
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto errors = on_every_rank(
-        team,
-        [&](Comm& c) {
-          std::vector<int> v(100, 1);
-          c.allreduce(v.data(), v.data(), v.size(), op);
-        },
-        1);
-    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
-    REQUIRE(errors[0]);
-    CHECK_THROWS_AS(std::rethrow_exception(errors[0]), TimeoutError);
-    CHECK_THAT(message_of(errors[0]), Catch::Contains("rank 0") && Catch::Contains("of call 0 (allreduce)") &&
-                                          Catch::Contains("waiting for rank 1") &&
-                                          Catch::Contains("rank 1 has not started"));
-    // The team is broken from now on: every call says why, at once.
-    std::vector<int> v(10, 1);
-    CHECK_THROWS_AS(team.comm(0).allreduce(v.data(), v.data(), v.size(), op), TimeoutError);
-    CHECK_THROWS_AS(team.comm(1).barrier(), TimeoutError);
-  }
-  {
-    // Three ranks on two nodes, rank 2 absent: both callers fail with the
-    // first timeout (a waiter on rank 2, or on a rank stuck on rank 2).
-    TeamOptions o = options_for({2, 1});
-    o.wait_timeout = std::chrono::milliseconds(200);
-    Team team(o);
-    const auto errors = on_every_rank(
-        team,
-        [&](Comm& c) {
-          std::vector<double> v(1000, 1.0);
-          c.bcast(v.data(), v.size(), DType::float64, 2);
-        },
-        2);
-    for (int r = 0; r < 2; ++r) {
-      REQUIRE(errors[static_cast<std::size_t>(r)]);
-      CHECK_THROWS_AS(std::rethrow_exception(errors[static_cast<std::size_t>(r)]), TimeoutError);
-      CHECK_THAT(message_of(errors[static_cast<std::size_t>(r)]),
-                 Catch::Contains("timed out after 200 ms waiting for rank ") && Catch::Contains("(bcast)"));
-    }
-    CHECK(message_of(errors[0]) == message_of(errors[1]));
-  }
-}
-
-TEST_CASE("concurrency: comm: a throwing operator on one rank fails every rank with its error", "[comm]") {
-  Team team(options_for({3, 2}, "size:2"));
-  std::atomic<bool> thrown{false};
-  const ReduceOp boom = user_op("boom", DType::int32, true, 4, [&](const void*, void*, std::size_t) {
-    if (!thrown.exchange(true)) throw std::runtime_error("boom on the first combine");
-  });
-  const auto errors = on_every_rank(team, [&](Comm& c) {
-    std::vector<int> v(1000, 1);
-    c.allreduce(v.data(), v.data(), v.size(), boom);
-  });
-  // Every rank's result depends on that combine, so nobody can finish.
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    INFO("rank " << r);
-    CHECK(message_of(errors[r]) == "boom on the first combine");
-  }
-  std::vector<int> v(10, 1);
-  CHECK_THROWS_WITH(team.comm(0).allreduce(v.data(), v.data(), v.size(), builtin_op("sum", DType::int32)),
-                    "boom on the first combine");
-}
-
 TEST_CASE("comm refuses bad arguments with a UsageError, and the team stays usable", "[comm]") {
   TeamOptions bad = options_for({2});
   bad.allreduce = "no-such-algorithm";
@@ -573,50 +475,4 @@ TEST_CASE("comm: two user operators of one name are two operators (the plan cach
     CHECK(sums[static_cast<std::size_t>(r)] == std::vector<int>(8, 2 + 3));
     CHECK(products[static_cast<std::size_t>(r)] == std::vector<int>(8, 2 * 3));
   }
-}
-
-TEST_CASE("concurrency: comm: without a deadline a late rank is waited for, and reported", "[comm]") {
-  TeamOptions o = options_for({2, 1});
-  o.wait_timeout.reset();  // the Comm default: no deadline
-  o.wait_report = std::chrono::milliseconds(40);
-  std::mutex reports_mutex;
-  std::vector<std::string> reports;
-  o.on_wait_report = [&](const std::string& message) {
-    std::lock_guard<std::mutex> lock(reports_mutex);
-    reports.push_back(message);
-  };
-  Team team(o);
-  const ReduceOp op = builtin_op("sum", DType::int64);
-  std::vector<std::vector<std::int64_t>> results(3);
-  const auto errors = on_every_rank(team, [&](Comm& c) {
-    // Rank 2 arrives long after several report intervals have passed.
-    if (c.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    auto& v = results[static_cast<std::size_t>(c.rank())];
-    v.assign(1000, c.rank() + 1);
-    c.allreduce(v.data(), v.data(), v.size(), op);
-  });
-  for (std::size_t r = 0; r < 3; ++r) {
-    CHECK_FALSE(errors[r]);
-    CHECK(results[r] == std::vector<std::int64_t>(1000, 1 + 2 + 3));
-  }
-  // Rank 1 may be reporting that it waits for rank 0; somebody must name rank 2.
-  std::lock_guard<std::mutex> lock(reports_mutex);
-  REQUIRE_FALSE(reports.empty());
-  for (const auto& report : reports)
-    CHECK_THAT(report, Catch::Contains("still blocked after") && Catch::Contains("(allreduce)"));
-  CHECK(std::any_of(reports.begin(), reports.end(), [](const std::string& report) {
-    return report.find("waiting for rank 2") != std::string::npos &&
-           report.find("rank 2 has not started") != std::string::npos;
-  }));
-}
-
-TEST_CASE("comm: TeamOptions waits without a deadline by default, and refuses a non-positive one", "[comm]") {
-  CHECK_FALSE(TeamOptions().wait_timeout.has_value());
-  CHECK(TeamOptions().wait_report == std::chrono::seconds(60));
-  TeamOptions o = options_for({2});
-  o.wait_timeout = std::chrono::milliseconds(0);
-  CHECK_THROWS_AS(Team(o), UsageError);
-  o.wait_timeout.reset();
-  o.wait_report = std::chrono::milliseconds(-1);
-  CHECK_THROWS_AS(Team(o), UsageError);
 }

@@ -41,14 +41,6 @@ Stripe& stripe_of(const void* address) {
 // first thread to wait, which may be pinned to a single core.
 alignas(64) std::atomic<int> g_spinners{0};
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
 constexpr auto kSpinBudget = std::chrono::microseconds(4);
 
 long futex(const std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {

@@ -40,6 +40,16 @@ struct WaitPolicy {
 // and check again.
 inline constexpr std::chrono::milliseconds kWaitSleepSlice{100};
 
+// One pause of a spin loop: tells the core (and a hyperthread sibling) that
+// this thread is only waiting. The waits here and the executor's polling use it.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 // How waits on shared words spin before they sleep, when the default (a
 // short spin per core of the process's affinity, see wait.cpp) does not fit:
 // processes pinned one per core each see a single core, though the ranks

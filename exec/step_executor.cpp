@@ -372,16 +372,6 @@ void StepExecutor::finish(LinkRank& c, Link* send, Link* recv) {
   c.waiting = LinkRank::Wait::none;
 }
 
-namespace {
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-}  // namespace
-
 // A network request is open: it only progresses while we poll it, so never
 // sleep on a futex. Spin a few microseconds, then yield the core between
 // polls (other ranks on this core get to run), and after a while sleep a

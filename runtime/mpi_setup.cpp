@@ -172,7 +172,6 @@ std::vector<ProcessInfo> TeamState::gather_processes(int processes, int thread_c
   }
   if (find_algorithm(Collective::allreduce, algorithm_name(options, Collective::allreduce)).arrival_aware) {
     arrival_aware = true;
-    warmup_allreduce = &find_algorithm(Collective::allreduce, team_defaults::allreduce);
     void* value = nullptr;
     int found = 0;
     check_mpi(PMPI_Comm_get_attr(dup, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");

@@ -155,7 +155,6 @@ struct TeamState {
 
   // Arrival estimates (set when the allreduce is arrival-aware).
   bool arrival_aware = false;
-  const AlgorithmInfo* warmup_allreduce = nullptr;  // the team default, run during the warm-up
   int max_threads = 1;
   Clock::time_point origin = Clock::now();
 

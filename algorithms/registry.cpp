@@ -41,6 +41,11 @@ SchedulePlan bi_greedy_reduce(const Shape&);
 SchedulePlan bi_greedy_allreduce(const Shape&);
 SchedulePlan slt_allreduce(const Shape&);
 SchedulePlan prr_allreduce(const Shape&);
+SchedulePlan scatter_allgather_bcast(const Shape&);
+SchedulePlan bruck_allgather(const Shape&);
+SchedulePlan recursive_doubling_allgather(const Shape&);
+SchedulePlan recursive_halving_reduce_scatter(const Shape&);
+SchedulePlan pairwise_reduce_scatter(const Shape&);
 }  // namespace builders
 
 namespace {
@@ -136,6 +141,9 @@ constexpr std::array kAlgorithms = {
     on(kBinary, AlgorithmInfo{C::bcast, "binary-tree", "pipelined binary tree from the root", false, true,
                               a::binary_tree_bcast}),
     on(kChain, AlgorithmInfo{C::bcast, "chain", "pipelined chain from the root", false, true, a::chain_bcast}),
+    AlgorithmInfo{C::bcast, "scatter-allgather",
+                  "binomial scatter of p chunks, then ring allgather (van de Geijn): ~2m per rank for large m", false,
+                  false, a::scatter_allgather_bcast},
     AlgorithmInfo{C::barrier, "recursive-doubling", "one-element recursive-doubling allreduce", false, false,
                   a::recursive_doubling_barrier},
     on(kBinomial, AlgorithmInfo{C::barrier, "binomial", "one-element binomial reduce and broadcast", false, false,
@@ -149,6 +157,11 @@ constexpr std::array kAlgorithms = {
                               "gather up a post-order binary tree, then pipelined broadcast of the whole vector", false,
                               true, a::binary_tree_allgather}),
     AlgorithmInfo{C::allgather, "ring", "p-1 steps around the ring, one block each", false, false, a::ring_allgather},
+    AlgorithmInfo{C::allgather, "bruck", "Bruck's ceil(log2 p) rounds at distance 1, 2, 4, ..., any p", false, false,
+                  a::bruck_allgather},
+    AlgorithmInfo{C::allgather, "recursive-doubling",
+                  "block groups doubling at distance 1, 2, 4, ... (any p, folded onto a power of two)", false, false,
+                  a::recursive_doubling_allgather},
     on(kBinomial, AlgorithmInfo{C::reduce_scatter, "binomial",
                                 "pipelined binomial reduce of the whole vector, then scatter down the tree", false,
                                 true, a::binomial_reduce_scatter}),
@@ -157,6 +170,11 @@ constexpr std::array kAlgorithms = {
                               false, true, a::binary_tree_reduce_scatter}),
     AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true,
                   false, a::ring_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "recursive-halving",
+                  "halving at distance p/2, ..., 1 (any p, folded onto a power of two), log2 p steps", true, false,
+                  a::recursive_halving_reduce_scatter},
+    AlgorithmInfo{C::reduce_scatter, "pairwise", "p-1 direct exchanges, each rank's block straight to its owner", true,
+                  false, a::pairwise_reduce_scatter},
 };
 // clang-format on
 

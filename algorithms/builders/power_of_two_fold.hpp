@@ -21,6 +21,11 @@ struct PowerOfTwoFold {
   // -1 for a rank that sits out the butterfly.
   int new_rank(int r) const { return r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra; }
   int old_rank(int n) const { return n < extra ? 2 * n + 1 : n + extra; }
+  // The lowest old rank new rank n stands for (first_old(p2) = p): the new
+  // ranks [a, b) stand for the old ranks [first_old(a), first_old(b)), so
+  // the blocks of a butterfly group (allgather, reduce_scatter) are one
+  // contiguous range. p = 6: new ranks 0..3 start at old ranks 0, 2, 4, 5.
+  int first_old(int n) const { return n < extra ? 2 * n : n + extra; }
 };
 
 // Whole-vector transfer, or none when the vector is empty.

@@ -2,13 +2,16 @@
 //
 // Loads the configuration exactly as the engine does (defaults < config file
 // < COPSE_* environment < explicit settings, here --set) and prints every
-// key's effective value, its environment variable and its source. Bad input
+// key's effective value, its environment variable and its source, then the
+// decision table mpi.table selects, row by row. Bad input
 // (unreadable or malformed file, unknown key or variable, invalid value) is a
 // UsageError: one line on stderr, exit 2, as everywhere in the CLI.
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -17,9 +20,29 @@
 #include "cli/options.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "config/decision_table.hpp"
 
 namespace copse {
 namespace {
+
+// The decision table's rows as `copse config --json` shows them; null for none.
+Json table_json(const std::optional<DecisionTable>& table) {
+  if (!table) return nullptr;
+  Json rows = Json::array();
+  const auto bound = [](auto v, auto none) { return v == none ? Json(nullptr) : Json(v); };
+  for (const DecisionRow& r : table->rows)
+    rows.push_back({{"line", r.line},
+                    {"collective", r.collective ? Json(std::string(to_string(*r.collective))) : Json("*")},
+                    {"min_bytes", r.min_bytes},
+                    {"max_bytes", bound(r.max_bytes, std::numeric_limits<std::uint64_t>::max())},
+                    {"min_ranks", r.min_ranks},
+                    {"max_ranks", bound(r.max_ranks, std::numeric_limits<int>::max())},
+                    {"min_nodes", r.min_nodes},
+                    {"max_nodes", bound(r.max_nodes, std::numeric_limits<int>::max())},
+                    {"use", std::string(to_string(r.use))},
+                    {"note", r.note}});
+  return {{"source", table->source}, {"default", std::string(to_string(table->fallback))}, {"rows", rows}};
+}
 
 Json json_value(const ConfigValue& v) {
   return std::visit([](const auto& x) { return Json(x); }, v);
@@ -55,6 +78,8 @@ int run_config_command(const CLI::App& cmd) {
     if (eq == std::string::npos) throw UsageError("--set: expected KEY=VALUE, got \"" + setting + "\"");
     config.set(setting.substr(0, eq), setting.substr(eq + 1));
   }
+  // Read before anything is printed: a bad table is an error, not a tail.
+  const std::optional<DecisionTable> table = configured_decision_table(config.options().mpi);
 
   if (cmd.get_option("--json")->count() > 0) {
     Json settings = Json::object();
@@ -69,7 +94,8 @@ int run_config_command(const CLI::App& cmd) {
     }
     std::cout << Json{{"config_file", config.file() ? Json(*config.file()) : Json(nullptr)},
                       {"config_file_origin", config.file() ? Json(config.file_origin()) : Json(nullptr)},
-                      {"settings", settings}}
+                      {"settings", settings},
+                      {"decision_table", table_json(table)}}
                      .dump(2)
               << "\n";
     return 0;
@@ -96,6 +122,11 @@ int run_config_command(const CLI::App& cmd) {
     std::cout << pad(std::string(key.name), key_width + 2) << pad(shown(key.name), value_width + 2)
               << pad(std::string(key.env), env_width + 2) << config.source_of(key.name).to_string() << "\n";
   }
+  // Which calls the interposition library serves and which it leaves to MPI.
+  if (table)
+    std::cout << "\ndecision table (mpi.table): " << table->source << "\n" << table->describe();
+  else
+    std::cout << "\ndecision table (mpi.table): none (every call mpi.serve and the byte bounds allow is served)\n";
   return 0;
 }
 

@@ -54,6 +54,8 @@
 //   mpi.max_bytes            SIZE|none  none  larger calls go to the MPI library
 //   mpi.stats                FILE    ""       append one JSON line per process at MPI_Finalize; "" = none
 //   mpi.trace                FILE    ""       one JSON line per collective call per process (mpi/trace.hpp); "" = none
+//   mpi.table                FILE|none  ""    decision table: which calls copse serves (config/decision_table.hpp);
+//                                             "" = the built-in table, none = serve every call the above allow
 //   mpi.cma                  auto|on|off  auto  processes of a node read large messages from each other's memory
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
@@ -185,6 +187,9 @@ struct MpiOptions {
   std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none
   std::string trace;                       // one JSON line per collective call (mpi/trace.hpp); empty: none
+  // The decision table (config/decision_table.hpp): a file; empty, the
+  // built-in table; "none", no table.
+  std::string table;
   // Cross-memory attach between the processes of a node (CommOptions::
   // cross_memory_attach): auto where a probe at set-up finds it allowed and
   // no slower than the copies it replaces, on where allowed, off: never.

@@ -433,6 +433,12 @@ constexpr std::array kKeys = {
             "MPI_Init), for copse replay; empty: none"},
            [](Options& o, const Raw& r) { o.mpi.trace = read_string(r); },
            [](const Options& o) -> ConfigValue { return o.mpi.trace; }},
+    KeyDef{{"mpi.table", "COPSE_MPI_TABLE", "FILE|none",
+            "the decision table (config/decision_table.hpp): which calls copse serves and which go to the MPI "
+            "library, by collective, size and communicator shape; empty: the built-in table; none: no table "
+            "(copse serves every call mpi.serve and the byte bounds allow)"},
+           [](Options& o, const Raw& r) { o.mpi.table = read_string(r); },
+           [](const Options& o) -> ConfigValue { return o.mpi.table; }},
 };
 
 constexpr std::size_t kKeyCount = kKeys.size();

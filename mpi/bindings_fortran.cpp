@@ -17,9 +17,49 @@
 // (ignore-TKR), as in mpif.h; and an f08 caller that leaves out the optional
 // IERROR passes a null pointer, so it is only written when present.
 
+#include <dlfcn.h>
 #include <mpi.h>
 
+#include <array>
+
 #include "mpi/interposer.hpp"
+
+namespace copse::mpi::interposer {
+
+// Fortran's MPI_IN_PLACE and MPI_BOTTOM: Open MPI's mpif.h, `use mpi` and
+// `use mpi_f08` all pass the address of a common block (gfortran names it
+// mpi_fortran_in_place_; Open MPI's own check, OMPI_IS_FORTRAN_IN_PLACE,
+// accepts four spellings, and so do we). libmpi.so defines the blocks, and a
+// Fortran program's own definition takes precedence in the dynamic linker's
+// search order, so dlsym(RTLD_DEFAULT) at MPI_Init finds the address every
+// Fortran caller passes -- the one a profiling tool would learn by calling a
+// Fortran routine with MPI_IN_PLACE, without building one.
+namespace {
+std::array<void*, 4> g_fortran_in_place{};  // written once, at MPI_Init
+std::array<void*, 4> g_fortran_bottom{};
+}  // namespace
+
+void find_fortran_constants() {
+  const char* in_place[] = {"mpi_fortran_in_place", "mpi_fortran_in_place_", "mpi_fortran_in_place__",
+                            "MPI_FORTRAN_IN_PLACE"};
+  const char* bottom[] = {"mpi_fortran_bottom", "mpi_fortran_bottom_", "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    g_fortran_in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
+    g_fortran_bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
+  }
+}
+
+void* from_fortran(void* buffer) {
+  if (buffer) {
+    for (void* p : g_fortran_in_place)
+      if (p == buffer) return MPI_IN_PLACE;
+    for (void* p : g_fortran_bottom)
+      if (p == buffer) return MPI_BOTTOM;
+  }
+  return buffer;
+}
+
+}  // namespace copse::mpi::interposer
 
 namespace ip = copse::mpi::interposer;
 

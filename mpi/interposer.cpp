@@ -18,6 +18,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/error.hpp"
+#include "config/decision_table.hpp"
 #include "mpi/datatype_layout.hpp"
 #include "mpi/options.hpp"
 #include "mpi/stats.hpp"
@@ -41,11 +42,14 @@ struct Record {
   bool served = false;  // an intracommunicator of more than one process
   int rank = 0;
   int size = 1;
+  int nodes = 1;               // counted when a decision table needs it
   std::unique_ptr<Team> team;  // made at the first served call
 };
 
 struct State {
-  explicit State(const Options& o) : options(o), comm_options(make_comm_options(o)) {
+  State(const Options& o, std::optional<DecisionTable> t)
+      : options(o), comm_options(make_comm_options(o)), table(std::move(t)) {
+    stats.table_rows(table ? table->rows.size() : 0);
     const auto keeps = [&](Collective c) { return !options.collectives.algorithm(c).needs_commutative; };
     keeps_order.fill(true);
     keeps_order[index(MpiCollective::allreduce)] = keeps(Collective::allreduce);
@@ -58,9 +62,18 @@ struct State {
   bool in_bounds(std::uint64_t bytes) const {
     return bytes >= options.mpi.min_bytes && (!options.mpi.max_bytes || bytes <= *options.mpi.max_bytes);
   }
+  // Whether the decision table (if any) gives a call of `bytes` per process
+  // on the record's communicator to copse; the deciding row is counted.
+  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
+    if (!table) return true;
+    const std::size_t row = table->find(CallShape{c, bytes, r.size, r.nodes});
+    stats.decided(row);
+    return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
+  }
 
   const Options options;
   const CommOptions comm_options;
+  const std::optional<DecisionTable> table;  // mpi.table; none: every call in bounds is served
   Mapping mapping;
   // The configured algorithm of the collective accepts non-commutative operators.
   std::array<bool, kMpiCollectives.size()> keeps_order{};
@@ -75,27 +88,6 @@ struct State {
 };
 
 std::atomic<State*> g_state{nullptr};
-
-// Fortran's MPI_IN_PLACE and MPI_BOTTOM: Open MPI's mpif.h, `use mpi` and
-// `use mpi_f08` all pass the address of a common block (gfortran names it
-// mpi_fortran_in_place_; Open MPI's own check, OMPI_IS_FORTRAN_IN_PLACE,
-// accepts four spellings, and so do we). libmpi.so defines the blocks, and a
-// Fortran program's own definition takes precedence in the dynamic linker's
-// search order, so dlsym(RTLD_DEFAULT) at MPI_Init finds the address every
-// Fortran caller passes -- the one a profiling tool would learn by calling a
-// Fortran routine with MPI_IN_PLACE, without building one.
-std::array<void*, 4> g_fortran_in_place{};
-std::array<void*, 4> g_fortran_bottom{};
-
-void find_fortran_constants() {
-  const char* in_place[] = {"mpi_fortran_in_place", "mpi_fortran_in_place_", "mpi_fortran_in_place__",
-                            "MPI_FORTRAN_IN_PLACE"};
-  const char* bottom[] = {"mpi_fortran_bottom", "mpi_fortran_bottom_", "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
-  for (std::size_t i = 0; i < 4; ++i) {
-    g_fortran_in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
-    g_fortran_bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
-  }
-}
 
 State* active() noexcept { return t_nested == 0 ? g_state.load(std::memory_order_acquire) : nullptr; }
 
@@ -155,9 +147,11 @@ int delete_record(MPI_Comm, int, void* value, void*) {
 void start() {
   Nested nested;
   std::optional<Config> config;
+  std::optional<DecisionTable> table;
   std::string error;
   try {
     config = Config::load();
+    table = configured_decision_table(config->options().mpi);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -176,10 +170,10 @@ void start() {
               "the processes' configurations differ (COPSE_* variables or copse.toml; `copse config` shows one); "
               "every process must see the same settings, or they would not serve the same calls");
 
-  auto state = std::make_unique<State>(config->options());
+  auto state = std::make_unique<State>(config->options(), std::move(table));
   check_mpi(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_record, &state->keyval, nullptr),
             "MPI_Comm_create_keyval");
-  find_fortran_constants();
+  find_fortran_constants();  // bindings_fortran.cpp
   if (!state->options.mpi.trace.empty()) state->tracer = std::make_unique<Tracer>(state->options.mpi.trace);
   g_state.store(state.release(), std::memory_order_release);
 }
@@ -234,6 +228,24 @@ void stop(State& s) {
 
 // ---------------------------------------------------------------- serving
 
+// The nodes of a communicator as its Team will see them: virtual nodes of
+// hierarchy.ranks_per_node, or its shared-memory islands (one split and one
+// allreduce, once per communicator, at the first call every process makes
+// alike).
+int count_nodes(const State& s, MPI_Comm comm, int size) {
+  if (const int k = s.options.hierarchy.ranks_per_node; k > 0) return (size + k - 1) / k;
+  MPI_Comm island = MPI_COMM_NULL;
+  int local = 0, leader = 0, nodes = 1;
+  // Failures count as one node (a row's shape then may not fit; the call is
+  // still right whoever serves it).
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &island) != MPI_SUCCESS) return 1;
+  PMPI_Comm_rank(island, &local);
+  PMPI_Comm_free(&island);
+  leader = local == 0 ? 1 : 0;
+  if (PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) return 1;
+  return nodes;
+}
+
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm) {
@@ -253,6 +265,7 @@ Record* record(State& s, MPI_Comm comm) {
     return nullptr;
   // One process: nothing to gain, and a Team would cost a shared segment.
   r->served = inter == 0 && r->size > 1;
+  if (r->served && s.table) r->nodes = count_nodes(s, comm, r->size);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.records.push_back(r.get());
@@ -389,7 +402,7 @@ int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op
   if (recv != MPI_IN_PLACE)
     if (const auto reduce_op = reduction(*s, c, count, type, op);
         reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
-      if (Record* r = record(*s, comm))
+      if (Record* r = record(*s, comm); r && s->table_serves(c, bytes_of(count, *reduce_op), *r))
         return run(*s, c, "MPI_Allreduce", *r, [&](Comm& cc) {
           cc.allreduce(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count), *reduce_op);
         });
@@ -405,7 +418,8 @@ int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op
   if (const auto reduce_op = reduction(*s, c, count, type, op); reduce_op && s->in_bounds(bytes_of(count, *reduce_op)))
     if (Record* r = record(*s, comm))
       // MPI_IN_PLACE is the root's only, as send buffer.
-      if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE))
+      if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE) &&
+          s->table_serves(c, bytes_of(count, *reduce_op), *r))
         return run(*s, c, "MPI_Reduce", *r, [&](Comm& cc) {
           const bool at_root = r->rank == root;  // elsewhere recv is insignificant, maybe null
           cc.reduce(send == MPI_IN_PLACE ? recv : send, at_root ? recv : nullptr, static_cast<std::size_t>(count),
@@ -422,7 +436,7 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   const TraceScope trace(s->tracer.get(), c, comm, count, type, MPI_OP_NULL, root);
   if (s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
     if (const auto layout = layout_of(s->mapping, type, count); layout && s->in_bounds(layout->bytes))
-      if (Record* r = record(*s, comm); r && root >= 0 && root < r->size)
+      if (Record* r = record(*s, comm); r && root >= 0 && root < r->size && s->table_serves(c, layout->bytes, *r))
         return run(*s, c, "MPI_Bcast", *r, [&](Comm& cc) {
           if (layout->contiguous) {
             cc.bcast(buffer, layout->bytes, DType::uint8, root);
@@ -443,7 +457,8 @@ int barrier(MPI_Comm comm) {
   if (!s) return PMPI_Barrier(comm);
   const TraceScope trace(s->tracer.get(), c, comm, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, -1);
   if (s->options.mpi.serves(c))
-    if (Record* r = record(*s, comm)) return run(*s, c, "MPI_Barrier", *r, [](Comm& cc) { cc.barrier(); });
+    if (Record* r = record(*s, comm); r && s->table_serves(c, 0, *r))
+      return run(*s, c, "MPI_Barrier", *r, [](Comm& cc) { cc.barrier(); });
   s->stats.passed(c);
   return PMPI_Barrier(comm);
 }
@@ -461,7 +476,7 @@ int allgather(const void* send, int send_count, MPI_Datatype send_type, void* re
     const auto block = layout_of(s->mapping, recv_type, recv_count);
     const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
     if (block && mine && mine->bytes == block->bytes && s->in_bounds(block->bytes))
-      if (Record* r = record(*s, comm))
+      if (Record* r = record(*s, comm); r && s->table_serves(c, block->bytes, *r))
         return run(*s, c, "MPI_Allgather", *r, [&](Comm& cc) {
           const std::uint64_t bytes = block->bytes;
           const auto ranks = static_cast<MPI_Count>(r->size);
@@ -499,7 +514,9 @@ int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype t
     if (const auto reduce_op = reduction(*s, c, count, type, op))
       if (Record* r = record(*s, comm);
           r &&
-          s->in_bounds(bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op)))
+          s->in_bounds(bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op)) &&
+          s->table_serves(
+              c, bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op), *r))
         return run(*s, c, "MPI_Reduce_scatter_block", *r, [&](Comm& cc) {
           cc.reduce_scatter_block(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count),
                                   *reduce_op);
@@ -519,7 +536,8 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
         const int* end = counts + r->size;
         std::uint64_t total = 0;
         for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
-        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->in_bounds(bytes_of(total, *reduce_op)))
+        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->in_bounds(bytes_of(total, *reduce_op)) &&
+            s->table_serves(c, bytes_of(total, *reduce_op), *r))
           return run(*s, c, "MPI_Reduce_scatter", *r, [&](Comm& cc) {
             cc.reduce_scatter(send == MPI_IN_PLACE ? recv : send, recv, counts, *reduce_op);
           });
@@ -529,16 +547,6 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
 }
 
 // ---------------------------------------------------------------- the rest
-
-void* from_fortran(void* buffer) {
-  if (buffer) {
-    for (void* p : g_fortran_in_place)
-      if (p == buffer) return MPI_IN_PLACE;
-    for (void* p : g_fortran_bottom)
-      if (p == buffer) return MPI_BOTTOM;
-  }
-  return buffer;
-}
 
 Mapping* mapping() {
   State* s = g_state.load(std::memory_order_acquire);

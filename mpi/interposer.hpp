@@ -86,6 +86,8 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses of its own (common
 // blocks), not C's: the C constant for either, any other address unchanged.
 void* from_fortran(void* buffer);
+// Finds those addresses (bindings_fortran.cpp); at MPI_Init.
+void find_fortran_constants();
 
 // While one lives on a thread, that thread's MPI calls are copse's own: every
 // intercepted call goes straight to the MPI library, uncounted.

@@ -28,8 +28,14 @@ std::string Stats::json_line(int rank, int size) const {
     cma = "{\"teams\": " + std::to_string(cma_teams_) + ", \"off\": " + std::to_string(cma_off_) +
           ", \"bytes\": " + std::to_string(cma_bytes_) + ", \"note\": " + json_string(cma_note_) + "}";
   }
+  std::string table;
+  if (!decided_.empty()) {
+    table = ", \"table\": {\"rows\": [";
+    for (std::size_t i = 0; i + 1 < decided_.size(); ++i) table += (i ? ", " : "") + std::to_string(decided_[i].load());
+    table += "], \"unmatched\": " + std::to_string(decided_.back().load()) + "}";
+  }
   return "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) +
-         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + ", \"cma\": " + cma + "}\n";
+         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + ", \"cma\": " + cma + table + "}\n";
 }
 
 void Stats::team_done(bool cma, const std::string& note, std::uint64_t attached_bytes) {

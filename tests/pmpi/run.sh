@@ -12,6 +12,10 @@
 #                               lines against the calls it expected copse to
 #                               serve and to pass (one node: with
 #                               COPSE_MPI_CMA=on, and bytes read so)
+#   run.sh table NP             collectives.c with a decision table (mpi.table)
+#                               that leaves every bcast to MPI: the stats show
+#                               bcast passed, the table's row counting them and
+#                               every served call counted as matching no row
 #   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
 #                               stats: the Fortran bindings' calls were served
 #   run.sh c-api NP             tests/pmpi/c_api.c, linked with libcopse_mpi.so
@@ -41,6 +45,9 @@ for name in $(compgen -e); do
   case "$name" in COPSE_*) unset "$name" ;; esac
 done
 export COPSE_CONFIG=  # and no ./copse.toml
+# No decision table: these runs test the serving paths, which the built-in
+# table could leave to MPI; the `table` case tests the table.
+export COPSE_MPI_TABLE=none
 # Open MPI as root, on a machine with fewer cores than ranks.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=("${MPIEXEC:-mpirun}" --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1)
@@ -121,6 +128,30 @@ case "$what" in
     preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) "${extra[@]}" ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
     check_stats "$tmp/expect.jsonl"
+    ;;
+  table)
+    export COPSE_MPI_STATS="$tmp/stats.jsonl" COPSE_MPI_MAX_BYTES=8MiB COPSE_MPI_TABLE="$tmp/table.toml"
+    printf 'default = "copse"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n' >"$tmp/table.toml"
+    preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast ||
+      { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
+    check_stats "$tmp/expect.jsonl" || exit 1
+    python3 - "$tmp/stats.jsonl" <<'EOF'
+import json, sys
+bad = []
+for line in map(json.loads, open(sys.argv[1])):
+    t = line.get("table")
+    if t is None:
+        bad.append(f"rank {line['rank']}: no table counts in its stats line")
+        continue
+    # Every bcast the table saw went to MPI by its one row; every call copse
+    # served passed the table unmatched (the default, copse).
+    if len(t["rows"]) != 1 or not 0 < t["rows"][0] <= line["passed"]["bcast"]:
+        bad.append(f"rank {line['rank']}: row counts {t['rows']}, bcasts passed {line['passed']['bcast']}")
+    if t["unmatched"] != sum(line["served"].values()):
+        bad.append(f"rank {line['rank']}: {t['unmatched']} calls matched no row, {sum(line['served'].values())} served")
+print("\n".join(bad) if bad else "table: the row deferred the bcasts, the default served the rest")
+sys.exit(1 if bad else 0)
+EOF
     ;;
   fortran)
     [[ -n "${PMPI_FORTRAN:-}" ]] || { echo "no Fortran compiler with MPI: skipped"; exit 77; }

@@ -1,0 +1,92 @@
+#pragma once
+// The decision table (issue 18): for each MPI call the interposition library
+// (mpi/) could serve, whether copse serves it or the MPI library does, by
+// collective, bytes per process and communicator shape. It exists because a
+// user preloads copse to gain: where copse was measured slower than the
+// library, the call goes to the library.
+//
+// The file is TOML: an optional `default` and rows in order; the first row
+// that matches a call decides it, and a call no row matches goes where
+// `default` says.
+//
+//   default = "mpi"              # "copse" or "mpi" (the default: mpi)
+//   [[row]]
+//   collective = "bcast"         # allreduce, reduce, bcast, barrier, allgather,
+//                                # reduce_scatter_block, reduce_scatter, or "*"
+//   min_bytes = 0                # bytes each process contributes, inclusive
+//   max_bytes = "128B"           #   (mpi.min_bytes' measure; SIZE or integer)
+//   min_ranks = 3                # communicator size, inclusive
+//   max_ranks = 8
+//   min_nodes = 1                # nodes of the communicator (hierarchy.ranks_per_node's
+//   max_nodes = 1                #   virtual nodes when set), inclusive
+//   use = "mpi"                  # "copse" or "mpi"
+//   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
+//
+// Every bound is optional (absent: any). A row for a shape the job does not
+// have never matches, so a table measured on one machine runs anywhere.
+// Mistakes are UsageErrors naming the file, the line and the reason.
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace copse {
+
+enum class Provider : std::uint8_t { copse, mpi };
+std::string_view to_string(Provider provider);  // "copse", "mpi"
+
+// What a decision is made from: the same on every process of the call, so
+// that all of them decide alike.
+struct CallShape {
+  MpiCollective collective = MpiCollective::allreduce;
+  std::uint64_t bytes = 0;  // per process, as MpiOptions::min_bytes measures them
+  int ranks = 1;            // the communicator's size
+  int nodes = 1;
+};
+
+struct DecisionRow {
+  std::optional<MpiCollective> collective;  // none: every collective
+  std::uint64_t min_bytes = 0, max_bytes = std::numeric_limits<std::uint64_t>::max();
+  int min_ranks = 0, max_ranks = std::numeric_limits<int>::max();
+  int min_nodes = 0, max_nodes = std::numeric_limits<int>::max();
+  Provider use = Provider::mpi;
+  std::string note;
+  int line = 0;  // in the file (0: made in code)
+
+  bool matches(const CallShape& call) const;
+  bool operator==(const DecisionRow&) const = default;
+};
+
+struct DecisionTable {
+  std::string source;  // the file, or "built-in"
+  Provider fallback = Provider::mpi;
+  std::vector<DecisionRow> rows;
+
+  // The index of the first row that matches, or rows.size() when none does.
+  std::size_t find(const CallShape& call) const;
+  Provider decide(const CallShape& call) const {
+    const std::size_t i = find(call);
+    return i < rows.size() ? rows[i].use : fallback;
+  }
+  // One line per row, for `copse config` and error messages.
+  std::string describe() const;
+};
+
+// Parses a table's text; `source` names it in errors ("decision table
+// FILE, line N: reason").
+DecisionTable parse_decision_table(std::string_view text, const std::string& source);
+// Reads and parses a file (UsageError when it cannot be read).
+DecisionTable load_decision_table(const std::string& path);
+// The table copse ships, measured on its development machine
+// (config/default_decisions.toml).
+const DecisionTable& builtin_decision_table();
+// The table mpi.table names: the built-in one when empty, none for "none",
+// else the file.
+std::optional<DecisionTable> configured_decision_table(const MpiOptions& options);
+
+}  // namespace copse

@@ -1,0 +1,120 @@
+// The decision table (config/decision_table.hpp): parsing, first-match
+// decisions, the fallback, and every mistake named with file, line and reason.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "common/error.hpp"
+#include "config/decision_table.hpp"
+
+using namespace copse;
+
+namespace {
+
+constexpr const char* kTable = R"(
+default = "mpi"
+[[row]]
+collective = "bcast"
+max_bytes = "128B"
+use = "mpi"
+note = "np 4: 0.01x"
+[[row]]
+collective = "bcast"
+min_ranks = 2
+max_ranks = 2
+use = "copse"
+[[row]]
+collective = "*"
+min_bytes = 2048
+max_bytes = "512KiB"
+max_nodes = 1
+use = "copse"
+[[row]]
+collective = "allreduce"
+min_nodes = 2
+use = "copse"
+)";
+
+CallShape call(MpiCollective c, std::uint64_t bytes, int ranks, int nodes = 1) { return {c, bytes, ranks, nodes}; }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_decision_table(text, "t.toml");
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("decision table: the first matching row decides, in file order; unmatched calls take the default") {
+  const DecisionTable t = parse_decision_table(kTable, "t.toml");
+  REQUIRE(t.rows.size() == 4);
+  CHECK(t.fallback == Provider::mpi);
+  CHECK(t.rows[0].line == 3);
+  CHECK(t.rows[0].note == "np 4: 0.01x");
+  // Row 1 before row 2: a small bcast goes to MPI even at 2 ranks.
+  CHECK(t.find(call(MpiCollective::bcast, 8, 2)) == 0);
+  CHECK(t.decide(call(MpiCollective::bcast, 8, 2)) == Provider::mpi);
+  CHECK(t.find(call(MpiCollective::bcast, 129, 2)) == 1);
+  CHECK(t.decide(call(MpiCollective::bcast, 129, 2)) == Provider::copse);
+  // Inclusive bounds, "*" for any collective, node counts.
+  CHECK(t.find(call(MpiCollective::reduce, 2048, 4)) == 2);
+  CHECK(t.find(call(MpiCollective::reduce, 512 * 1024, 4)) == 2);
+  CHECK(t.find(call(MpiCollective::reduce, 512 * 1024 + 1, 4)) == 4);
+  CHECK(t.find(call(MpiCollective::reduce, 4096, 4, 2)) == 4);
+  CHECK(t.decide(call(MpiCollective::reduce, 4096, 4, 2)) == Provider::mpi);
+  CHECK(t.decide(call(MpiCollective::allreduce, 8, 64, 3)) == Provider::copse);
+  // A table for shapes the job does not have decides nothing: the default.
+  CHECK(t.decide(call(MpiCollective::barrier, 0, 5, 1)) == Provider::mpi);
+  const std::string text = t.describe();
+  CHECK_THAT(text, Catch::Contains("row 1 (line 3): bcast bytes <= 128 B -> mpi  # np 4: 0.01x"));
+  CHECK_THAT(text, Catch::Contains("row 3 (line 13): every collective bytes 2 KiB..512 KiB nodes <= 1 -> copse"));
+  CHECK_THAT(text, Catch::Contains("no row matches -> mpi"));
+}
+
+TEST_CASE("decision table: the default default is mpi, and an empty table defers everything") {
+  const DecisionTable t = parse_decision_table("", "empty.toml");
+  CHECK(t.rows.empty());
+  CHECK(t.decide(call(MpiCollective::allreduce, 8, 2)) == Provider::mpi);
+}
+
+TEST_CASE("decision table: mistakes name the file, the line and the reason") {
+  CHECK(error_of("default = \"fast\"") == "decision table t.toml, line 1: default must be \"copse\" or \"mpi\"");
+  CHECK(error_of("[[row]]\ncollective = \"alltoall\"\nuse = \"mpi\"") ==
+        "decision table t.toml, line 2: collective must be one of allreduce, reduce, bcast, barrier, allgather, "
+        "reduce_scatter_block, reduce_scatter, or \"*\"");
+  CHECK_THAT(error_of("[[row]]\ncollective = \"bcast\""), Catch::Contains("line 1: a row needs use ="));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmax_byte = 3"), Catch::Contains("line 3: unknown key 'max_byte'"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_bytes = \"2KiB\"\nmax_bytes = 1024"),
+             Catch::Contains("line 1: min_bytes is above max_bytes"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_ranks = 0"),
+             Catch::Contains("line 3: min_ranks must be a whole number >= 1"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmax_bytes = \"lots\""), Catch::Contains("line 3: max_bytes: "));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_bytes = -1"), Catch::Contains("line 3: min_bytes must not be"));
+  CHECK_THAT(error_of("rows = 3"), Catch::Contains("line 1: unknown key 'rows'"));
+  CHECK_THAT(error_of("row = 3"), Catch::Contains("row must be an array of tables"));
+  CHECK_THAT(error_of("[[row]\nuse = 1"), Catch::StartsWith("decision table t.toml, line 1: "));
+}
+
+TEST_CASE("decision table: mpi.table picks the built-in table, none, or a file") {
+  MpiOptions o;
+  REQUIRE(configured_decision_table(o));
+  CHECK(configured_decision_table(o)->source == "built-in");
+  CHECK(configured_decision_table(o)->rows == builtin_decision_table().rows);
+  o.table = "none";
+  CHECK_FALSE(configured_decision_table(o));
+  const std::string path = "copse-test-decisions.toml";
+  { std::ofstream(path) << "default = \"copse\"\n[[row]]\ncollective = \"barrier\"\nuse = \"mpi\"\n"; }
+  o.table = path;
+  const auto t = configured_decision_table(o);
+  std::remove(path.c_str());
+  REQUIRE(t);
+  CHECK(t->source == path);
+  CHECK(t->decide(call(MpiCollective::barrier, 0, 4)) == Provider::mpi);
+  CHECK(t->decide(call(MpiCollective::allreduce, 0, 4)) == Provider::copse);
+  o.table = "/nonexistent/decisions.toml";
+  CHECK_THROWS_WITH(configured_decision_table(o),
+                    Catch::StartsWith("cannot read decision table /nonexistent/decisions.toml: "));
+}

@@ -40,7 +40,7 @@ run_app() {
   local vn=()
   [[ $k -gt 0 ]] && vn=(-x COPSE_HIERARCHY_RANKS_PER_NODE="$k")
   "${MPIEXEC:-mpirun}" --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1 -np "$np" \
-    -x LD_PRELOAD="$preload" -x COPSE_CONFIG= -x COPSE_MPI_TRACE="$tmp/trace.jsonl" "${vn[@]}" \
+    -x LD_PRELOAD="$preload" -x COPSE_CONFIG= -x COPSE_MPI_TABLE=none -x COPSE_MPI_TRACE="$tmp/trace.jsonl" "${vn[@]}" \
     "$PMPI_TRACE_APP" "$iterations" 4096 >"$tmp/app.out" 2>&1
 }
 

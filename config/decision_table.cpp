@@ -129,6 +129,17 @@ std::size_t DecisionTable::find(const CallShape& call) const {
   return static_cast<std::size_t>(it - rows.begin());
 }
 
+std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int ranks, int nodes) const {
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const DecisionRow& r = rows[i];
+    if ((!r.collective || *r.collective == collective) && ranks >= r.min_ranks && ranks <= r.max_ranks &&
+        nodes >= r.min_nodes && nodes <= r.max_nodes)
+      out.push_back(static_cast<std::uint32_t>(i));
+  }
+  return out;
+}
+
 std::string DecisionTable::describe() const {
   std::ostringstream o;
   for (std::size_t i = 0; i < rows.size(); ++i) {

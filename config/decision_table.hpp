@@ -69,6 +69,16 @@ struct DecisionTable {
 
   // The index of the first row that matches, or rows.size() when none does.
   std::size_t find(const CallShape& call) const;
+  // The rows that can match calls of `collective` on a communicator of
+  // `ranks` and `nodes`, in order: what a communicator keeps, so that a
+  // call then compares its bytes with a few rows only.
+  std::vector<std::uint32_t> rows_for(MpiCollective collective, int ranks, int nodes) const;
+  // The first of `candidates` (rows_for's) that takes `bytes`, or rows.size().
+  std::size_t find(const std::vector<std::uint32_t>& candidates, std::uint64_t bytes) const {
+    for (const std::uint32_t i : candidates)
+      if (bytes >= rows[i].min_bytes && bytes <= rows[i].max_bytes) return i;
+    return rows.size();
+  }
   Provider decide(const CallShape& call) const {
     const std::size_t i = find(call);
     return i < rows.size() ? rows[i].use : fallback;

@@ -42,7 +42,9 @@ struct Record {
   bool served = false;  // an intracommunicator of more than one process
   int rank = 0;
   int size = 1;
-  int nodes = 1;               // counted when a decision table needs it
+  int nodes = 1;  // counted when a decision table needs it
+  // Per collective, the decision table's rows that fit this communicator.
+  std::array<std::vector<std::uint32_t>, kMpiCollectives.size()> table_rows;
   std::unique_ptr<Team> team;  // made at the first served call
 };
 
@@ -66,7 +68,7 @@ struct State {
   // on the record's communicator to copse; the deciding row is counted.
   bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
     if (!table) return true;
-    const std::size_t row = table->find(CallShape{c, bytes, r.size, r.nodes});
+    const std::size_t row = table->find(r.table_rows[index(c)], bytes);
     stats.decided(row);
     return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
   }
@@ -265,7 +267,10 @@ Record* record(State& s, MPI_Comm comm) {
     return nullptr;
   // One process: nothing to gain, and a Team would cost a shared segment.
   r->served = inter == 0 && r->size > 1;
-  if (r->served && s.table) r->nodes = count_nodes(s, comm, r->size);
+  if (r->served && s.table) {
+    r->nodes = count_nodes(s, comm, r->size);
+    for (MpiCollective c : kMpiCollectives) r->table_rows[State::index(c)] = s.table->rows_for(c, r->size, r->nodes);
+  }
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.records.push_back(r.get());

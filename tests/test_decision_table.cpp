@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "config/decision_table.hpp"
@@ -68,6 +69,12 @@ TEST_CASE("decision table: the first matching row decides, in file order; unmatc
   CHECK(t.decide(call(MpiCollective::allreduce, 8, 64, 3)) == Provider::copse);
   // A table for shapes the job does not have decides nothing: the default.
   CHECK(t.decide(call(MpiCollective::barrier, 0, 5, 1)) == Provider::mpi);
+  // What a communicator keeps: the rows its shape can match, then bytes only.
+  for (const auto& [c, ranks, nodes] : std::vector<std::tuple<MpiCollective, int, int>>{
+           {MpiCollective::bcast, 2, 1}, {MpiCollective::bcast, 4, 1}, {MpiCollective::allreduce, 8, 2}})
+    for (std::uint64_t bytes : {0, 8, 128, 129, 2048, 4096, 1 << 20})
+      CHECK(t.find(t.rows_for(c, ranks, nodes), bytes) == t.find(call(c, bytes, ranks, nodes)));
+  CHECK(t.rows_for(MpiCollective::bcast, 4, 1) == std::vector<std::uint32_t>{0, 2});
   const std::string text = t.describe();
   CHECK_THAT(text, Catch::Contains("row 1 (line 3): bcast bytes <= 128 B -> mpi  # np 4: 0.01x"));
   CHECK_THAT(text, Catch::Contains("row 3 (line 13): every collective bytes 2 KiB..512 KiB nodes <= 1 -> copse"));

@@ -153,6 +153,7 @@ void start() {
   std::string error;
   try {
     config = Config::load();
+    make_comm_options(config->options()).check();  // algorithms the form cannot run, before any call
     table = configured_decision_table(config->options().mpi);
   } catch (const std::exception& e) {
     error = e.what();

@@ -43,8 +43,18 @@ CallKey PlanOptions::call_key(Collective c, std::uint64_t count, std::size_t ele
 }
 
 void PlanOptions::check() const {
+  // A named algorithm that cannot take a leader form fails here, before any
+  // call, rather than at the first call of its collective.
+  const Form in_effect = form_in_effect();
   for (Collective c : all_collectives())
-    if (algorithm(c) != kSelectAlgorithm) (void)find_algorithm(c, algorithm(c));
+    if (algorithm(c) != kSelectAlgorithm) {
+      const AlgorithmInfo& a = find_algorithm(c, algorithm(c));
+      if (in_effect == Form::leader || in_effect == Form::multi_leader) try {
+          check_form(a, in_effect);
+        } catch (const UsageError& e) {
+          throw UsageError(std::string(e.what()) + " (choose one that does, or hierarchy.form = flat, lanes or auto)");
+        }
+    }
   if (blocks < 0) throw UsageError("blocks must not be negative, got " + std::to_string(blocks));
 }
 

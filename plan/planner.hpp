@@ -125,7 +125,8 @@ struct PlanOptions {
   // the default allreduce an arrival-aware one runs during its warm-up.
   CallKey call_key(Collective c, std::uint64_t count, std::size_t element_bytes, bool commutative, int root,
                    bool warmup = false) const;
-  // UsageError for an unknown algorithm name.
+  // UsageError for an unknown algorithm name, or one the leader forms cannot
+  // run when the form is one of them.
   void check() const;
 };
 

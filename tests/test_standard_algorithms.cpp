@@ -168,3 +168,12 @@ TEST_CASE("the standard algorithms run on real data through the thread Comm, fla
     }
   }
 }
+
+TEST_CASE("an algorithm the leader form cannot run is refused when the team is made, naming the way out") {
+  TeamOptions o = testing::options_for({4});
+  o.bcast = "scatter-allgather";
+  CHECK_THROWS_WITH(Team(o), Catch::Contains("bcast algorithm 'scatter-allgather' does not run in the leader form") &&
+                                 Catch::Contains("hierarchy.form = flat, lanes or auto"));
+  o.form = Form::flat;
+  CHECK_NOTHROW(Team(o));
+}

@@ -15,6 +15,7 @@
 #include "plan/hierarchical.hpp"
 #include "plan/plan_cache.hpp"
 #include "plan/planner.hpp"
+#include "runtime/failure_record.hpp"
 #include "runtime/team_direct.hpp"
 #include "runtime/team_wait.hpp"
 #include "transport/arena.hpp"
@@ -71,8 +72,7 @@ struct TeamState {
   std::unique_ptr<ArrivalBoard> board;
   Clock::time_point origin = Clock::now();
 
-  std::mutex error_mutex;
-  std::exception_ptr error;  // the first failure; every aborted rank rethrows it
+  FailureRecord failure;  // the first failure; every aborted rank rethrows it
 
   // The team's plan of `key`: planned once, shared by every rank.
   std::shared_ptr<const CompiledPlan> compiled(const CallKey& key) {
@@ -87,17 +87,8 @@ struct TeamState {
     return options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
   }
 
-  void record(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(error_mutex);
-    if (!error) error = std::move(e);
-  }
   [[noreturn]] void rethrow_failure() {
-    std::exception_ptr e;
-    {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      e = error;
-    }
-    if (e) std::rethrow_exception(e);
+    failure.rethrow_if_any();
     throw LinkAborted();
   }
 };
@@ -374,17 +365,13 @@ struct Team::Impl : TeamState {
 
 Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
-  if (options.wait_timeout && options.wait_timeout->count() <= 0)
-    throw UsageError("the team's wait timeout must be positive");
-  if (options.wait_report.count() < 0) throw UsageError("the team's wait report interval must not be negative");
+  // Unknown algorithm names, arrival options and waits are refused now, not at the first call.
+  options.check();
   if (options.nodes.empty()) {
     if (options.ranks < 1) throw UsageError("a team needs at least one rank, got " + std::to_string(options.ranks));
     options.nodes.push_back(NodeSpec{Machine::detect(), options.ranks, {}});
   }
   t.options = std::move(options);
-  // Unknown algorithm names are refused now, not at the first call.
-  t.options.check();
-  check_arrival_options(t.options.arrival);
   // The configured form's hierarchy now (Team::plan); the others when a
   // form auto first asks for them.
   const bool multi = t.options.form_in_effect() == Form::multi_leader;
@@ -411,7 +398,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
       executor_config(RankMap::from_nodes(t.plan->node_of),
                       t.options.virtual_clock ? std::optional(t.options.model) : std::nullopt,
                       team_waits(t.options.wait_timeout, t.options.wait_report, t.options.on_wait_report),
-                      [state](std::exception_ptr e) { state->record(std::move(e)); }));
+                      [state](std::exception_ptr e) { state->failure.record(std::move(e)); }));
   if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::serves(t.ranks))
     t.direct = std::make_unique<DirectReduce>(t.arena, DirectReduce::create_shared(t.arena, t.ranks), t.ranks,
                                               t.engine->spin_policy());

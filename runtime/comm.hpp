@@ -62,37 +62,20 @@
 #include "common/reduce_op.hpp"
 #include "plan/arrival_monitor.hpp"
 #include "plan/planner.hpp"
+#include "runtime/comm_options.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
 
-// The team's defaults, written once: TeamOptions below and the
-// configuration's Options (config/config.hpp) both start from these (the
-// algorithm names are plan/planner.hpp's).
-namespace team_defaults {
-inline constexpr std::chrono::seconds wait_report{60};
-}  // namespace team_defaults
-
-// PlanOptions (plan/planner.hpp): algorithms per collective, blocks, cost
-// model (virtual time and block autotuning), grouping, form.
-struct TeamOptions : PlanOptions {
+// CommOptionsBase (runtime/comm_options.hpp): planning (algorithms per
+// collective, blocks, cost model, grouping, form), arrival estimates, waits.
+struct TeamOptions : CommOptionsBase {
   std::vector<NodeSpec> nodes;  // empty: one node, this machine (hwloc), `ranks` ranks
   int ranks = 2;                // used when `nodes` is empty
   // Keep every rank's virtual clock (Comm::virtual_time). Off, a message
   // carries no times, and one of a few bytes is eager: copied beside the
   // link's words and done at once, without waiting for its receiver.
   bool virtual_clock = false;
-  // Arrival estimates (Comm::edge) for an arrival-aware allreduce (slt, prr):
-  // warm-up, smoothing, plans kept per shape (plan/arrival_monitor.hpp).
-  ArrivalOptions arrival;
-  // Waiting for a peer. By default a rank waits as long as the peer takes --
-  // an application's ranks may arrive at a collective minutes apart -- and
-  // every wait_report says on on_wait_report whom it is waiting for (the
-  // default handler writes one line to stderr). With wait_timeout set, a
-  // wait past it fails the collective on every rank with TimeoutError.
-  std::optional<std::chrono::milliseconds> wait_timeout;
-  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never
-  std::function<void(const std::string&)> on_wait_report;
 };
 
 class Comm;

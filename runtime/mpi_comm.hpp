@@ -66,11 +66,12 @@
 
 namespace copse::mpi {
 
-// PlanOptions (plan/planner.hpp): algorithms per collective, blocks (0:
-// chosen by rank 0 for everyone), cost model, grouping, form -- the thread
-// Team's. A form other than flat, leader, multi-leader or lanes (auto)
-// chooses among the forms this team can plan (the one set up, flat, lanes).
-struct CommOptions : PlanOptions {
+// CommOptionsBase (runtime/comm_options.hpp), the thread Team's: algorithms
+// per collective, blocks (0: chosen by rank 0 for everyone), cost model,
+// grouping, form, arrival estimates (Comm::edge with an arrival-aware
+// allreduce), waits (none: no deadline; default report: one line on stderr). A form other than flat, leader,
+// multi-leader or lanes (auto) chooses among the forms this team can plan (the one set up, flat, lanes).
+struct CommOptions : CommOptionsBase {
   // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
   // nodes of K consecutive processes of MPI_COMM_WORLD within each island
   // (the last may be smaller). A process's node does not depend on the
@@ -105,10 +106,6 @@ struct CommOptions : PlanOptions {
   // hierarchy.form serves every communicator of a program, and a
   // sub-communicator's nodes may be uneven where the world's are not.
   bool form_falls_back = false;
-  ArrivalOptions arrival;  // Comm::edge with an arrival-aware allreduce (plan/arrival_monitor.hpp)
-  std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline
-  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never report
-  std::function<void(const std::string&)> on_wait_report;             // default: one line on stderr
 };
 
 class Comm;

@@ -25,6 +25,7 @@
 #include "algorithms/registry.hpp"
 #include "common/rank_map.hpp"
 #include "plan/planner.hpp"
+#include "runtime/failure_record.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/process_watch.hpp"
 #include "topology/plan.hpp"
@@ -158,8 +159,7 @@ struct TeamState {
   int max_threads = 1;
   Clock::time_point origin = Clock::now();
 
-  std::mutex error_mutex;
-  std::exception_ptr first_error;  // this process's, when it was the node's first
+  FailureRecord first_error;  // this process's, when it was the node's first
 
   ~TeamState();
   void set_up(MPI_Comm comm, int thread_count);

@@ -45,12 +45,15 @@ namespace copse::mpi {
 //    (process by process, threads within); the hierarchy is planned over the
 //    same ranks renumbered node by node ("internal" ranks), which is the
 //    identity when nodes hold consecutive ranks.
-//  - Comm: one per thread rank, with its MpiLink (the executor's remote
-//    link), its window (its stage in the segment: a send to a node peer is
-//    copied there, and the peer pulls it straight into its own memory) and
-//    its plan cache. A collective runs the schedule on the user's buffers
-//    where their layout allows (else on private memory); vectors larger than
-//    half a window run in pieces, so that every send fits the stage.
+//  - Comm: one per thread rank, over the runtime core (runtime/rank_core.hpp)
+//    with an MpiRank (runtime/mpi_comm.cpp): its MpiLink (the executor's
+//    remote link), its window (its stage in the segment: a send to a node
+//    peer is copied there, and the peer pulls it straight into its own
+//    memory) and its plan cache. A collective runs the schedule on the
+//    user's buffers where their layout allows (else on private memory),
+//    reading an allreduce's or reduce's input where it is not yet written
+//    instead of copying it in first; vectors larger than half a window run
+//    in pieces, so that every send fits the stage.
 //  - Cross-memory attach (CommOptions::cross_memory_attach): where the set-up
 //    probe finds every process able to read its node peers' memory, sends
 //    to node peers of kAttachFromBytes and more skip the window: the peer

@@ -19,6 +19,7 @@
 #include "common/text.hpp"
 #include "common/wait.hpp"
 #include "exec/step_executor.hpp"
+#include "runtime/failure_record.hpp"
 #include "transport/arena.hpp"
 #include "transport/link_engine.hpp"
 
@@ -128,8 +129,7 @@ class Cluster {
   std::vector<double> wall_;         // [repetition * p + rank]
   std::vector<Timeline> timelines_;  // per rank, with config_.record_timeline: the last repetition's
 
-  std::mutex error_mutex_;
-  std::exception_ptr error_;
+  FailureRecord failure_;  // the first; the run rethrows it
 };
 
 void Cluster::materialise() {
@@ -168,10 +168,7 @@ void Cluster::compute_reference() {
 }
 
 void Cluster::fail(std::exception_ptr error) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (!error_) error_ = std::move(error);
-  }
+  failure_.record(std::move(error));
   if (engine_) engine_->abort();
 }
 
@@ -321,7 +318,7 @@ EmulationResult Cluster::run() {
     fail(std::current_exception());
   }
   threads.wait();
-  if (error_) std::rethrow_exception(error_);
+  failure_.rethrow_if_any();
 
   EmulationResult result;
   result.blocks = blocks_used(algorithm_, shape_);

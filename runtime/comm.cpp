@@ -15,7 +15,8 @@
 #include "plan/hierarchical.hpp"
 #include "plan/plan_cache.hpp"
 #include "plan/planner.hpp"
-#include "runtime/team_direct.hpp"
+#include "runtime/failure_record.hpp"
+#include "runtime/rank_core.hpp"
 #include "runtime/team_wait.hpp"
 #include "transport/arena.hpp"
 #include "transport/direct_reduce.hpp"
@@ -45,23 +46,19 @@ namespace copse {
 //    calls run the team's default allreduce (entries keyed by that
 //    algorithm).
 //  - Planning (form, algorithm, block count) is the one planner's
-//    (plan/planner.hpp), as for the MPI Comm and the emulator.
+//    (plan/planner.hpp), as for the MPI Comm and the emulator; the per-call
+//    path (entry, run, the direct paths, arrival) is the runtime core's
+//    (runtime/rank_core.hpp), as for the MPI Comm. This file: the team, its
+//    shared plans and board, and where each collective's working vector is.
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// What a Comm needs of its team (Team::Impl is private to Team).
-struct TeamState {
+// What a Comm needs of its team (Team::Impl is private to Team); the core's
+// part (engine, direct reduce, failure) is CoreTeam's.
+struct TeamState : CoreTeam {
   TeamOptions options;
   std::shared_ptr<const HierarchyPlan> plan;
-  int ranks = 0;
   HeapArena arena;
-  std::unique_ptr<LinkEngine> engine;
-  // One node without a virtual clock: small allreduces and barriers in one
-  // round through shared slots (transport/direct_reduce.hpp), where the
-  // selection would choose; null otherwise.
-  std::unique_ptr<DirectReduce> direct;
 
   Planner planner;
   std::mutex plans_mutex;
@@ -69,10 +66,15 @@ struct TeamState {
 
   // Arrival estimates: set when the configured allreduce is arrival-aware.
   std::unique_ptr<ArrivalBoard> board;
-  Clock::time_point origin = Clock::now();
 
-  std::mutex error_mutex;
-  std::exception_ptr error;  // the first failure; every aborted rank rethrows it
+  FailureRecord failure;  // the first failure; every aborted rank rethrows it
+
+  TeamState() { settings = &options; }
+  ~TeamState() override {
+    // The engine and the direct reduce live in the arena: they go first.
+    direct.reset();
+    engine.reset();
+  }
 
   // The team's plan of `key`: planned once, shared by every rank.
   std::shared_ptr<const CompiledPlan> compiled(const CallKey& key) {
@@ -87,26 +89,15 @@ struct TeamState {
     return options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
   }
 
-  void record(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(error_mutex);
-    if (!error) error = std::move(e);
-  }
-  [[noreturn]] void rethrow_failure() {
-    std::exception_ptr e;
-    {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      e = error;
-    }
-    if (e) std::rethrow_exception(e);
+  [[noreturn]] void rethrow_failure() override {
+    failure.rethrow_if_any();
     throw LinkAborted();
   }
 };
 
-}  // namespace
-
-// ---- Comm -------------------------------------------------------------------------
-
-struct Comm::Impl {
+// One thread rank: the core, with its cache of the team's plans and the
+// working memory each of them needs, carved from the team's arena.
+struct ThreadRank final : RankCore {
   // One cached call on this rank.
   struct Entry {
     std::shared_ptr<const CompiledPlan> shared;
@@ -116,32 +107,14 @@ struct Comm::Impl {
     ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
     bool keyed = false;
   };
-  using Cache = PlanCache<Entry>;
 
   TeamState* team;
-  int rank;
-  LinkRank link;
-  std::optional<TeamDirectReduce> direct;  // when the team has a direct reduce
-  std::int64_t calls = 0;
-  Picos last_time = 0;
-  Cache cache;
-
-  ArrivalMonitor monitor;
-  std::vector<Picos> predicted;          // the board's vector for the current call
-  ArrivalKey agreed_key;                 // ... compressed
-  std::vector<Picos> planned;            // what the last allreduce was planned from (empty: not by arrival)
+  PlanCache<Entry> cache;
   std::byte* arrival_scratch = nullptr;  // shared by this rank's keyed entries
   std::size_t arrival_scratch_bytes = 0;
 
-  Impl(TeamState* t, int r)
-      : team(t),
-        rank(r),
-        cache(std::numeric_limits<std::size_t>::max(), t->options.arrival.plans),
-        monitor(t->options.arrival, static_cast<bool>(t->board)) {
-    link.rank = r;
-    if (t->direct)
-      direct.emplace(*t->engine, *t->direct, link, t->options.wait_timeout, t->options.wait_report,
-                     wait_reporter(t->options.on_wait_report));
+  ThreadRank(TeamState* t, int r)
+      : RankCore(*t, r), team(t), cache(std::numeric_limits<std::size_t>::max(), t->options.arrival.plans) {
     link.clock = RankClock(t->options.model.ports());
     if (!t->options.virtual_clock) {
       // A stage for eager sends (link_engine.cpp, try_post): messages up to
@@ -152,39 +125,29 @@ struct Comm::Impl {
       constexpr std::size_t kEagerStageBytes = 512;
       t->engine->set_stage(r, t->arena.address(t->arena.allocate(kEagerStageBytes, 64)), kEagerStageBytes);
     }
-    monitor.returned(now(), false);  // the first phase begins
   }
 
-  Picos now() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - team->origin).count() * 1000;
-  }
+  std::size_t cached_plans() const override { return cache.size(); }
 
-  // The cached entry of `key` (`op` is the reduction operator, or null for
-  // the collectives that only move data: bcast, allgather, barrier).
+  // The cached entry of `key`: the team's plan (planned once for everyone),
+  // with this rank's steps and scratch.
   Entry& entry(const CallKey& key, DType dtype, const ReduceOp* op) {
-    if (auto* found = cache.find(key, dtype, op ? op->identity.get() : nullptr)) return found->value;
-    return plan_entry(key, dtype, op);
+    return cached(cache, key, dtype, op, [&] { return make_entry(key, dtype); });
   }
 
-  // First call of a key on this rank: plan (team-wide, once), materialise
-  // this rank's steps, carve its scratch from the arena.
-  Entry& plan_entry(const CallKey& key, DType dtype, const ReduceOp* op) {
-    if (team->engine->aborted()) team->rethrow_failure();
+  // First call of a key on this rank: materialise this rank's steps of the
+  // team's plan, carve its scratch from the arena.
+  Entry make_entry(const CallKey& key, DType dtype) {
     const Collective c = key.collective;
-    const int p = team->ranks;
-    if ((c == Collective::reduce || c == Collective::bcast) && (key.root < 0 || key.root >= p))
-      throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(key.root) + " is not a rank in [0, " +
-                       std::to_string(p) + ")");
-    const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    if (reduces && op && key.algorithm != kSelectAlgorithm)  // the operator's own name in the message
-      check_operator(find_algorithm(c, key.algorithm), op->name, op->commutative);
     Entry e;
     e.shared = team->compiled(key);
     e.keyed = key.arrival.has_value();
     const std::uint64_t elements = vector_elements(c, e.shared->shape);
-    const std::uint64_t staging = compile_steps(e.shared->plan, rank, p, elements, e.steps);
+    const std::uint64_t staging = compile_steps(e.shared->plan, rank, team->ranks, elements, e.steps);
     const std::size_t eb = c == Collective::barrier ? 0 : key.element_bytes;
     if (e.keyed) {
+      // Keyed entries share arrival_scratch; the others are never evicted
+      // (no capacity bound), so no arena space is lost.
       if (staging * eb > arrival_scratch_bytes) {
         arrival_scratch_bytes = staging * eb;
         arrival_scratch = team->arena.address(team->arena.allocate(arrival_scratch_bytes, 64));
@@ -194,177 +157,91 @@ struct Comm::Impl {
     }
     if ((c == Collective::reduce || c == Collective::reduce_scatter) && elements * eb > 0)
       e.work = team->arena.address(team->arena.allocate(elements * eb, 64));
-    e.data_op.name = "copy";
-    e.data_op.dtype = dtype;
-    e.data_op.element_bytes = eb;
-    // Keyed entries share arrival_scratch; the others are never evicted (no
-    // capacity bound), so no arena space is lost.
-    return cache.insert({key, dtype, op ? op->identity : nullptr, std::move(e)}).value;
-  }
-
-  // Every rank's predicted arrival for allreduce `call`, once all are on the
-  // team's board. Waits as the links do: reported every wait_report, failed
-  // past wait_timeout, both naming the ranks whose value is missing.
-  void agree(std::int64_t call) {
-    const TeamOptions& o = team->options;
-    PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report),
-                                     [&] { return arrival_wait_text(calls, rank, team->board->missing(call)); }));
-    try {
-      team->board->wait(call, predicted, [&] {
-        if (team->engine->aborted()) team->rethrow_failure();
-        wait.look();
-      });
-    } catch (...) {
-      // Timed out here (every rank then reports it), or aborted by another rank.
-      if (!team->engine->aborted()) team->engine->fail(std::current_exception());
-      team->rethrow_failure();
-    }
+    e.data_op = data_op(dtype, eb);
+    return e;
   }
 
   void run(Entry& e, std::byte* y, const ReduceOp& op, RunInput input = {}) {
-    LinkEngine& engine = *team->engine;
-    if (engine.aborted()) team->rethrow_failure();
-    link.round = calls++;
-    const Collective collective = e.shared->algorithm->collective;
-    link.activity = to_string(collective);
-    link.clock.reset();
-    try {
-      StepExecutor(engine).run(link, e.steps, y, e.keyed ? arrival_scratch : e.scratch, op, nullptr, input);
-    } catch (...) {
-      // Aborted by another rank, or failed here (recorded before the abort):
-      // either way every rank reports the team's first failure.
-      team->rethrow_failure();
-    }
-    last_time = link.clock.now();
-    monitor.returned(now(), collective == Collective::allreduce);  // the next computation phase begins
+    const Collective c = e.shared->algorithm->collective;
+    RankCore::run(e.steps, y, e.keyed ? arrival_scratch : e.scratch, op, c, nullptr, input);
+    returned(c);
   }
 
-  // Whether collective `c` of `bytes` runs through the team's direct reduce
-  // (small vectors through its slots, large ones in slices: `sliced`): it
-  // must exist and take the size, and the configuration must leave the
-  // choice to the selection (an algorithm named in the options runs as a
-  // schedule).
-  bool direct_fits(Collective c, std::size_t bytes, bool sliced = false) const {
-    return team->direct &&
-           (sliced ? DirectReduce::slices(team->ranks, bytes) : DirectReduce::fits(team->ranks, bytes)) &&
-           team->options.leaves_choice(c);
+  // ---- arrival: the team's board ----
+  void publish(std::int64_t call, Picos value) override { team->board->publish(rank, call, value); }
+  void collect(std::int64_t call, const std::function<void()>& look) override {
+    team->board->wait(call, predicted, look);
   }
+  std::vector<int> missing(std::int64_t call) override { return team->board->missing(call); }
 
-  // An allreduce (or, without an operator, a barrier) through the direct
-  // reduce; failures as run()'s.
-  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
-                  bool sliced = false) {
-    if (team->engine->aborted()) team->rethrow_failure();
-    link.round = calls++;
-    try {
-      direct->run(c, send, recv, count, op, sliced);
-    } catch (...) {
-      team->rethrow_failure();
-    }
-    last_time = 0;
-    monitor.returned(now(), c == Collective::allreduce);
-  }
+  // ---- the collectives ----
+  void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) override;
+  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) override;
+  void bcast(void* buffer, std::size_t count, DType dtype, int root) override;
+  void barrier() override;
+  void allgather(const void* send, void* recv, std::size_t count, DType dtype) override;
+  void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) override;
+  void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) override;
 };
 
-Comm::Comm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Comm::~Comm() = default;
-Comm::Comm(Comm&&) noexcept = default;
-
-int Comm::rank() const { return impl_->rank; }
-int Comm::size() const { return impl_->team->ranks; }
-Picos Comm::virtual_time() const { return impl_->last_time; }
-
-namespace {
-std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
-// An out-of-place collective's input, for the executor to read where the
-// working buffer has not been written yet (RunInput) instead of a copy of
-// all of it up front. None in place.
-RunInput input_of(const void* send, const void* y, std::size_t count) {
-  if (send == y) return {};
-  return {static_cast<const std::byte*>(send), count};
-}
-void copy(void* to, const void* from, std::size_t bytes) {
-  if (bytes > 0 && to != from) std::memmove(to, from, bytes);
-}
-}  // namespace
-
-void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  Impl& me = *impl_;
-  TeamState& team = *me.team;
-  Impl::Entry* e = nullptr;
-  if (team.board) {  // arrival-aware (plan/arrival_monitor.hpp)
-    const std::int64_t call = me.monitor.call();
-    if (auto value = me.monitor.arrive(me.now())) team.board->publish(me.rank, call, *value);
-    if (me.monitor.planned_by_arrival(call)) {
-      me.agree(call);
-      CallKey key = team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0);
-      key.arrival.emplace();
-      arrival_key(me.predicted, team.options.arrival.resolution, *key.arrival);
-      e = &me.entry(key, op.dtype, &op);
-      me.planned = e->shared->shape.hints->arrival;
-    } else {
-      e = &me.entry(team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0, true), op.dtype, &op);
-      me.planned.clear();
-    }
-  } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes)) {
-    me.run_direct(Collective::allreduce, send, recv, count, &op);
-    return;
-  } else if (me.direct_fits(Collective::allreduce, count * op.element_bytes, true)) {
-    me.run_direct(Collective::allreduce, send, recv, count, &op, true);
-    return;
-  } else {
-    e = &me.entry(team.key_of(Collective::allreduce, count, op.element_bytes, &op, 0), op.dtype, &op);
-  }
-  me.run(*e, bytes_of(recv), op, input_of(send, recv, count));
+void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  if (allreduce_direct(send, recv, count, op)) return;
+  bool warmup = false;
+  const ArrivalKey* arrival = arrive(warmup);  // plan/arrival_monitor.hpp
+  CallKey key = team->key_of(Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
+  if (arrival) key.arrival = *arrival;
+  run(entry(key, op.dtype, &op), bytes_of(recv), op, input_of(send, recv, count));
 }
 
-void Comm::edge(double fraction) {
-  Impl& me = *impl_;
-  const std::int64_t call = me.monitor.call();
-  if (auto value = me.monitor.edge(me.now(), fraction)) me.team->board->publish(me.rank, call, *value);
+void ThreadRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  auto& e = entry(team->key_of(Collective::reduce, count, op.element_bytes, &op, root), op.dtype, &op);
+  run(e, e.work, op, input_of(send, e.work, count));
+  if (rank == root) copy_bytes(recv, e.work, count * op.element_bytes);
 }
 
-const std::vector<Picos>& Comm::planned_arrival() const { return impl_->planned; }
-
-void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  auto& e = impl_->entry(impl_->team->key_of(Collective::reduce, count, op.element_bytes, &op, root), op.dtype, &op);
-  const std::size_t bytes = count * op.element_bytes;
-  impl_->run(e, e.work, op, input_of(send, e.work, count));
-  if (rank() == root) copy(recv, e.work, bytes);
+void ThreadRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
+  auto& e = entry(team->key_of(Collective::bcast, count, dtype_size(dtype), nullptr, root), dtype, nullptr);
+  run(e, bytes_of(buffer), e.data_op);
 }
 
-void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) {
-  auto& e =
-      impl_->entry(impl_->team->key_of(Collective::bcast, count, dtype_size(dtype), nullptr, root), dtype, nullptr);
-  impl_->run(e, bytes_of(buffer), e.data_op);
-}
-
-void Comm::barrier() {
-  if (impl_->direct_fits(Collective::barrier, 0))
-    return impl_->run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr);
+void ThreadRank::barrier() {
+  if (barrier_direct()) return;
   // One element of zero bytes: the schedule's messages carry no data, only
   // the rendezvous (and alpha on the virtual clock).
-  auto& e = impl_->entry(impl_->team->key_of(Collective::barrier, 1, 0, nullptr, 0), DType::uint8, nullptr);
+  auto& e = entry(team->key_of(Collective::barrier, 1, 0, nullptr, 0), DType::uint8, nullptr);
   alignas(64) static std::byte nothing[64];
-  impl_->run(e, nothing, e.data_op);
+  run(e, nothing, e.data_op);
 }
 
-void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
-  auto& e =
-      impl_->entry(impl_->team->key_of(Collective::allgather, count, dtype_size(dtype), nullptr, 0), dtype, nullptr);
+void ThreadRank::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  auto& e = entry(team->key_of(Collective::allgather, count, dtype_size(dtype), nullptr, 0), dtype, nullptr);
   const std::size_t bytes = count * dtype_size(dtype);
   // In place (send == recv): the contribution is already at its block.
-  if (send != recv) copy(bytes_of(recv) + static_cast<std::size_t>(rank()) * bytes, send, bytes);
-  impl_->run(e, bytes_of(recv), e.data_op);
+  if (send != recv) copy_bytes(bytes_of(recv) + static_cast<std::size_t>(rank) * bytes, send, bytes);
+  run(e, bytes_of(recv), e.data_op);
 }
 
-void Comm::reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  auto& e =
-      impl_->entry(impl_->team->key_of(Collective::reduce_scatter, count, op.element_bytes, &op, 0), op.dtype, &op);
+void ThreadRank::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  auto& e = entry(team->key_of(Collective::reduce_scatter, count, op.element_bytes, &op, 0), op.dtype, &op);
   const std::size_t bytes = count * op.element_bytes;
-  impl_->run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(size())));
-  copy(recv, e.work + static_cast<std::size_t>(rank()) * bytes, bytes);
+  run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(team->ranks)));
+  copy_bytes(recv, e.work + static_cast<std::size_t>(rank) * bytes, bytes);
 }
+
+void ThreadRank::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
+  const BlockCounts b = BlockCounts::of(counts, team->ranks);
+  if (b.equal) return reduce_scatter_block(send, recv, b.block, op);
+  auto& e = entry(team->key_of(Collective::reduce_scatter, b.block, op.element_bytes, &op, 0), op.dtype, &op);
+  const std::size_t eb = op.element_bytes;
+  // The blocks padded to the largest, in the work vector (in place: read
+  // from recv before the result overwrites it).
+  b.pack(bytes_of(send), e.work, 0, b.block, eb, [&](int v) { return static_cast<std::size_t>(v) * b.block * eb; });
+  run(e, e.work, op);
+  copy_bytes(recv, e.work + static_cast<std::size_t>(rank) * b.block * eb,
+             b.counts[static_cast<std::size_t>(rank)] * eb);
+}
+
+}  // namespace
 
 // ---- Team -------------------------------------------------------------------------
 
@@ -374,22 +251,19 @@ struct Team::Impl : TeamState {
 
 Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
-  if (options.wait_timeout && options.wait_timeout->count() <= 0)
-    throw UsageError("the team's wait timeout must be positive");
-  if (options.wait_report.count() < 0) throw UsageError("the team's wait report interval must not be negative");
+  // Unknown algorithm names, arrival options and waits are refused now, not at the first call.
+  options.check();
   if (options.nodes.empty()) {
     if (options.ranks < 1) throw UsageError("a team needs at least one rank, got " + std::to_string(options.ranks));
     options.nodes.push_back(NodeSpec{Machine::detect(), options.ranks, {}});
   }
   t.options = std::move(options);
-  // Unknown algorithm names are refused now, not at the first call.
-  t.options.check();
-  check_arrival_options(t.options.arrival);
   // The configured form's hierarchy now (Team::plan); the others when a
   // form auto first asks for them.
   const bool multi = t.options.form_in_effect() == Form::multi_leader;
   t.plan = std::make_shared<const HierarchyPlan>(plan_hierarchy(t.options.nodes, t.options.grouping, multi));
   t.ranks = t.plan->ranks;
+  t.shares_memory = true;
   if (t.plan->first_rank.size() > 1 && t.options.model.levels() < 2)
     throw UsageError("the cost model needs a link level for other nodes (level 1)");
   PlanContext context;
@@ -404,6 +278,7 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
   if (t.options.allreduce != kSelectAlgorithm &&
       find_algorithm(Collective::allreduce, t.options.allreduce).arrival_aware)
     t.board = std::make_unique<ArrivalBoard>(t.ranks);
+  t.arrival_aware = static_cast<bool>(t.board);
 
   TeamState* state = &t;
   t.engine = std::make_unique<LinkEngine>(
@@ -411,18 +286,19 @@ Team::Team(TeamOptions options) : impl_(std::make_unique<Impl>()) {
       executor_config(RankMap::from_nodes(t.plan->node_of),
                       t.options.virtual_clock ? std::optional(t.options.model) : std::nullopt,
                       team_waits(t.options.wait_timeout, t.options.wait_report, t.options.on_wait_report),
-                      [state](std::exception_ptr e) { state->record(std::move(e)); }));
+                      [state](std::exception_ptr e) { state->failure.record(std::move(e)); }));
   if (!t.options.virtual_clock && t.plan->first_rank.size() == 1 && DirectReduce::serves(t.ranks))
     t.direct = std::make_unique<DirectReduce>(t.arena, DirectReduce::create_shared(t.arena, t.ranks), t.ranks,
                                               t.engine->spin_policy());
 
   t.comms.reserve(static_cast<std::size_t>(t.ranks));
-  for (int r = 0; r < t.ranks; ++r) t.comms.push_back(Comm(std::make_unique<Comm::Impl>(&t, r)));
+  for (int r = 0; r < t.ranks; ++r) t.comms.emplace_back(std::make_unique<ThreadRank>(&t, r));
 }
 
 Team::~Team() = default;
 
 int Team::size() const { return impl_->ranks; }
+const RankMap& Team::layout() const { return impl_->planner.layout(); }
 const HierarchyPlan& Team::plan() const { return *impl_->plan; }
 const Planner& Team::planner() const { return impl_->planner; }
 std::shared_ptr<const CompiledPlan> Team::compiled_plan(const CallKey& key) { return impl_->compiled(key); }

@@ -13,18 +13,17 @@
 // scratch space; a repeated call of the same shape allocates nothing. The
 // operator counts by identity (ReduceOp::identity), not by name.
 //
-// In place: pass the same pointer as send and receive buffer (allreduce,
-// reduce, reduce_scatter, allgather) -- MPI_IN_PLACE semantics: allgather
-// then takes this rank's contribution from recv + rank * count, and
-// reduce_scatter reads all size() * count elements from recv and leaves the
-// rank's reduced block in its first count elements.
+// The collectives and accessors are the Comm's
+// (runtime/communicator.hpp), the same as the MPI Comm's. In place: pass the
+// same pointer as send and receive buffer (MPI_IN_PLACE semantics).
 //
 // Buffers: allreduce runs the schedule on recv, reading send where recv has
 // not been written yet (no up-front copy); bcast runs on the buffer;
 // allgather runs on recv. Peers read and write these user buffers directly.
-// Reduce and reduce_scatter run on a scratch buffer cached with the shape
-// (send is const, and the schedule leaves partial results everywhere),
-// reading send the same way, then copy the result out.
+// Reduce and reduce_scatter_block run on a scratch buffer cached with the
+// shape (send is const, and the schedule leaves partial results
+// everywhere), reading send the same way, then copy the result out;
+// reduce_scatter with unequal counts copies the blocks in, padded.
 //
 // Small vectors: on one node without a virtual clock, an allreduce of at
 // most DirectReduce::kSlotBytes and every barrier run in one round through
@@ -62,40 +61,22 @@
 #include "common/reduce_op.hpp"
 #include "plan/arrival_monitor.hpp"
 #include "plan/planner.hpp"
+#include "runtime/comm_options.hpp"
+#include "runtime/communicator.hpp"
 #include "topology/plan.hpp"
 
 namespace copse {
 
-// The team's defaults, written once: TeamOptions below and the
-// configuration's Options (config/config.hpp) both start from these (the
-// algorithm names are plan/planner.hpp's).
-namespace team_defaults {
-inline constexpr std::chrono::seconds wait_report{60};
-}  // namespace team_defaults
-
-// PlanOptions (plan/planner.hpp): algorithms per collective, blocks, cost
-// model (virtual time and block autotuning), grouping, form.
-struct TeamOptions : PlanOptions {
+// CommOptionsBase (runtime/comm_options.hpp): planning (algorithms per
+// collective, blocks, cost model, grouping, form), arrival estimates, waits.
+struct TeamOptions : CommOptionsBase {
   std::vector<NodeSpec> nodes;  // empty: one node, this machine (hwloc), `ranks` ranks
   int ranks = 2;                // used when `nodes` is empty
   // Keep every rank's virtual clock (Comm::virtual_time). Off, a message
   // carries no times, and one of a few bytes is eager: copied beside the
   // link's words and done at once, without waiting for its receiver.
   bool virtual_clock = false;
-  // Arrival estimates (Comm::edge) for an arrival-aware allreduce (slt, prr):
-  // warm-up, smoothing, plans kept per shape (plan/arrival_monitor.hpp).
-  ArrivalOptions arrival;
-  // Waiting for a peer. By default a rank waits as long as the peer takes --
-  // an application's ranks may arrive at a collective minutes apart -- and
-  // every wait_report says on on_wait_report whom it is waiting for (the
-  // default handler writes one line to stderr). With wait_timeout set, a
-  // wait past it fails the collective on every rank with TimeoutError.
-  std::optional<std::chrono::milliseconds> wait_timeout;
-  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never
-  std::function<void(const std::string&)> on_wait_report;
 };
-
-class Comm;
 
 class Team {
  public:
@@ -105,6 +86,7 @@ class Team {
   Team& operator=(const Team&) = delete;
 
   int size() const;
+  const RankMap& layout() const;      // every rank's node
   const HierarchyPlan& plan() const;  // the hierarchy of the configured form (flat, auto: one leader)
   Comm& comm(int rank);               // the calling thread must act as this rank
   // The team's compiled plan for `key` (planned once, shared by every rank's
@@ -116,49 +98,6 @@ class Team {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-};
-
-class Comm {
- public:
-  int rank() const;
-  int size() const;
-
-  void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op);
-  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);  // recv used at root
-  void bcast(void* buffer, std::size_t count, DType dtype, int root);
-  void barrier();
-  // recv holds size() * count elements, rank r's contribution at r * count.
-  void allgather(const void* send, void* recv, std::size_t count, DType dtype);
-  // send holds size() * count elements; recv gets this rank's reduced block of count.
-  void reduce_scatter(const void* send, void* recv, std::size_t count, const ReduceOp& op);
-
-  Picos virtual_time() const;  // this rank's virtual clock after its last collective
-
-  // Progress report for the next allreduce (Proficz 2018, §3): this rank has
-  // done `fraction` (in (0, 1]) of its computation phase -- the time since
-  // its previous collective returned. With an arrival-aware allreduce
-  // (TeamOptions::allreduce "slt" or "prr"), the first edge() of a phase
-  // publishes this rank's predicted arrival; after the warm-up
-  // (ArrivalOptions::warmup allreduces, run with the team's default
-  // algorithm), each allreduce waits until every rank has published (a rank
-  // that made no edge() publishes its arrival) and is planned in predicted
-  // order, the latest last. Cheap and harmless with other algorithms (it
-  // only feeds the estimator). Never blocks. See plan/arrival_monitor.hpp.
-  void edge(double fraction);
-  // The predictions (picoseconds after the earliest, every rank's the same)
-  // this rank's last allreduce was planned from; empty if it was not planned
-  // by arrival.
-  const std::vector<Picos>& planned_arrival() const;
-
- private:
-  friend class Team;
-  struct Impl;
-  explicit Comm(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-
- public:
-  ~Comm();
-  Comm(Comm&&) noexcept;
 };
 
 }  // namespace copse

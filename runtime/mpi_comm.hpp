@@ -62,15 +62,17 @@
 #include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
 #include "runtime/comm.hpp"
+#include "runtime/communicator.hpp"
 #include "topology/plan.hpp"
 
 namespace copse::mpi {
 
-// PlanOptions (plan/planner.hpp): algorithms per collective, blocks (0:
-// chosen by rank 0 for everyone), cost model, grouping, form -- the thread
-// Team's. A form other than flat, leader, multi-leader or lanes (auto)
-// chooses among the forms this team can plan (the one set up, flat, lanes).
-struct CommOptions : PlanOptions {
+// CommOptionsBase (runtime/comm_options.hpp), the thread Team's: algorithms
+// per collective, blocks (0: chosen by rank 0 for everyone), cost model,
+// grouping, form, arrival estimates (Comm::edge with an arrival-aware
+// allreduce), waits (none: no deadline; default report: one line on stderr). A form other than flat, leader,
+// multi-leader or lanes (auto) chooses among the forms this team can plan (the one set up, flat, lanes).
+struct CommOptions : CommOptionsBase {
   // 0: nodes are the communicator's shared-memory islands; K > 0: virtual
   // nodes of K consecutive processes of MPI_COMM_WORLD within each island
   // (the last may be smaller). A process's node does not depend on the
@@ -105,13 +107,16 @@ struct CommOptions : PlanOptions {
   // hierarchy.form serves every communicator of a program, and a
   // sub-communicator's nodes may be uneven where the world's are not.
   bool form_falls_back = false;
-  ArrivalOptions arrival;  // Comm::edge with an arrival-aware allreduce (plan/arrival_monitor.hpp)
-  std::optional<std::chrono::milliseconds> wait_timeout;              // none: no deadline
-  std::chrono::milliseconds wait_report{team_defaults::wait_report};  // 0: never report
-  std::function<void(const std::string&)> on_wait_report;             // default: one line on stderr
 };
 
-class Comm;
+// One thread rank's communicator: the same type, and so the same C++ API,
+// as the thread Team's (runtime/communicator.hpp). Here: edge() sends this
+// rank's predicted phase length to every other rank (p - 1 eight-byte
+// MPI_Isend on copse's private communicator; never blocks) and the
+// allreduce receives everyone's -- call it only in a phase that an
+// allreduce ends (an edge() with no allreduce after it leaves its messages
+// unread); virtual_time() is 0 (no virtual clock).
+using Comm = copse::Comm;
 
 class Team {
  public:
@@ -143,56 +148,6 @@ class Team {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-};
-
-class Comm {
- public:
-  int rank() const;  // this thread's copse rank
-  int size() const;
-
-  // send == recv: in place.
-  void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op);
-  // recv is used at the root only; send == recv at the root: in place.
-  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
-  void bcast(void* buffer, std::size_t count, DType dtype, int root);
-  void barrier();
-  // recv holds size() * count elements, rank r's at r * count; send == recv:
-  // in place (this rank's block is already at recv + rank * count).
-  void allgather(const void* send, void* recv, std::size_t count, DType dtype);
-  // send holds size() * count elements; recv gets this rank's reduced block.
-  // send == recv: in place (the whole input in recv, the result in its first
-  // count elements).
-  void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
-  // Blocks of different sizes: rank r gets counts[r] elements (size() of
-  // them), send holds them one after another. Runs as reduce_scatter_block
-  // over blocks of the largest count (the others padded).
-  void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
-
-  // Shapes in this Comm's plan cache (at most CommOptions::plan_cache).
-  std::size_t cached_plans() const;
-
-  // Progress report for the next allreduce, as the thread Comm's
-  // (runtime/comm.hpp): this rank has done `fraction` of its computation phase.
-  // With an arrival-aware allreduce ("slt", "prr") and the warm-up over, the
-  // first edge() of a phase sends this rank's predicted phase length to every
-  // other rank (p - 1 eight-byte MPI_Isend on copse's private communicator;
-  // never blocks); the allreduce receives everyone's and plans from the
-  // same vector on every rank. Call it only in a phase that an allreduce
-  // ends (an edge() with no allreduce after it leaves its messages unread).
-  void edge(double fraction);
-  // What the last allreduce was planned from (copse rank order, picoseconds
-  // after the earliest); empty if it was not planned by arrival.
-  const std::vector<Picos>& planned_arrival() const;
-
- private:
-  friend class Team;
-  struct Impl;
-  explicit Comm(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-
- public:
-  ~Comm();
-  Comm(Comm&&) noexcept;
 };
 
 }  // namespace copse::mpi

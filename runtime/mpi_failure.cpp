@@ -57,10 +57,7 @@ void TeamState::record_failure(std::exception_ptr e) noexcept {
   } catch (...) {
   }
   if (node && node->failure_claimed.exchange(1, std::memory_order_acq_rel) == 0) {
-    {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      first_error = e;
-    }
+    first_error.record(e);
     node->failure_kind = static_cast<std::int32_t>(kind);
     const std::size_t n = std::min(text.size(), sizeof node->failure_text - 1);
     std::memcpy(node->failure_text, text.data(), n);
@@ -73,10 +70,7 @@ void TeamState::record_failure(std::exception_ptr e) noexcept {
 }
 
 void TeamState::rethrow_failure() {
-  {
-    std::lock_guard<std::mutex> lock(error_mutex);
-    if (first_error) std::rethrow_exception(first_error);
-  }
+  first_error.rethrow_if_any();
   // Another process of the node failed first: it wrote the record before
   // aborting the engine, so an aborted rank finds it (give a writer that is
   // between its claim and its text a moment).

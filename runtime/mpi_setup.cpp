@@ -138,11 +138,7 @@ std::vector<ProcessInfo> TeamState::gather_processes(int processes, int thread_c
     if (options.window_bytes < 8192 || options.window_bytes > (std::size_t{1} << 30))
       throw UsageError("window_bytes must lie in [8 KiB, 1 GiB], got " + std::to_string(options.window_bytes));
     if (options.plan_cache < 1) throw UsageError("plan_cache must be at least 1");
-    check_arrival_options(options.arrival);
-    if (options.wait_timeout && options.wait_timeout->count() <= 0)
-      throw UsageError("the wait timeout must be positive");
-    if (options.wait_report.count() < 0) throw UsageError("the wait report interval must not be negative");
-    for (Collective c : all_collectives()) (void)find_algorithm(c, algorithm_name(options, c));
+    options.check();
     check_mpi(PMPI_Query_thread(&me.level), "MPI_Query_thread");
     me.threads = thread_count;
     me.pid = static_cast<int>(getpid());

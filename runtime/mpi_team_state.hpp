@@ -25,8 +25,10 @@
 #include "algorithms/registry.hpp"
 #include "common/rank_map.hpp"
 #include "plan/planner.hpp"
+#include "runtime/failure_record.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/process_watch.hpp"
+#include "runtime/rank_core.hpp"
 #include "topology/plan.hpp"
 #include "transport/arena.hpp"
 #include "transport/direct_reduce.hpp"
@@ -43,12 +45,15 @@ namespace copse::mpi {
 //    (process by process, threads within); the hierarchy is planned over the
 //    same ranks renumbered node by node ("internal" ranks), which is the
 //    identity when nodes hold consecutive ranks.
-//  - Comm: one per thread rank, with its MpiLink (the executor's remote
-//    link), its window (its stage in the segment: a send to a node peer is
-//    copied there, and the peer pulls it straight into its own memory) and
-//    its plan cache. A collective runs the schedule on the user's buffers
-//    where their layout allows (else on private memory); vectors larger than
-//    half a window run in pieces, so that every send fits the stage.
+//  - Comm: one per thread rank, over the runtime core (runtime/rank_core.hpp)
+//    with an MpiRank (runtime/mpi_comm.cpp): its MpiLink (the executor's
+//    remote link), its window (its stage in the segment: a send to a node
+//    peer is copied there, and the peer pulls it straight into its own
+//    memory) and its plan cache. A collective runs the schedule on the
+//    user's buffers where their layout allows (else on private memory),
+//    reading an allreduce's or reduce's input where it is not yet written
+//    instead of copying it in first; vectors larger than half a window run
+//    in pieces, so that every send fits the stage.
 //  - Cross-memory attach (CommOptions::cross_memory_attach): where the set-up
 //    probe finds every process able to read its node peers' memory, sends
 //    to node peers of kAttachFromBytes and more skip the window: the peer
@@ -116,19 +121,20 @@ struct ProcessInfo {
 };
 
 // One per Team (one per process and communicator): what set_up found and
-// built, shared by the process's thread ranks (their Comms).
-struct TeamState {
+// built, shared by the process's thread ranks (their Comms). The core's part
+// (ranks, engine, direct reduce, the node-by-node numbering internal_of,
+// arrival_aware) is CoreTeam's (runtime/rank_core.hpp).
+struct TeamState : CoreTeam {
   CommOptions options;
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Comm node_comm = MPI_COMM_NULL;
   int process = 0;  // this process's MPI rank
   int threads = 1;
   int first_rank = 0;  // of this process's thread ranks
-  int ranks = 0;
   int ranks_on_host = 0;
   RankMap layout;
-  std::vector<int> internal_of, user_of;  // copse rank <-> node-by-node rank
-  bool contiguous = true;                 // nodes hold consecutive copse ranks (internal == copse)
+  std::vector<int> user_of;  // node-by-node rank -> copse rank (internal_of: the other way)
+  bool contiguous = true;    // nodes hold consecutive copse ranks (internal == copse)
   std::shared_ptr<const HierarchyPlan> plan;
   RankMap plan_nodes;  // the plan's node map (internal ranks), for autotuning
   std::unique_ptr<MpiChannel> channel;
@@ -137,11 +143,6 @@ struct TeamState {
   std::vector<int> node_members;                         // copse ranks of this node, ascending
   std::map<int, std::unique_ptr<ProcessWatch>> watches;  // other processes of this node
   std::vector<int> pid_of;                               // per process
-  std::unique_ptr<LinkEngine> engine;
-  // A communicator on one node: small allreduces and barriers in one round
-  // through slots in the segment (transport/direct_reduce.hpp), as the
-  // thread Team does; null otherwise.
-  std::unique_ptr<DirectReduce> direct;
   std::byte* windows = nullptr;
   std::size_t window_stride = 0;
   bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
@@ -153,15 +154,12 @@ struct TeamState {
   // the communicator's order.
   Planner planner, user_order;
 
-  // Arrival estimates (set when the allreduce is arrival-aware).
-  bool arrival_aware = false;
-  int max_threads = 1;
-  Clock::time_point origin = Clock::now();
+  int max_threads = 1;  // the most thread ranks of any process (the arrival tags)
 
-  std::mutex error_mutex;
-  std::exception_ptr first_error;  // this process's, when it was the node's first
+  FailureRecord first_error;  // this process's, when it was the node's first
 
-  ~TeamState();
+  TeamState() { settings = &options; }
+  ~TeamState() override;
   void set_up(MPI_Comm comm, int thread_count);
   // set_up's steps, in order (runtime/mpi_setup.cpp).
   std::vector<ProcessInfo> gather_processes(int processes, int thread_count);
@@ -175,7 +173,7 @@ struct TeamState {
   // The failure record (runtime/mpi_failure.cpp): LinkConfig::peer_gone and on_failure, and the rethrow.
   std::string peer_gone(int peer) const;
   void record_failure(std::exception_ptr e) noexcept;
-  [[noreturn]] void rethrow_failure();
+  [[noreturn]] void rethrow_failure() override;
   std::byte* window_of(int rank) const {
     const auto i = std::lower_bound(node_members.begin(), node_members.end(), rank) - node_members.begin();
     return windows + static_cast<std::size_t>(i) * window_stride;

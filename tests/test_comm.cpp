@@ -229,11 +229,11 @@ void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
         fill_input(op, r, w.n * pz, send.data());
         const std::byte* want = w.reduce_scatter.data() + rz * bytes;
         if (in_place) {
-          comm.reduce_scatter(send.data(), send.data(), w.n, op);
+          comm.reduce_scatter_block(send.data(), send.data(), w.n, op);
           log.expect(tag + "reduce_scatter", send.data(), want, bytes);
         } else {
           std::fill(out.begin(), out.end(), std::byte{0xA5});
-          comm.reduce_scatter(send.data(), out.data(), w.n, op);
+          comm.reduce_scatter_block(send.data(), out.data(), w.n, op);
           log.expect(tag + "reduce_scatter", out.data(), want, bytes);
         }
       }
@@ -397,7 +397,7 @@ TEST_CASE("concurrency: comm: a repeated call of the same shape allocates nothin
       c.bcast(a.data(), n, DType::float64, p - 1);
       c.barrier();
       c.allgather(a.data(), b.data(), n, DType::int32);
-      c.reduce_scatter(a.data(), b.data(), n, affine);
+      c.reduce_scatter_block(a.data(), b.data(), n, affine);
     };
     const std::uint64_t t0 = t_allocations;
     all_collectives();  // plans, materialises and carves scratch: allocates

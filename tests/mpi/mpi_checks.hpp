@@ -19,7 +19,7 @@
 
 namespace mpi_tests {
 
-// Not `using namespace copse`: copse::Comm (threads) would clash with copse::mpi::Comm.
+// Not `using namespace copse`: copse::Team (threads) would clash with copse::mpi::Team.
 using copse::builtin_op;
 using copse::DType;
 using copse::Error;

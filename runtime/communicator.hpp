@@ -1,0 +1,81 @@
+#pragma once
+// One rank's communicator, the same C++ API for both runtimes: a thread
+// Team's ranks (copse::Team, runtime/comm.hpp) and an MPI Team's
+// (copse::mpi::Team, runtime/mpi_comm.hpp; copse::mpi::Comm is this type)
+// -- declared once, so that the two agree (same names, same signatures)
+// and code is written once for both. Implemented once, over the runtime core
+// (runtime/rank_core.hpp): the accessors are the core's, and each collective
+// goes to the core's runtime (its buffers, its plans' agreement, its links).
+//
+// Every collective takes the same arguments on every rank, in the same
+// order. In place: pass the same pointer as send and receive buffer
+// (allreduce; reduce at the root; allgather, whose contribution is then
+// already at recv + rank * count; reduce_scatter_block and reduce_scatter,
+// whose whole input is then in recv and whose result goes to its front).
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "common/cost_model.hpp"
+#include "common/reduce_op.hpp"
+
+namespace copse {
+
+class RankCore;
+
+class Comm {
+ public:
+  int rank() const;  // this rank's number among size()
+  int size() const;
+
+  void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // recv is used at the root only.
+  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  void bcast(void* buffer, std::size_t count, DType dtype, int root);
+  void barrier();
+  // recv holds size() * count elements, rank r's contribution at r * count.
+  void allgather(const void* send, void* recv, std::size_t count, DType dtype);
+  // send holds size() * count elements; recv gets this rank's reduced block of count.
+  void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // Blocks of different sizes: rank r gets counts[r] elements (size() counts,
+  // none negative), send holds the blocks one after another. Runs as
+  // reduce_scatter_block over blocks of the largest count, the others padded.
+  void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
+
+  // This rank's virtual clock after its last collective (the thread Team's
+  // TeamOptions::virtual_clock; 0 without a virtual clock, and after a
+  // collective served by the direct reduce).
+  Picos virtual_time() const;
+  // Calls in this rank's plan cache (an MPI Comm's: at most
+  // CommOptions::plan_cache).
+  std::size_t cached_plans() const;
+
+  // Progress report for the next allreduce (Proficz 2018, §3): this rank has
+  // done `fraction` (in (0, 1]) of its computation phase -- the time since
+  // its previous collective returned. With an arrival-aware allreduce
+  // ("slt" or "prr"), the first edge() of a phase publishes this rank's
+  // predicted arrival; after the warm-up (ArrivalOptions::warmup
+  // allreduces, run with the team's default algorithm), each allreduce waits
+  // until every rank has published (a rank that made no edge() publishes
+  // its arrival) and is planned in predicted order, the latest last. Cheap
+  // and harmless with other algorithms (it only feeds the estimator). Never
+  // blocks. See plan/arrival_monitor.hpp; each runtime says how the
+  // predictions travel.
+  void edge(double fraction);
+  // The predictions (picoseconds after the earliest, in rank order) this
+  // rank's last allreduce was planned from; empty if it was not planned by
+  // arrival.
+  const std::vector<Picos>& planned_arrival() const;
+
+  // Made by a Team (a RankCore is a runtime's, private to it).
+  explicit Comm(std::unique_ptr<RankCore> core);
+  Comm(Comm&&) noexcept;
+  Comm& operator=(Comm&&) noexcept;
+  ~Comm();
+
+ private:
+  std::unique_ptr<RankCore> core_;
+};
+
+}  // namespace copse

@@ -1,0 +1,209 @@
+#include "runtime/rank_core.hpp"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "algorithms/registry.hpp"
+#include "common/error.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/team_wait.hpp"
+
+namespace copse {
+
+// ---- Comm: the API, once ----
+
+Comm::Comm(std::unique_ptr<RankCore> core) : core_(std::move(core)) {}
+Comm::Comm(Comm&&) noexcept = default;
+Comm& Comm::operator=(Comm&&) noexcept = default;
+Comm::~Comm() = default;
+
+int Comm::rank() const { return core_->rank; }
+int Comm::size() const { return core_->core_team.ranks; }
+Picos Comm::virtual_time() const { return core_->last_time; }
+std::size_t Comm::cached_plans() const { return core_->cached_plans(); }
+void Comm::edge(double fraction) { core_->edge(fraction); }
+const std::vector<Picos>& Comm::planned_arrival() const { return core_->planned; }
+
+void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  core_->allreduce(send, recv, count, op);
+}
+void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  core_->reduce(send, recv, count, op, root);
+}
+void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) { core_->bcast(buffer, count, dtype, root); }
+void Comm::barrier() { core_->barrier(); }
+void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  core_->allgather(send, recv, count, dtype);
+}
+void Comm::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  core_->reduce_scatter_block(send, recv, count, op);
+}
+void Comm::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
+  core_->reduce_scatter(send, recv, counts, op);
+}
+
+// ---- RankCore ----
+
+RankCore::RankCore(CoreTeam& team, int r)
+    : core_team(team), rank(r), monitor(team.settings->arrival, team.arrival_aware) {
+  link.rank = r;
+  const CommOptionsBase& o = *team.settings;
+  if (team.direct)
+    direct.emplace(*team.engine, *team.direct, link, o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report));
+  monitor.returned(now(), false);  // the first phase begins
+}
+
+void RankCore::check_call(const CallKey& key, const ReduceOp* op) const {
+  const Collective c = key.collective;
+  const int p = core_team.ranks;
+  if ((c == Collective::reduce || c == Collective::bcast) && (key.root < 0 || key.root >= p))
+    throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(key.root) + " is not a rank in [0, " +
+                     std::to_string(p) + ")");
+  const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
+  if (reduces && op && key.algorithm != kSelectAlgorithm)
+    check_operator(find_algorithm(c, key.algorithm), op->name, op->commutative);
+}
+
+void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
+                   Link* remote, RunInput input) {
+  LinkEngine& engine = *core_team.engine;
+  if (engine.aborted()) core_team.rethrow_failure();
+  link.round = calls++;
+  link.activity = to_string(c);
+  link.clock.reset();
+  try {
+    StepExecutor(engine, remote).run(link, steps, y, scratch, op, nullptr, input);
+  } catch (...) {
+    // Aborted by another rank, or failed here (recorded before the abort):
+    // either way every rank reports the team's first failure.
+    core_team.rethrow_failure();
+  }
+  last_time = link.clock.now();
+}
+
+// Whether collective `c` of `bytes` runs through the team's direct reduce
+// (small vectors through its slots, large ones in slices: `sliced`): it
+// must exist and take the size, and the configuration must leave the
+// choice to the selection (an algorithm named in the options runs as a
+// schedule).
+bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
+  const int p = core_team.ranks;
+  return core_team.direct &&
+         (sliced ? core_team.shares_memory && DirectReduce::slices(p, bytes) : DirectReduce::fits(p, bytes)) &&
+         core_team.settings->leaves_choice(c);
+}
+
+void RankCore::run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
+                          bool sliced) {
+  if (core_team.engine->aborted()) core_team.rethrow_failure();
+  link.round = calls++;
+  try {
+    direct->run(c, send, recv, count, op, sliced);
+  } catch (...) {
+    core_team.rethrow_failure();
+  }
+  last_time = 0;
+  returned(c);
+}
+
+bool RankCore::allreduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  if (core_team.arrival_aware) return false;  // planned by arrival, or its warm-up's default
+  const std::size_t bytes = count * op.element_bytes;
+  for (bool sliced : {false, true})
+    if (direct_fits(Collective::allreduce, bytes, sliced)) {
+      run_direct(Collective::allreduce, send, recv, count, &op, sliced);
+      return true;
+    }
+  return false;
+}
+
+bool RankCore::barrier_direct() {
+  if (!direct_fits(Collective::barrier, 0, false)) return false;
+  run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr, false);
+  return true;
+}
+
+const ArrivalKey* RankCore::arrive(bool& warmup) {
+  warmup = false;
+  if (!core_team.arrival_aware) return nullptr;
+  const std::int64_t call = monitor.call();
+  if (auto value = monitor.arrive(now())) publish(call, *value);
+  if (!monitor.planned_by_arrival(call)) {
+    warmup = true;
+    planned.clear();
+    return nullptr;
+  }
+  agree_arrivals(call);
+  arrival_key(predicted, core_team.settings->arrival.resolution, agreed_key);
+  // The key's predictions are in the plans' numbering; planned_arrival() is
+  // in rank order.
+  const std::vector<Picos> internal = arrival_of(agreed_key);
+  planned.resize(internal.size());
+  for (std::size_t r = 0; r < internal.size(); ++r)
+    planned[r] = internal[static_cast<std::size_t>(core_team.internal(static_cast<int>(r)))];
+  return &agreed_key;
+}
+
+void RankCore::edge(double fraction) {
+  const std::int64_t call = monitor.call();
+  if (auto value = monitor.edge(now(), fraction)) publish(call, *value);
+}
+
+// Every rank's predicted arrival for allreduce `call`. Waits as the links
+// do: reported every wait_report, failed past wait_timeout, both naming the
+// ranks whose value is missing.
+void RankCore::agree_arrivals(std::int64_t call) {
+  const CommOptionsBase& o = *core_team.settings;
+  PolledWait wait(team_wait_policy(o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report),
+                                   [&] { return arrival_wait_text(calls, rank, missing(call)); }));
+  LinkEngine& engine = *core_team.engine;
+  try {
+    collect(call, [&] {
+      if (engine.aborted()) core_team.rethrow_failure();
+      wait.look();
+    });
+  } catch (...) {
+    // Timed out here (every rank then reports it), or aborted by another rank.
+    cancel_collect();
+    if (!engine.aborted()) engine.fail(std::current_exception());
+    core_team.rethrow_failure();
+  }
+}
+
+// ---- buffers ----
+
+ReduceOp data_op(DType dtype, std::size_t element_bytes) {
+  ReduceOp op;
+  op.name = "copy";
+  op.dtype = dtype;
+  op.element_bytes = element_bytes;
+  return op;
+}
+
+BlockCounts BlockCounts::uniform(int ranks, std::uint64_t count) {
+  BlockCounts b;
+  const auto p = static_cast<std::size_t>(ranks);
+  b.counts.assign(p, count);
+  b.displs.resize(p);
+  for (std::size_t v = 0; v < p; ++v) b.displs[v] = v * count;
+  b.block = count;
+  return b;
+}
+
+BlockCounts BlockCounts::of(const int* counts, int ranks) {
+  BlockCounts b;
+  std::uint64_t at = 0;
+  for (int v = 0; v < ranks; ++v) {
+    if (counts[v] < 0) throw UsageError("reduce_scatter: rank " + std::to_string(v) + "'s count is negative");
+    const auto n = static_cast<std::uint64_t>(counts[v]);
+    b.counts.push_back(n);
+    b.displs.push_back(at);
+    at += n;
+    b.block = std::max(b.block, n);
+  }
+  for (std::uint64_t n : b.counts) b.equal = b.equal && n == b.block;
+  return b;
+}
+
+}  // namespace copse

@@ -1,0 +1,221 @@
+#pragma once
+// The runtime core (issue 16): one implementation of a communicator rank's
+// per-call path over a rank map and a set of links, used by the thread Comm
+// (runtime/comm.cpp) and the MPI Comm (runtime/mpi_comm.cpp):
+//  - entry: a call's plan from the rank's plan cache, or -- after the call's
+//    checks (root, operator) -- a new one. How the ranks agree on a new plan
+//    is the runtime's policy (threads: one plan shared by the team; processes:
+//    one agreement round from rank 0), passed in as the entry's maker;
+//  - run: the step executor over the team's shared-memory engine and the
+//    rank's remote link, failures rethrown as the team's first failure;
+//  - the direct paths: small allreduces and barriers of one node in one
+//    round through the direct reduce, and (threads only) large allreduces
+//    in slices;
+//  - arrival: edge(), the arrival branch of allreduce (publish, agree on
+//    every rank's prediction, the arrival key), planned_arrival();
+//  - helpers for pieces, for input read without an up-front copy (RunInput)
+//    and for blocks of unequal counts.
+// What differs -- how predictions travel, where working memory lives, which
+// numbering plans use -- is the runtime's, through CoreTeam's fields and
+// RankCore's virtual hooks. The MPI-only parts stay in their own files
+// (mpi_setup, mpi_segment, mpi_cma_probe, mpi_hierarchy_wire, mpi_failure).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/link.hpp"
+#include "common/reduce_op.hpp"
+#include "common/schedule.hpp"
+#include "exec/step_executor.hpp"
+#include "plan/arrival_monitor.hpp"
+#include "plan/plan_cache.hpp"
+#include "plan/planner.hpp"
+#include "runtime/comm_options.hpp"
+#include "runtime/team_direct.hpp"
+#include "transport/direct_reduce.hpp"
+#include "transport/link_engine.hpp"
+
+namespace copse {
+
+using RuntimeClock = std::chrono::steady_clock;
+
+// What a rank's core needs of its team; the thread Team's state and the MPI
+// Team's derive from it and fill it in at set-up.
+struct CoreTeam {
+  virtual ~CoreTeam() = default;
+  const CommOptionsBase* settings = nullptr;  // the team's options
+  int ranks = 0;
+  std::unique_ptr<LinkEngine> engine;  // the node's shared-memory links
+  // One node: small allreduces and barriers in one round through shared
+  // slots (transport/direct_reduce.hpp), where the selection would choose;
+  // null otherwise.
+  std::unique_ptr<DirectReduce> direct;
+  // The ranks are threads of one process, so a rank may read its peers'
+  // buffers: large allreduces through the direct reduce's slices
+  // (DirectReduce::allreduce_sliced reads the peers' user buffers by
+  // address, which a process cannot do in another's memory).
+  bool shares_memory = false;
+  bool arrival_aware = false;  // the configured allreduce plans by predicted arrival (Comm::edge)
+  RuntimeClock::time_point origin = RuntimeClock::now();
+  // Each rank's number in the plans' numbering (node by node); empty: the
+  // ranks' own.
+  std::vector<int> internal_of;
+
+  int internal(int rank) const { return internal_of.empty() ? rank : internal_of[static_cast<std::size_t>(rank)]; }
+  // Rethrows the team's first failure (LinkAborted if none is recorded).
+  [[noreturn]] virtual void rethrow_failure() = 0;
+};
+
+class RankCore {
+ public:
+  RankCore(CoreTeam& team, int rank);
+  virtual ~RankCore() = default;
+  RankCore(const RankCore&) = delete;
+  RankCore& operator=(const RankCore&) = delete;
+
+  CoreTeam& core_team;
+  const int rank;
+  LinkRank link;
+  std::optional<TeamDirectReduce> direct;  // when the team has a direct reduce
+  std::int64_t calls = 0;
+  Picos last_time = 0;  // Comm::virtual_time
+
+  ArrivalMonitor monitor;
+  std::vector<Picos> predicted;  // every rank's value of the current allreduce, in the plans' numbering
+  ArrivalKey agreed_key;         // ... compressed
+  std::vector<Picos> planned;    // Comm::planned_arrival
+
+  Picos now() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(RuntimeClock::now() - core_team.origin).count() * 1000;
+  }
+  virtual std::size_t cached_plans() const = 0;
+
+  // The collectives (Comm's (runtime/communicator.hpp)), over the runtime's buffers.
+  virtual void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) = 0;
+  virtual void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) = 0;
+  virtual void bcast(void* buffer, std::size_t count, DType dtype, int root) = 0;
+  virtual void barrier() = 0;
+  virtual void allgather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  virtual void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) = 0;
+
+  // The cached entry of `key` (`op`: the reduction operator, or null for the
+  // collectives that only move data), or a new one from make() -- the
+  // runtime's planning and agreement -- after checking the call.
+  template <class Entry, class Make>
+  Entry& cached(PlanCache<Entry>& cache, const CallKey& key, DType dtype, const ReduceOp* op, Make&& make) {
+    if (auto* found = cache.find(key, dtype, op ? op->identity.get() : nullptr)) return found->value;
+    if (core_team.engine->aborted()) core_team.rethrow_failure();
+    check_call(key, op);
+    return cache.insert({key, dtype, op ? op->identity : nullptr, make()}).value;
+  }
+  // UsageError for a root that is not a rank, or an operator the named
+  // algorithm does not take (the operator's own name in the message).
+  void check_call(const CallKey& key, const ReduceOp* op) const;
+
+  // Runs `steps` on the working vector `y` (input read from `input` where y
+  // is not yet written) over the team's engine and the `remote` link;
+  // failures rethrow the team's first.
+  void run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
+           Link* remote = nullptr, RunInput input = {});
+  // The direct paths: true when the call ran through the direct reduce
+  // (and returned). Only where the configuration leaves the algorithm to
+  // the selection, and never for an arrival-aware allreduce.
+  bool allreduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  bool barrier_direct();
+  // A collective of `c` returned: the next computation phase begins.
+  void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
+
+  // The arrival branch of an allreduce (with an arrival-aware one): this
+  // rank's arrival published, then -- past the warm-up -- every rank's
+  // prediction agreed on and compressed: the key to plan by (null: not
+  // planned by arrival; `warmup` set during the warm-up, whose calls run the
+  // team's default allreduce). Sets planned_arrival().
+  const ArrivalKey* arrive(bool& warmup);
+  void edge(double fraction);
+
+ protected:
+  // How predictions travel: `value` is this rank's for allreduce `call`
+  // (the monitor's, picoseconds since the team's origin).
+  virtual void publish(std::int64_t call, Picos value) = 0;
+  // Waits for every rank's value of `call` into `predicted` (the plans'
+  // numbering), calling look() between polls (it throws to give up).
+  virtual void collect(std::int64_t call, const std::function<void()>& look) = 0;
+  // The ranks whose value of `call` is still missing (for wait reports).
+  virtual std::vector<int> missing(std::int64_t call) = 0;
+  // After a failed wait: takes back what collect() left open.
+  virtual void cancel_collect() noexcept {}
+
+ private:
+  bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
+  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op, bool sliced);
+  void agree_arrivals(std::int64_t call);
+};
+
+// ---- buffers ----
+
+inline const std::byte* bytes_of(const void* p) { return static_cast<const std::byte*>(p); }
+inline std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+inline void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0 && to != from) std::memmove(to, from, bytes);
+}
+// An out-of-place collective's input, for the executor to read where the
+// working vector has not been written yet (RunInput) instead of a copy of
+// all of it up front. None in place.
+inline RunInput input_of(const void* send, const void* y, std::size_t count) {
+  if (send == y) return {};
+  return {static_cast<const std::byte*>(send), count};
+}
+// The operator of the collectives that only move data (bcast, allgather,
+// barrier): element size only (replace never combines).
+ReduceOp data_op(DType dtype, std::size_t element_bytes);
+
+// Calls body(offset, n) for consecutive pieces of at most `piece` of
+// `count` elements -- once, with n = 0, for an empty vector, so that every
+// rank runs (and agrees on) the same calls.
+template <class Body>
+void in_pieces(std::uint64_t count, std::uint64_t piece, Body&& body) {
+  std::uint64_t offset = 0;
+  do {
+    const std::uint64_t n = count - offset < piece ? count - offset : piece;
+    body(offset, n);
+    offset += n;
+  } while (offset < count);
+}
+
+// A reduce-scatter's blocks: rank v's counts[v] elements at displs[v] of the
+// input, run as blocks of `block` (the largest count; the others padded).
+struct BlockCounts {
+  std::vector<std::uint64_t> counts, displs;
+  std::uint64_t block = 0;
+  bool equal = true;  // every count is `block`
+
+  static BlockCounts uniform(int ranks, std::uint64_t count);
+  // UsageError for a negative count.
+  static BlockCounts of(const int* counts, int ranks);
+  // Of the elements [at, at + n) of every block, how many rank v's holds.
+  std::uint64_t real(std::size_t v, std::uint64_t at, std::uint64_t n) const {
+    return counts[v] > at ? (counts[v] - at < n ? counts[v] - at : n) : 0;
+  }
+  // Copies the elements [at, at + n) of every block of `in` to
+  // y + block_at(v), zeroing the padding (combined, never read).
+  template <class BlockAt>
+  void pack(const std::byte* in, std::byte* y, std::uint64_t at, std::uint64_t n, std::size_t eb,
+            BlockAt&& block_at) const {
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      const std::uint64_t r = real(v, at, n);
+      std::byte* to = y + block_at(static_cast<int>(v));
+      copy_bytes(to, in + (displs[v] + at) * eb, r * eb);
+      if (r < n) std::memset(to + r * eb, 0, (n - r) * eb);
+    }
+  }
+};
+
+}  // namespace copse

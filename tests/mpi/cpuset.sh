@@ -6,9 +6,14 @@
 # spin on it. An 8-byte MPI_Allreduce loop (tests/mpi/allreduce_loop.c) at
 # np 2, plain Open MPI and under LD_PRELOAD=libcopse_mpi.so, unpinned and
 # pinned with `taskset -c CPU mpirun ...`, measured side by side in one run
-# (two rounds, the better of each): copse's time over Open MPI's pinned may
-# exceed the same ratio unpinned by at most a generous factor. A copse that
-# counts the online CPUs spins 2 ms per wait there: 10-100x more.
+# (two rounds, the better of each). Pinned, copse may cost at most a
+# generous factor times Open MPI's time: on one core both sides are bound by
+# the switches between the two processes. A copse that counts the online
+# CPUs spins 2 ms per wait there: 100-2000x Open MPI's time. The unpinned
+# ratio is printed beside it, not compared: unpinned on a machine that other
+# jobs load, copse's spinning (its ranks fit the cores it can see) is
+# inflated too -- the defect's copse measured 700 us there against Open
+# MPI's 1.1 us, which would hide the pinned ratio's 1480.
 #   tests/mpi/cpuset.sh LIBCOPSE_MPI ALLREDUCE_LOOP
 set -uo pipefail
 lib=$1 program=$2
@@ -55,9 +60,8 @@ awk -v pp="${best[pinned plain]}" -v pc="${best[pinned copse]}" -v up="${best[un
     pinned = pc / pp; unpinned = uc / up
     printf "cpuset: copse/Open MPI unpinned %.2f (%.2f/%.2f us), pinned to one core %.2f (%.2f/%.2f us)\n",
            unpinned, uc, up, pinned, pc, pp
-    if (pinned > f * unpinned) {
-      printf "cpuset: FAIL pinned to one core, copse costs %.1fx its unpinned ratio (at most %gx allowed)\n",
-             pinned / unpinned, f
+    if (pinned > f) {
+      printf "cpuset: FAIL pinned to one core, copse costs %.2f times Open MPI (at most %g allowed)\n", pinned, f
       exit 1
     }
     print "cpuset: ok"

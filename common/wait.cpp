@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <thread>
 
+#include "common/cores.hpp"
 #include "common/error.hpp"
 
 namespace copse {
@@ -128,11 +128,7 @@ void idle_leave() { g_idle_sleepers.fetch_sub(1, std::memory_order_release); }
 
 int spin_slots() {
   static const int slots = [] {
-    int cores = 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(getpid(), sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-    if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
+    const int cores = cpu_count(process_cpus());
     return cores > 1 ? cores : 0;  // one core: whoever we wait for needs it
   }();
   return slots;

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "plan/arrival_monitor.hpp"
 #include "plan/planner.hpp"
+#include "runtime/mpi_cores.hpp"
 #include "runtime/mpi_hierarchy_wire.hpp"
 #include "runtime/mpi_team_state.hpp"
 #include "runtime/team_wait.hpp"
@@ -111,6 +112,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.cross_memory_attach = cma;
   link.attach_from_bytes = kAttachFromBytes;
   link.ranks_on_host = ranks_on_host;
+  link.concurrent_ranks = agree_concurrent_ranks(node_comm, thread_count, ranks_on_host);  // the masks
   const auto* root = arena->at<SegmentRoot>(arena->root());
   engine = std::make_unique<LinkEngine>(
       *arena, root->link,

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/cores.hpp"
 #include "common/error.hpp"
 #include "transport/link_words.hpp"
 
@@ -60,17 +61,22 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
   inbox_ = std::launder(reinterpret_cast<Inbox*>(base));
   base += p * sizeof(Inbox);
   progress_ = std::launder(reinterpret_cast<Progress*>(base));
-  // Processes of a node: they fit when the machine has a core for every
-  // rank, whatever each process's own affinity (pinned one per core, each
-  // sees one). While the node's ranks fit its cores, a waiter spins long
-  // without giving up its core -- its peer runs on another one and will
-  // answer within a copy's time, and a yield on a busy machine costs a whole time slice; with more
-  // ranks than cores it polls from the first look, yielding the core to the
-  // ranks it waits for, as MPI libraries do, before it sleeps: a spin there
-  // only keeps the rank it waits for off the core (np 4 on 2 cores,
-  // interposed 8-byte MPI_Allreduce, medians: 16 us with a 2 us spin,
-  // 4.4-5.8 us without; Open MPI 4.2-7.3 us).
-  const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  // Processes of a node: they fit when every rank of the host can run at
+  // once on a core of its own -- as the node's processes agreed at set-up
+  // from their affinity masks (LinkConfig::concurrent_ranks: processes
+  // pinned one per core each see one core, yet fit), else as this process's
+  // mask says. Never the machine's online count: a host confined to one core
+  // of two (a batch system's cpuset) has one. While the node's ranks fit
+  // their cores, a waiter spins long without giving up its core -- its peer
+  // runs on another one and will answer within a copy's time, and a yield on
+  // a busy machine costs a whole time slice; with more ranks than cores it
+  // polls from the first look, yielding the core to the ranks it waits for,
+  // as MPI libraries do, before it sleeps: a spin there only keeps the rank
+  // it waits for off the core (np 4 on 2 cores, interposed 8-byte
+  // MPI_Allreduce, medians: 16 us with a 2 us spin, 4.4-5.8 us without; Open
+  // MPI 4.2-7.3 us; 2 hosts x 2 ranks, each host pinned to one core of two:
+  // 13 ms per call with the 2 ms spin the online count chose).
+  const int cores = config_.concurrent_ranks > 0 ? config_.concurrent_ranks : std::max(1, cpu_count(process_cpus()));
   const bool fits = std::max(slots(), config_.ranks_on_host) <= cores;
   spin_.spin = std::chrono::milliseconds(fits ? 2 : 0);
   spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);

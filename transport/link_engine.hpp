@@ -88,6 +88,12 @@ struct LinkConfig {
   // processes poll, yielding the core, instead of spinning. 0: the engine's
   // own ranks.
   int ranks_on_host = 0;
+  // How many of the host's ranks can run at once, each on a core of its
+  // own, as the node's processes agreed from their affinity masks
+  // (common/cores.hpp's concurrent_ranks; the MPI set-up exchanges them):
+  // the same answer on every process, whatever its own mask. 0: this
+  // process's own mask's cores.
+  int concurrent_ranks = 0;
 };
 
 // Materialises `rank`'s steps of `plan` into `out` (appending), checking every

@@ -4,7 +4,9 @@
 # As root (CI, containers) mpirun needs its two opt-in variables. More ranks
 # than cores: --oversubscribe, and mpi_yield_when_idle so that polling ranks
 # give their core away (Open MPI PR 8998). Shared memory and self only: the
-# tests are about one host.
+# tests are about one host -- unless MPI_LAUNCHER names a command that stands
+# in for mpirun and takes its options (tests/multihost/mh-mpirun.sh runs the
+# job across several hosts); it then gets "-np NP PROGRAM ARGS...".
 set -euo pipefail
 np=$1
 shift
@@ -19,5 +21,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 libraries=$(ldd "$1" 2>/dev/null || true)
 if [[ $libraries == *libasan* ]]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
+if [[ -n ${MPI_LAUNCHER:-} ]]; then
+  read -ra launcher <<<"$MPI_LAUNCHER"
+  exec "${launcher[@]}" -np "$np" "$@"
 fi
 exec mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 "$@"

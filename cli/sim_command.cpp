@@ -5,6 +5,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/simulator.hpp"
 #include "cli/cluster_options.hpp"
+#include "cli/memory_limits.hpp"
 #include "cli/options.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
@@ -34,6 +35,7 @@ struct SimArgs {
   bool unequal_segments = false;
   std::string gantt;  // --gantt FILE: the run's Gantt chart (SVG)
   bool json = false;
+  bool force = false;  // --force: skip the memory check
 };
 
 // The configuration's model gives the defaults. Without --ranks-per-node
@@ -71,6 +73,25 @@ void write_sim_gantt(const std::string& path, const Timeline& timeline, const Al
   write_picture_file("--gantt", path, [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
 }
 
+// Refuses (UsageError) a run whose estimated memory cannot fit, before anything
+// is allocated per rank: for --algorithm auto, the hungriest candidate's.
+void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Shape& shape) {
+  if (args.force) return;
+  // Arrival offsets and their predictions, 8 bytes each per rank.
+  const double inputs = args.arrival == "none" ? 0.0 : 16.0;
+  MemoryEstimate estimate;
+  auto consider = [&](const AlgorithmInfo& algorithm) {
+    const MemoryEstimate e = simulation_estimate(algorithm, shape, inputs);
+    if (e.bytes_per_rank > estimate.bytes_per_rank) estimate = e;
+  };
+  if (named)
+    consider(*named);
+  else
+    for (const AlgorithmInfo& algorithm : algorithms())
+      if (algorithm.collective == parse_collective(args.collective) && selectable(algorithm, true)) consider(algorithm);
+  check_memory("sim", shape.ranks, estimate);
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -84,6 +105,12 @@ int run_sim(SimArgs args) {
                        args.intra_beta.empty() ? inter.beta : time_option("--intra-beta", args.intra_beta)};
   const double gamma = time_option("--gamma", args.gamma);
   const Ports ports = ports_option(args.ports);
+  if (args.ranks >= 1) {
+    Shape probe;
+    probe.ranks = args.ranks, probe.count = bytes, probe.root = args.root, probe.blocks = requested.value_or(1);
+    if (named) validate_shape(*named, probe);
+    check_sim_memory(args, named, probe);
+  }
 
   ModelOptions model;
   model.intra_alpha = intra.alpha;
@@ -224,6 +251,9 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
       ->type_name("FILE");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
+  command->add_flag("--force", args->force,
+                    "run even when the memory the run needs (estimated from the ranks and the schedule) exceeds what "
+                    "is available");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
     run_parsed = [args] { return run_sim(*args); };

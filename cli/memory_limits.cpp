@@ -78,7 +78,13 @@ double schedule_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shap
   sample.ranks = std::min(shape.ranks, 4096);
   if (sample.root >= sample.ranks) sample.root = 0;
   const double before = allocated_heap();
-  const SchedulePlan plan = algorithm.plan(sample);
+  SchedulePlan plan;
+  try {
+    plan = algorithm.plan(sample);
+  } catch (const Error&) {
+    sample = shape;  // a schedule file is written for its own rank count only
+    plan = algorithm.plan(sample);
+  }
   const double shared = std::max(0.0, allocated_heap() - before) / sample.ranks;
   // A rank's frames nest as it goes (a phase's generator inside the rank's):
   // the most they hold over their first steps, all sampled ranks at once.

@@ -135,7 +135,8 @@ int run_sim(SimArgs args) {
   shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
   const AlgorithmInfo& algorithm =
       named ? *named : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
-  shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
+  BlockSearch block_search;
+  shape.blocks = resolve_blocks({}, algorithm, shape, requested, options, &block_search);
 
   std::optional<SegmentSearch> search;
   if (args.unequal_segments) {
@@ -157,6 +158,8 @@ int run_sim(SimArgs args) {
            {"bytes", bytes},
            {"blocks", blocks},
            {"blocks_requested", requested ? Json(*requested) : Json("auto")},
+           {"blocks_bound", requested ? Json(nullptr) : Json(to_string(block_search.bound))},
+           {"blocks_cap", requested || block_search.bound == BlockBound::none ? Json(nullptr) : Json(block_search.cap)},
            {"time", to_seconds(result.time)},
            {"time_ps", result.time},
            {"steps", result.max_steps},
@@ -186,8 +189,11 @@ int run_sim(SimArgs args) {
   }
   std::cout << to_string(algorithm.collective) << " " << algorithm.name << (select ? " (selected)" : "") << ": "
             << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
-            << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n"
-            << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
+            << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n";
+  if (!requested && block_search.bound != BlockBound::none)
+    std::cout << "  block search  at most " << block_search.cap << " blocks (" << to_string(block_search.bound)
+              << ")\n";
+  std::cout << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
             << ")\n"
             << "  steps         " << result.max_steps << " (longest rank)\n"
             << "  messages      " << result.messages << "\n"

@@ -70,5 +70,23 @@ rc=$?
 if [ "$rc" -eq 2 ] && grep -q 'ranks need about' "$tmp/err"; then fail "--force still refused: $(cat "$tmp/err")"; fi
 if [ "$rc" -eq 0 ]; then fail "--force under ulimit -v 120000 ran a million ranks (the estimate is too high)"; fi
 
+# --blocks auto at alpha = 0 (a bandwidth-only study) is bounded: it took
+# minutes and chose 2 blocks; now under a second, says which bound it hit,
+# and its block count is faster than 2 blocks (8.51 ms).
+checks=$((checks + 1))
+start=$(date +%s.%N)
+"$COPSE" sim --collective reduce --algorithm uni-greedy --blocks auto --ranks 64 --bytes 1000000 --alpha 0 \
+  --beta 1e-9 --gamma 1e-9 --ports uni --json >"$tmp/out" 2>"$tmp/err" || fail "alpha = 0 search: $(cat "$tmp/err")"
+end=$(date +%s.%N)
+python3 -c "import sys; sys.exit(0 if $end - $start < 1 else 1)" ||
+  fail "alpha = 0 block search took $(python3 -c "print(round($end - $start, 2))") s (at most 1)"
+python3 - "$tmp/out" <<'PY' || fail "alpha = 0 block search: $(cat "$tmp/out" | head -c 300)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["blocks_bound"] == "model gain flattens", d["blocks_bound"]
+assert d["blocks"] <= d["blocks_cap"], (d["blocks"], d["blocks_cap"])
+assert d["time_ps"] < 8508500000, d["time_ps"]
+PY
+
 echo "cli_limits: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

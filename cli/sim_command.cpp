@@ -10,6 +10,7 @@
 #include "common/text.hpp"
 #include "common/units.hpp"
 #include "plan/autotune.hpp"
+#include "plan/planner.hpp"
 #include "plan/selection.hpp"
 
 namespace copse {
@@ -92,6 +93,33 @@ void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Sha
   check_memory("sim", shape.ranks, estimate);
 }
 
+// --algorithm auto on more than one node (--ranks-per-node): the planner's
+// choice among forms as well as algorithms (plan/planner.hpp, form auto) --
+// what a Comm on these nodes runs, and what `copse demo` ranks. Nodes are
+// this machine, grouped as the emulator groups them by default.
+std::optional<CompiledPlan> plan_every_form(const SimArgs& args, const SimulationOptions& options, const Shape& shape,
+                                            std::optional<int> requested) {
+  if (!options.layout || options.layout->nodes() < 2) return std::nullopt;
+  PlanContext context;
+  context.layout = *options.layout;
+  context.model = options.model;
+  context.start = options.start;
+  context.node_specs = [sizes = options.layout->node_sizes()] {
+    const Machine machine = Machine::detect();
+    std::vector<NodeSpec> nodes;
+    for (int k : sizes) nodes.push_back(NodeSpec{machine, k, {}});
+    return nodes;
+  };
+  CallKey key;
+  key.collective = parse_collective(args.collective);
+  key.form = Form::automatic;
+  key.count = shape.count;
+  key.root = shape.root;
+  key.blocks = requested.value_or(0);
+  key.hints = shape.hints;
+  return Planner(std::move(context)).plan(key);
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -133,10 +161,20 @@ int run_sim(SimArgs args) {
   shape.count = bytes;
   shape.root = args.root;
   shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
+  const std::optional<CompiledPlan> compiled = select ? plan_every_form(args, options, shape, requested) : std::nullopt;
   const AlgorithmInfo& algorithm =
-      named ? *named : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
+      compiled ? *compiled->algorithm
+      : named  ? *named
+               : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
   BlockSearch block_search;
-  shape.blocks = resolve_blocks({}, algorithm, shape, requested, options, &block_search);
+  if (compiled)
+    shape = compiled->shape;
+  else
+    shape.blocks = resolve_blocks({}, algorithm, shape, requested, options, &block_search);
+  const Form form = compiled ? compiled->form : Form::flat;
+  if (args.unequal_segments && form != Form::flat)
+    throw UsageError("--unequal-segments: the selection chose the " + std::string(to_string(form)) +
+                     " form; unequal segments apply to flat schedules only");
 
   std::optional<SegmentSearch> search;
   if (args.unequal_segments) {
@@ -145,13 +183,14 @@ int run_sim(SimArgs args) {
   }
   Timeline timeline;
   if (!args.gantt.empty()) options.timeline = &timeline, options.timeline_ranks = kGanttRows;
-  const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
+  const SimulationResult result = simulate(compiled ? compiled->plan : algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
   if (!args.gantt.empty()) write_sim_gantt(args.gantt, timeline, algorithm, shape, bytes, blocks, options);
 
   if (args.json) {
     Json j{{"algorithm", algorithm.name},
            {"selected", select},
+           {"form", to_string(form)},
            {"collective", to_string(algorithm.collective)},
            {"ranks", shape.ranks},
            {"root", shape.root},
@@ -187,8 +226,10 @@ int run_sim(SimArgs args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << to_string(algorithm.collective) << " " << algorithm.name << (select ? " (selected)" : "") << ": "
-            << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
+  std::cout << to_string(algorithm.collective) << " " << algorithm.name
+            << (select ? " (selected" + std::string(compiled ? ", form " + std::string(to_string(form)) : "") + ")"
+                       : "")
+            << ": " << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
             << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n";
   if (!requested && block_search.bound != BlockBound::none)
     std::cout << "  block search  at most " << block_search.cap << " blocks (" << to_string(block_search.bound)

@@ -88,5 +88,20 @@ assert d["blocks"] <= d["blocks_cap"], (d["blocks"], d["blocks_cap"])
 assert d["time_ps"] < 8508500000, d["time_ps"]
 PY
 
+# --algorithm auto on nodes ranks forms as well as algorithms (issue 16), as
+# `copse demo` does: on demo's cluster (4 nodes x 8, 1 MiB, the configured
+# model) both rank the same form and algorithm first.
+checks=$((checks + 1))
+"$COPSE" demo --json --model config --gantt '' --repetitions 1 >"$tmp/demo" 2>"$tmp/err" || fail "demo: $(cat "$tmp/err")"
+"$COPSE" sim --algorithm auto --ranks 32 --ranks-per-node 8 --bytes 1MiB --json >"$tmp/sim" 2>"$tmp/err" ||
+  fail "sim --algorithm auto on nodes: $(cat "$tmp/err")"
+python3 - "$tmp/demo" "$tmp/sim" <<'PY' || fail "sim --algorithm auto and demo disagree on the winner"
+import json, sys
+demo, sim = (json.load(open(f)) for f in sys.argv[1:3])
+w = demo["winner"]
+print("demo:", w["form"], w["algorithm"], "sim:", sim["form"], sim["algorithm"], file=sys.stderr)
+assert sim["selected"] and (sim["form"], sim["algorithm"]) == (w["form"], w["algorithm"])
+PY
+
 echo "cli_limits: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

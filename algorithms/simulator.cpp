@@ -255,6 +255,8 @@ std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options
   return hints;
 }
 
+std::size_t simulator_bytes_per_rank() { return sizeof(RankState) + sizeof(Picos) + 1; }
+
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
   if (options.layout && options.layout->ranks() != ranks)

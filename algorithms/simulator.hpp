@@ -9,6 +9,7 @@
 // The simulator is this executor alone; the verifier adds a DataHooks that
 // moves symbolic values.
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -80,6 +81,10 @@ struct SimulationResult {
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
                           DataHooks* hooks = nullptr);
+
+// The bytes simulate() keeps per rank besides the rank's schedule itself (its
+// coroutine frames): its record, its finish time, its bit in the wake set.
+std::size_t simulator_bytes_per_rank();
 
 // The PlanHints (common/schedule.hpp) telling builders what these options
 // run: their cost model and element size, and optionally each rank's

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/cluster_options.hpp"
+#include "cli/memory_limits.hpp"
 #include "common/units.hpp"
 
 namespace copse {
@@ -17,13 +18,35 @@ struct EmulateArgs {
   std::string blocks = "auto";
   std::string trace;  // --trace FILE: Chrome-trace JSON of the last repetition
   bool json = false;
+  bool force = false;  // --force: skip the memory check
 };
+
+// Refuses (UsageError) an emulation whose estimated memory cannot fit, before
+// its ranks are set up: for --algorithm auto, the hungriest candidate's.
+void check_emulation_memory(const EmulationSetup& setup, const AlgorithmInfo* named, Collective collective, int root) {
+  Shape shape;
+  shape.ranks = setup.cluster.ranks(), shape.count = setup.count, shape.root = root;
+  for (bool count_steps : {false, true}) {
+    MemoryEstimate estimate;
+    auto consider = [&](const AlgorithmInfo& algorithm) {
+      const MemoryEstimate e = emulation_estimate(algorithm, shape, setup.bytes, count_steps);
+      if (e.bytes_per_rank > estimate.bytes_per_rank) estimate = e;
+    };
+    if (named)
+      consider(*named);
+    else
+      for (const AlgorithmInfo& algorithm : algorithms())
+        if (algorithm.collective == collective && selectable(algorithm, setup.op.commutative)) consider(algorithm);
+    check_memory("emulate", shape.ranks, estimate);
+  }
+}
 
 int run_emulate(const EmulateArgs& args) {
   const bool select = selects_algorithm(args.choice);  // --algorithm auto
   const AlgorithmInfo* named = select ? nullptr : &chosen_algorithm(args.choice, args.collective);
   const std::optional<int> requested = blocks_option(args.blocks, true);
   const EmulationSetup setup = make_setup(args.cluster);
+  if (!args.force) check_emulation_memory(setup, named, parse_collective(args.collective), args.root);
   const AlgorithmInfo& algorithm =
       named ? *named
             : select_for_cluster(setup.cluster, parse_collective(args.collective), setup.op, setup.count, args.root)
@@ -93,6 +116,9 @@ void add_emulate_command(CLI::App& app, const Config& config, RunParsed& run_par
       ->type_name("FILE");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
+  command->add_flag("--force", args->force,
+                    "run even when the memory the run needs (estimated from the ranks, the size and the schedule) "
+                    "exceeds what is available");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
     run_parsed = [args] { return run_emulate(*args); };

@@ -5,10 +5,12 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/simulator.hpp"
 #include "cli/cluster_options.hpp"
+#include "cli/memory_limits.hpp"
 #include "cli/options.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
 #include "plan/autotune.hpp"
+#include "plan/planner.hpp"
 #include "plan/selection.hpp"
 
 namespace copse {
@@ -34,6 +36,7 @@ struct SimArgs {
   bool unequal_segments = false;
   std::string gantt;  // --gantt FILE: the run's Gantt chart (SVG)
   bool json = false;
+  bool force = false;  // --force: skip the memory check
 };
 
 // The configuration's model gives the defaults. Without --ranks-per-node
@@ -71,6 +74,52 @@ void write_sim_gantt(const std::string& path, const Timeline& timeline, const Al
   write_picture_file("--gantt", path, [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
 }
 
+// Refuses (UsageError) a run whose estimated memory cannot fit, before anything
+// is allocated per rank: for --algorithm auto, the hungriest candidate's.
+void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Shape& shape) {
+  if (args.force) return;
+  // Arrival offsets and their predictions, 8 bytes each per rank.
+  const double inputs = args.arrival == "none" ? 0.0 : 16.0;
+  MemoryEstimate estimate;
+  auto consider = [&](const AlgorithmInfo& algorithm) {
+    const MemoryEstimate e = simulation_estimate(algorithm, shape, inputs);
+    if (e.bytes_per_rank > estimate.bytes_per_rank) estimate = e;
+  };
+  if (named)
+    consider(*named);
+  else
+    for (const AlgorithmInfo& algorithm : algorithms())
+      if (algorithm.collective == parse_collective(args.collective) && selectable(algorithm, true)) consider(algorithm);
+  check_memory("sim", shape.ranks, estimate);
+}
+
+// --algorithm auto on more than one node (--ranks-per-node): the planner's
+// choice among forms as well as algorithms (plan/planner.hpp, form auto) --
+// what a Comm on these nodes runs, and what `copse demo` ranks. Nodes are
+// this machine, grouped as the emulator groups them by default.
+std::optional<CompiledPlan> plan_every_form(const SimArgs& args, const SimulationOptions& options, const Shape& shape,
+                                            std::optional<int> requested) {
+  if (!options.layout || options.layout->nodes() < 2) return std::nullopt;
+  PlanContext context;
+  context.layout = *options.layout;
+  context.model = options.model;
+  context.start = options.start;
+  context.node_specs = [sizes = options.layout->node_sizes()] {
+    const Machine machine = Machine::detect();
+    std::vector<NodeSpec> nodes;
+    for (int k : sizes) nodes.push_back(NodeSpec{machine, k, {}});
+    return nodes;
+  };
+  CallKey key;
+  key.collective = parse_collective(args.collective);
+  key.form = Form::automatic;
+  key.count = shape.count;
+  key.root = shape.root;
+  key.blocks = requested.value_or(0);
+  key.hints = shape.hints;
+  return Planner(std::move(context)).plan(key);
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -84,6 +133,12 @@ int run_sim(SimArgs args) {
                        args.intra_beta.empty() ? inter.beta : time_option("--intra-beta", args.intra_beta)};
   const double gamma = time_option("--gamma", args.gamma);
   const Ports ports = ports_option(args.ports);
+  if (args.ranks >= 1) {
+    Shape probe;
+    probe.ranks = args.ranks, probe.count = bytes, probe.root = args.root, probe.blocks = requested.value_or(1);
+    if (named) validate_shape(*named, probe);
+    check_sim_memory(args, named, probe);
+  }
 
   ModelOptions model;
   model.intra_alpha = intra.alpha;
@@ -106,9 +161,20 @@ int run_sim(SimArgs args) {
   shape.count = bytes;
   shape.root = args.root;
   shape.hints = planning_hints(options, predicted.empty() ? arrival.offsets : predicted);
+  const std::optional<CompiledPlan> compiled = select ? plan_every_form(args, options, shape, requested) : std::nullopt;
   const AlgorithmInfo& algorithm =
-      named ? *named : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
-  shape.blocks = resolve_blocks({}, algorithm, shape, requested, options);
+      compiled ? *compiled->algorithm
+      : named  ? *named
+               : select_algorithm(parse_collective(args.collective), shape, options, true).algorithm();
+  BlockSearch block_search;
+  if (compiled)
+    shape = compiled->shape;
+  else
+    shape.blocks = resolve_blocks({}, algorithm, shape, requested, options, &block_search);
+  const Form form = compiled ? compiled->form : Form::flat;
+  if (args.unequal_segments && form != Form::flat)
+    throw UsageError("--unequal-segments: the selection chose the " + std::string(to_string(form)) +
+                     " form; unequal segments apply to flat schedules only");
 
   std::optional<SegmentSearch> search;
   if (args.unequal_segments) {
@@ -117,19 +183,22 @@ int run_sim(SimArgs args) {
   }
   Timeline timeline;
   if (!args.gantt.empty()) options.timeline = &timeline, options.timeline_ranks = kGanttRows;
-  const SimulationResult result = simulate(algorithm.plan(shape), shape.ranks, options);
+  const SimulationResult result = simulate(compiled ? compiled->plan : algorithm.plan(shape), shape.ranks, options);
   const int blocks = blocks_used(algorithm, shape);
   if (!args.gantt.empty()) write_sim_gantt(args.gantt, timeline, algorithm, shape, bytes, blocks, options);
 
   if (args.json) {
     Json j{{"algorithm", algorithm.name},
            {"selected", select},
+           {"form", to_string(form)},
            {"collective", to_string(algorithm.collective)},
            {"ranks", shape.ranks},
            {"root", shape.root},
            {"bytes", bytes},
            {"blocks", blocks},
            {"blocks_requested", requested ? Json(*requested) : Json("auto")},
+           {"blocks_bound", requested ? Json(nullptr) : Json(to_string(block_search.bound))},
+           {"blocks_cap", requested || block_search.bound == BlockBound::none ? Json(nullptr) : Json(block_search.cap)},
            {"time", to_seconds(result.time)},
            {"time_ps", result.time},
            {"steps", result.max_steps},
@@ -157,10 +226,15 @@ int run_sim(SimArgs args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << to_string(algorithm.collective) << " " << algorithm.name << (select ? " (selected)" : "") << ": "
-            << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
-            << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n"
-            << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
+  std::cout << to_string(algorithm.collective) << " " << algorithm.name
+            << (select ? " (selected" + std::string(compiled ? ", form " + std::string(to_string(form)) : "") + ")"
+                       : "")
+            << ": " << shape.ranks << " ranks, " << format_bytes(bytes) << " (" << bytes << " B), " << blocks
+            << (blocks == 1 ? " block" : " blocks") << (requested ? "" : " (auto)") << "\n";
+  if (!requested && block_search.bound != BlockBound::none)
+    std::cout << "  block search  at most " << block_search.cap << " blocks (" << to_string(block_search.bound)
+              << ")\n";
+  std::cout << "  time          " << format_time(to_seconds(result.time)) << " (slowest rank " << result.slowest_rank
             << ")\n"
             << "  steps         " << result.max_steps << " (longest rank)\n"
             << "  messages      " << result.messages << "\n"
@@ -224,6 +298,9 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
       ->type_name("FILE");
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print one JSON object");
+  command->add_flag("--force", args->force,
+                    "run even when the memory the run needs (estimated from the ranks and the schedule) exceeds what "
+                    "is available");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
     run_parsed = [args] { return run_sim(*args); };

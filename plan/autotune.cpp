@@ -12,8 +12,23 @@ int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const Simula
 
 int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
                 const SimulationOptions& options) {
-  if (!pipelined || shape.count <= 1) return 1;
-  const long max_blocks = static_cast<long>(std::min<std::uint64_t>(shape.count, 1u << 20));
+  return search_blocks(plan_for, pipelined, shape, options).blocks;
+}
+
+std::string_view to_string(BlockBound bound) {
+  switch (bound) {
+    case BlockBound::none: return "none";
+    case BlockBound::element_count: return "element count";
+    case BlockBound::max_blocks: return "maximum block count";
+    case BlockBound::flat_gain: return "model gain flattens";
+  }
+  return "none";
+}
+
+BlockSearch search_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
+                          const SimulationOptions& options) {
+  if (!pipelined || shape.count <= 1) return {};
+  long max_blocks = static_cast<long>(std::min<std::uint64_t>(shape.count, kMaxBlocks));
   std::map<long, Picos> seen;
   std::map<long, std::uint64_t> steps;
   auto cost = [&](long b) {
@@ -39,8 +54,19 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
     per_byte = std::max(per_byte, options.model.level(l).beta + options.model.gamma());
   }
   const double bytes = static_cast<double>(shape.count * options.element_bytes);
-  double start = alpha > 0 ? std::sqrt(c0 * per_byte * bytes / (c1 * alpha)) : static_cast<double>(max_blocks);
-  start = std::clamp(start, 1.0, static_cast<double>(max_blocks));
+  const double optimum = alpha > 0 ? std::sqrt(c0 * per_byte * bytes / (c1 * alpha)) : HUGE_VAL;
+  // The bounds (see the header), tightest last.
+  BlockSearch search;
+  double start = optimum;
+  auto bound = [&](double cap, BlockBound which) {
+    if (start <= cap) return;
+    start = cap, search.bound = which, search.cap = std::lround(cap);
+    max_blocks = std::min(max_blocks, std::max(1L, search.cap));
+  };
+  bound(static_cast<double>(kMaxBlocks), BlockBound::max_blocks);
+  bound(static_cast<double>(shape.count), BlockBound::element_count);
+  bound(std::ceil(c0 / (c1 * kFlatGain)), BlockBound::flat_gain);
+  start = std::max(start, 1.0);
 
   // Golden-section search on log b around the start point; T is close to
   // unimodal in b, and a bracket of a factor 16 each way is ample.
@@ -59,7 +85,8 @@ int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool 
   auto best = std::min_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
     return a.second < b.second || (a.second == b.second && a.first < b.first);
   });
-  return static_cast<int>(best->first);
+  search.blocks = static_cast<int>(best->first);
+  return search;
 }
 
 Shape with_segments(Shape shape, std::vector<std::uint64_t> segments) {
@@ -111,15 +138,18 @@ SegmentSearch best_unequal_segments(const AlgorithmInfo& algorithm, const Shape&
 }
 
 int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
-                   Shape shape, std::optional<int> requested, const SimulationOptions& options) {
+                   Shape shape, std::optional<int> requested, const SimulationOptions& options, BlockSearch* search) {
   shape.blocks = 1;
   validate_shape(algorithm, shape);
-  if (requested)
+  if (requested) {
     shape.blocks = *requested;
-  else if (plan_for)
-    shape.blocks = best_blocks(plan_for, algorithm.pipelined, shape, options);
-  else
-    shape.blocks = best_blocks(algorithm, shape, options);
+  } else {
+    const BlockSearch found = search_blocks(
+        plan_for ? plan_for : [&algorithm](const Shape& s) { return algorithm.plan(s); }, algorithm.pipelined, shape,
+        options);
+    shape.blocks = found.blocks;
+    if (search) *search = found;
+  }
   validate_shape(algorithm, shape);
   return shape.blocks;
 }

@@ -7,12 +7,41 @@
 
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/simulator.hpp"
 
 namespace copse {
+
+//
+// The search is bounded (issue 20): never more blocks than elements, nor
+// than kMaxBlocks; and when the closed form's start lies beyond the point
+// where the model's gain flattens -- at alpha = 0 it is infinite -- it
+// starts there instead. At alpha = 0 the model reads T(b) = (c0 + c1*b) w m/b
+// = c1 w m + c0 w m/b: blocks beyond b gain at most c0/(c1*b) of the time,
+// under kFlatGain once b > c0/(c1*kFlatGain). (Schedules like Lowery–Langou's
+// uni-greedy even slow down well before that: at p = 64, 1 MB, alpha = 0
+// and the default LogGP overheads its best is about 380 blocks, and 4096
+// blocks take twice as long.)
+inline constexpr long kMaxBlocks = 1L << 20;
+inline constexpr double kFlatGain = 1.0 / 1000;
+
+// Which bound, if any, kept the search below the closed form's optimum.
+enum class BlockBound {
+  none,           // the closed form's start was within every bound
+  element_count,  // no more blocks than elements
+  max_blocks,     // kMaxBlocks
+  flat_gain,      // the model's gain flattens (alpha = 0 or nearly)
+};
+std::string_view to_string(BlockBound bound);
+// The bound's cap, in blocks, and what it is.
+struct BlockSearch {
+  int blocks = 1;
+  BlockBound bound = BlockBound::none;
+  long cap = 0;  // the bound's block count (0 with none)
+};
 
 int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const SimulationOptions& options);
 
@@ -21,6 +50,9 @@ int best_blocks(const AlgorithmInfo& algorithm, const Shape& shape, const Simula
 // do not apply and the answer is 1.
 int best_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
                 const SimulationOptions& options);
+// The same, saying which bound the search hit.
+BlockSearch search_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, bool pipelined, const Shape& shape,
+                          const SimulationOptions& options);
 
 // The block count to plan `algorithm` with: `requested` if given, else the
 // best_blocks of `plan_for` (empty: the algorithm's own plan). Validates the
@@ -45,7 +77,9 @@ SegmentSearch best_unequal_segments(const AlgorithmInfo& algorithm, const Shape&
 // `shape` planned with explicit segment sizes (kept with its other hints).
 Shape with_segments(Shape shape, std::vector<std::uint64_t> segments);
 
+// `search`, if given, receives the search's result (untouched when `requested`).
 int resolve_blocks(const std::function<SchedulePlan(const Shape&)>& plan_for, const AlgorithmInfo& algorithm,
-                   Shape shape, std::optional<int> requested, const SimulationOptions& options);
+                   Shape shape, std::optional<int> requested, const SimulationOptions& options,
+                   BlockSearch* search = nullptr);
 
 }  // namespace copse

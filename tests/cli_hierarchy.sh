@@ -2,52 +2,24 @@
 # The hierarchical side of `copse emulate`: every collective, grouping policy,
 # multi-leader and uneven nodes run verified with virtual time equal to the
 # simulator's; bad hierarchy options exit 2 with one line.
-set -uo pipefail
-: "${COPSE:?set COPSE to the copse binary}"
-passed=0 failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-runs=0 failed_runs=0
-# check DESCRIPTION PYTHON-CONDITION -- ARGS...: the run must succeed; its JSON
-# and the condition are kept for `evaluate_checks`, which reads them all in
-# one Python process (one per check cost more than the runs).
+#
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_hierarchy.sh
+
+CLI_TEST_NAME=cli_hierarchy
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+
+# check DESCRIPTION PYTHON-CONDITION -- ARGS...: `copse emulate ARGS --json`
+# succeeds and its JSON (d) meets the condition.
 check() {
-  local what=$1 cond=$2; shift 3
-  runs=$((runs + 1))
-  if "$COPSE" emulate "$@" --json >"$tmp/run.$runs" 2>&1; then
-    printf '%s\0%s\0%s\0' "$tmp/run.$runs" "$cond" "$what: $*" >>"$tmp/checks"
-  else
-    failed=$((failed + 1)) failed_runs=$((failed_runs + 1)); echo "FAIL $what: $*"; head -5 "$tmp/run.$runs"
-  fi
+  local what=$1 cond=$2
+  shift 3
+  expect 0 emulate "$@" --json && json_check "$cond" "$what"
 }
-# Prints a FAIL line for each recorded check whose condition is false, then
-# the number that held.
-evaluate_checks() {
-  [[ -s "$tmp/checks" ]] || { echo 0; return; }
-  python3 - "$tmp/checks" <<'EOF'
-import json, sys
-fields = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
-held = 0
-for i in range(0, len(fields), 3):
-    path, cond, what = fields[i:i + 3]
-    text = open(path).read()
-    try:
-        ok = eval(cond, {"d": json.loads(text)})
-    except Exception as e:
-        ok, text = False, "%s: %r\n%s" % (type(e).__name__, e, text)
-    if ok:
-        held += 1
-    else:
-        print("FAIL %s\n%s" % (what, "\n".join(text.splitlines()[:5])))
-print(held)
-EOF
-}
-refuse() {  # refuse DESCRIPTION ARGS...: exit status 2 and one line on stderr
-  local what=$1; shift
-  local err status
-  err=$("$COPSE" emulate "$@" 2>&1 >/dev/null); status=$?
-  if [[ $status -eq 2 && $(wc -l <<<"$err") -eq 1 ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL $what (exit $status): $err"; fi
+# refuse DESCRIPTION ARGS...: exit status 2 and one line on stderr.
+refuse() {
+  shift
+  expect 2 emulate "$@"
 }
 ok='d["verified"] and d["matches_simulator"] and "hierarchy" in d'
 topo="package:2 l3:2 core:2 pu:1"
@@ -72,9 +44,4 @@ refuse "bad synthetic topology" --algorithm dual-root --node-topology "banana:2"
 refuse "bad node list" --algorithm dual-root --ranks-per-node-list 5,x,1
 refuse "zero-size node" --algorithm dual-root --ranks-per-node-list 5,0,1
 refuse "ring needs a tree for allgather" --collective allgather --algorithm ring --grouping auto --nodes 2 --ranks-per-node 4
-report=$(evaluate_checks) || report=0
-held=$(tail -n 1 <<<"$report")
-sed '$d' <<<"$report"
-passed=$((passed + held)); failed=$((failed + runs - held - failed_runs))
-echo "cli_hierarchy: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

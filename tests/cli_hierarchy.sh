@@ -2,25 +2,24 @@
 # The hierarchical side of `copse emulate`: every collective, grouping policy,
 # multi-leader and uneven nodes run verified with virtual time equal to the
 # simulator's; bad hierarchy options exit 2 with one line.
-set -uo pipefail
-: "${COPSE:?set COPSE to the copse binary}"
-passed=0 failed=0
-check() {  # check DESCRIPTION PYTHON-CONDITION -- ARGS...
-  local what=$1 cond=$2; shift 3
-  local out
-  if out=$("$COPSE" emulate "$@" --json 2>&1) &&
-     python3 -c "import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if ($cond) else 1)" "$out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1)); echo "FAIL $what: $*"; echo "$out" | head -5
-  fi
+#
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_hierarchy.sh
+
+CLI_TEST_NAME=cli_hierarchy
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+
+# check DESCRIPTION PYTHON-CONDITION -- ARGS...: `copse emulate ARGS --json`
+# succeeds and its JSON (d) meets the condition.
+check() {
+  local what=$1 cond=$2
+  shift 3
+  expect 0 emulate "$@" --json && json_check "$cond" "$what"
 }
-refuse() {  # refuse DESCRIPTION ARGS...: exit status 2 and one line on stderr
-  local what=$1; shift
-  local err status
-  err=$("$COPSE" emulate "$@" 2>&1 >/dev/null); status=$?
-  if [[ $status -eq 2 && $(wc -l <<<"$err") -eq 1 ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL $what (exit $status): $err"; fi
+# refuse DESCRIPTION ARGS...: exit status 2 and one line on stderr.
+refuse() {
+  shift
+  expect 2 emulate "$@"
 }
 ok='d["verified"] and d["matches_simulator"] and "hierarchy" in d'
 topo="package:2 l3:2 core:2 pu:1"
@@ -45,5 +44,4 @@ refuse "bad synthetic topology" --algorithm dual-root --node-topology "banana:2"
 refuse "bad node list" --algorithm dual-root --ranks-per-node-list 5,x,1
 refuse "zero-size node" --algorithm dual-root --ranks-per-node-list 5,0,1
 refuse "ring needs a tree for allgather" --collective allgather --algorithm ring --grouping auto --nodes 2 --ranks-per-node 4
-echo "cli_hierarchy: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

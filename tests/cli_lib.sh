@@ -53,28 +53,42 @@ expect() {
 
 # json_check EXPR [DESCRIPTION]: EXPR is a Python expression over d, the JSON
 # that the last command printed on stdout, and s = d["settings"]; it must be true.
+# The check is recorded (with a copy of stdout) and evaluated by `finish`, all
+# of a script's checks in one Python process: one interpreter per check cost
+# these scripts most of their time.
+json_checks="$tmp/json_checks"
+: >"$json_checks"
 json_check() {
   checks=$((checks + 1))
-  local message
-  if ! message=$(python3 - "$out" "$1" 2>&1 <<'EOF'
+  cp "$out" "$tmp/json.$checks"
+  # NUL-separated: an expression or description may hold any other character.
+  printf '%s\0%s\0%s\0' "$tmp/json.$checks" "$1" "${2:-$1}" >>"$json_checks"
+}
+
+# Evaluates the recorded json_checks; prints one FAIL line for each that is
+# false and the number of those on its last line.
+run_json_checks() {
+  python3 - "$json_checks" <<'EOF'
 import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("stdout is not JSON: %s" % e)
-    sys.exit(1)
-try:
-    ok = eval(sys.argv[2], {"d": d, "s": d.get("settings", {}) if isinstance(d, dict) else {}})
-except Exception as e:
-    print("%s: %r" % (type(e).__name__, e))
-    sys.exit(1)
-if not ok:
-    print("false; JSON was: %s" % json.dumps(d)[:600])
-    sys.exit(1)
+fields = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
+failed = 0
+for i in range(0, len(fields), 3):
+    path, expr, what = fields[i:i + 3]
+    try:
+        d = json.load(open(path))
+    except Exception as e:
+        message = "stdout is not JSON: %s" % e
+    else:
+        try:
+            ok = eval(expr, {"d": d, "s": d.get("settings", {}) if isinstance(d, dict) else {}})
+            message = None if ok else "false; JSON was: %s" % json.dumps(d)[:600]
+        except Exception as e:
+            message = "%s: %r" % (type(e).__name__, e)
+    if message is not None:
+        print("FAIL: %s: %s" % (what, message), file=sys.stderr)
+        failed += 1
+print(failed)
 EOF
-  ); then
-    fail "${2:-$1}: $message"
-  fi
 }
 
 stdout_has() {
@@ -88,6 +102,9 @@ stderr_has() {
 }
 
 finish() {
+  local json_failed
+  json_failed=$(run_json_checks) || json_failed=1
+  failures=$((failures + ${json_failed:-1}))
   echo "$CLI_TEST_NAME: $checks checks, $failures failed"
   [ "$failures" -eq 0 ]
 }

@@ -120,6 +120,34 @@ std::optional<CompiledPlan> plan_every_form(const SimArgs& args, const Simulatio
   return Planner(std::move(context)).plan(key);
 }
 
+// The cost model --alpha ... --ports and the extended options describe.
+ModelOptions sim_model(const SimArgs& args, LinkCost inter, LinkCost intra, double gamma, Ports ports) {
+  ModelOptions model;
+  model.intra_alpha = intra.alpha;
+  model.intra_beta = intra.beta;
+  model.inter_alpha = inter.alpha;
+  model.inter_beta = inter.beta;
+  model.gamma = gamma;
+  model.ports = ports;
+  apply_extended_model(args.extended, model);
+  return model;
+}
+
+// The text output's "cost model" line.
+void print_sim_model(const SimArgs& args, const ModelOptions& model) {
+  std::cout << "  cost model    alpha " << format_time(model.inter_alpha) << ", beta " << format_time(model.inter_beta)
+            << "/B, gamma " << format_time(model.gamma) << "/B, " << ports_name(model.ports) << "directional ports";
+  if (args.ranks_per_node > 0)
+    std::cout << "; same node (" << args.ranks_per_node << " ranks each): alpha " << format_time(model.intra_alpha)
+              << ", beta " << format_time(model.intra_beta) << "/B";
+  if (model.timing == Timing::loggp)
+    std::cout << "; LogGP overhead " << format_time(model.intra_overhead) << " / " << format_time(model.inter_overhead)
+              << " (same / other node)";
+  if (model.nic_beta > 0)
+    std::cout << "; shared interface " << format_time(model.nic_beta) << "/B x " << model.nic_rails << " rail(s)";
+  std::cout << "\n";
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -140,14 +168,7 @@ int run_sim(SimArgs args) {
     check_sim_memory(args, named, probe);
   }
 
-  ModelOptions model;
-  model.intra_alpha = intra.alpha;
-  model.intra_beta = intra.beta;
-  model.inter_alpha = inter.alpha;
-  model.inter_beta = inter.beta;
-  model.gamma = gamma;
-  model.ports = ports;
-  apply_extended_model(args.extended, model);
+  const ModelOptions model = sim_model(args, inter, intra, gamma, ports);
   SimulationOptions options;
   options.model = make_cost_model(model);
   // Without --ranks-per-node every rank is on a node of its own.
@@ -238,18 +259,8 @@ int run_sim(SimArgs args) {
             << ")\n"
             << "  steps         " << result.max_steps << " (longest rank)\n"
             << "  messages      " << result.messages << "\n"
-            << "  most received " << format_bytes(result.max_elements_received) << " (one rank, from its peers)\n"
-            << "  cost model    alpha " << format_time(inter.alpha) << ", beta " << format_time(inter.beta)
-            << "/B, gamma " << format_time(gamma) << "/B, " << ports_name(ports) << "directional ports";
-  if (args.ranks_per_node > 0)
-    std::cout << "; same node (" << args.ranks_per_node << " ranks each): alpha " << format_time(intra.alpha)
-              << ", beta " << format_time(intra.beta) << "/B";
-  if (model.timing == Timing::loggp)
-    std::cout << "; LogGP overhead " << format_time(model.intra_overhead) << " / " << format_time(model.inter_overhead)
-              << " (same / other node)";
-  if (model.nic_beta > 0)
-    std::cout << "; shared interface " << format_time(model.nic_beta) << "/B x " << model.nic_rails << " rail(s)";
-  std::cout << "\n";
+            << "  most received " << format_bytes(result.max_elements_received) << " (one rank, from its peers)\n";
+  print_sim_model(args, model);
   if (!arrival.none()) std::cout << "  arrival       " << arrival_summary(arrival, result.finish) << "\n";
   if (search)
     std::cout << "  segments      " << join(search->segments, ", ")

@@ -35,6 +35,12 @@ inline Transfer region(int peer, std::uint64_t lo, std::uint64_t hi) {
   return hi > lo ? Transfer{peer, lo, hi - lo} : Transfer{};
 }
 
+// Blocks [first, end) of `count` elements each (rank r's block at r *
+// count, as allgather and reduce_scatter lay them out), or none when empty.
+inline Transfer blocks(int peer, int first, int end, std::uint64_t count) {
+  return region(peer, static_cast<std::uint64_t>(first) * count, static_cast<std::uint64_t>(end) * count);
+}
+
 // The fold-in step before the butterfly and the fold-out step after it.
 inline Step fold_in(const PowerOfTwoFold& f, int rank, std::uint64_t count) {
   Step s;

@@ -18,23 +18,20 @@ namespace {
 RankSchedule recursive_doubling_allgather_rank(Shape shape, int rank) {
   const PowerOfTwoFold fold(shape.ranks);
   const std::uint64_t c = shape.count;
-  const auto blocks = [&](int peer, int first, int end) {
-    return region(peer, static_cast<std::uint64_t>(first) * c, static_cast<std::uint64_t>(end) * c);
-  };
   if (rank < 2 * fold.extra) {
     Step s;
     if (rank % 2 == 0)
-      s.send = blocks(rank + 1, rank, rank + 1);
+      s.send = blocks(rank + 1, rank, rank + 1, c);
     else
-      s.recv = blocks(rank - 1, rank - 1, rank);
+      s.recv = blocks(rank - 1, rank - 1, rank, c);
     if (!s.empty()) co_yield s;
   }
   if (const int n = fold.new_rank(rank); n >= 0)
     for (int mask = 1; mask < fold.p2; mask <<= 1) {
       const int mine = n & ~(mask - 1), theirs = mine ^ mask;
       Step s;
-      s.send = blocks(fold.old_rank(n ^ mask), fold.first_old(mine), fold.first_old(mine + mask));
-      s.recv = blocks(fold.old_rank(n ^ mask), fold.first_old(theirs), fold.first_old(theirs + mask));
+      s.send = blocks(fold.old_rank(n ^ mask), fold.first_old(mine), fold.first_old(mine + mask), c);
+      s.recv = blocks(fold.old_rank(n ^ mask), fold.first_old(theirs), fold.first_old(theirs + mask), c);
       if (!s.empty()) co_yield s;
     }
   if (auto s = fold_out(fold, rank, c * static_cast<std::uint64_t>(shape.ranks)); !s.empty()) co_yield s;

@@ -21,15 +21,15 @@ namespace {
 RankSchedule recursive_halving_rank(Shape shape, int rank) {
   const PowerOfTwoFold fold(shape.ranks);
   const std::uint64_t c = shape.count;
-  const auto blocks = [&](int peer, int first_new, int end_new) {
-    return region(peer, static_cast<std::uint64_t>(fold.first_old(first_new)) * c,
-                  static_cast<std::uint64_t>(fold.first_old(end_new)) * c);
+  // The blocks of butterfly ranks [first, end): those of the ranks they stand for.
+  const auto of_group = [&](int peer, int first, int end) {
+    return blocks(peer, fold.first_old(first), fold.first_old(end), c);
   };
   if (auto s = fold_in(fold, rank, c * static_cast<std::uint64_t>(shape.ranks)); !s.empty()) co_yield s;
   const int n = fold.new_rank(rank);
   if (n < 0) {  // a folded rank: its block comes back at the end
     Step s;
-    s.recv = region(rank + 1, static_cast<std::uint64_t>(rank) * c, static_cast<std::uint64_t>(rank + 1) * c);
+    s.recv = blocks(rank + 1, rank, rank + 1, c);
     if (!s.empty()) co_yield s;
     co_return;
   }
@@ -37,14 +37,14 @@ RankSchedule recursive_halving_rank(Shape shape, int rank) {
     const int partner = n ^ m, group = n & ~(2 * m - 1);
     const int keep = (n & m) ? group + m : group, give = (n & m) ? group : group + m;
     Step s;
-    s.send = blocks(fold.old_rank(partner), give, give + m);
-    s.recv = blocks(fold.old_rank(partner), keep, keep + m);
+    s.send = of_group(fold.old_rank(partner), give, give + m);
+    s.recv = of_group(fold.old_rank(partner), keep, keep + m);
     s.combine = patterns::side_of(fold.old_rank(partner), rank);
     if (!s.empty()) co_yield s;
   }
   if (n < fold.extra) {  // hand the folded rank (rank - 1) its block
     Step s;
-    s.send = region(rank - 1, static_cast<std::uint64_t>(rank - 1) * c, static_cast<std::uint64_t>(rank) * c);
+    s.send = blocks(rank - 1, rank - 1, rank, c);
     if (!s.empty()) co_yield s;
   }
 }

@@ -168,7 +168,9 @@ void check_thread_level_refused(MPI_Comm comm, const Args& a) {
 }
 
 // Comm::edge with an arrival-aware allreduce: iterations of a computation
-// phase (rank 1 sleeps 80 ms longer, edge(0.5) half way) and an allreduce.
+// phase (rank 1 sleeps 200 ms longer, edge(0.5) half way: more than an
+// oversubscribed, sanitized process may lose to the scheduler) and an
+// allreduce.
 // After the warm-up (1 call) every rank planned from rank 0's vector, in
 // which rank 1 is the latest; every result is right.
 void check_arrival(MPI_Comm comm, const Args& a) {
@@ -184,7 +186,7 @@ void check_arrival(MPI_Comm comm, const Args& a) {
     const ReduceOp op = builtin_op("sum", DType::int64);
     guarded(c, std::string("arrival ") + algorithm, [&] {
       for (int it = 0; it < 4; ++it) {
-        const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 81 : 1);
+        const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 201 : 1);
         std::this_thread::sleep_for(phase / 2);
         c.edge(0.5);
         std::this_thread::sleep_for(phase / 2);
@@ -328,7 +330,7 @@ void run_hybrid(const Args& a) {
         Comm& c = team.comm(i);
         guarded(c, "hybrid arrival", [&] {
           for (int it = 0; it < 3; ++it) {
-            const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 61 : 1);
+            const auto phase = std::chrono::milliseconds(c.rank() == 1 ? 201 : 1);
             std::this_thread::sleep_for(phase / 2);
             c.edge(0.5);
             std::this_thread::sleep_for(phase / 2);

@@ -119,9 +119,13 @@ std::string show_bytes(std::uint64_t v) { return format_bytes(v); }
 
 std::string_view to_string(Provider provider) { return provider == Provider::copse ? "copse" : "mpi"; }
 
+bool DecisionRow::fits(MpiCollective c, int ranks, int nodes) const {
+  return (!collective || *collective == c) && ranks >= min_ranks && ranks <= max_ranks && nodes >= min_nodes &&
+         nodes <= max_nodes;
+}
+
 bool DecisionRow::matches(const CallShape& call) const {
-  return (!collective || *collective == call.collective) && call.bytes >= min_bytes && call.bytes <= max_bytes &&
-         call.ranks >= min_ranks && call.ranks <= max_ranks && call.nodes >= min_nodes && call.nodes <= max_nodes;
+  return fits(call.collective, call.ranks, call.nodes) && call.bytes >= min_bytes && call.bytes <= max_bytes;
 }
 
 std::size_t DecisionTable::find(const CallShape& call) const {
@@ -131,12 +135,8 @@ std::size_t DecisionTable::find(const CallShape& call) const {
 
 std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int ranks, int nodes) const {
   std::vector<std::uint32_t> out;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const DecisionRow& r = rows[i];
-    if ((!r.collective || *r.collective == collective) && ranks >= r.min_ranks && ranks <= r.max_ranks &&
-        nodes >= r.min_nodes && nodes <= r.max_nodes)
-      out.push_back(static_cast<std::uint32_t>(i));
-  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].fits(collective, ranks, nodes)) out.push_back(static_cast<std::uint32_t>(i));
   return out;
 }
 

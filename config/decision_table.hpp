@@ -58,6 +58,9 @@ struct DecisionRow {
   std::string note;
   int line = 0;  // in the file (0: made in code)
 
+  // Whether the row can decide calls of `c` on a communicator of this shape
+  // (its bytes aside).
+  bool fits(MpiCollective c, int ranks, int nodes) const;
   bool matches(const CallShape& call) const;
   bool operator==(const DecisionRow&) const = default;
 };

@@ -72,6 +72,10 @@ struct State {
     stats.decided(row);
     return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
   }
+  // Both, for the collectives whose bytes need the communicator's size.
+  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
+    return in_bounds(bytes) && table_serves(c, bytes, r);
+  }
 
   const Options options;
   const CommOptions comm_options;
@@ -520,9 +524,8 @@ int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype t
     if (const auto reduce_op = reduction(*s, c, count, type, op))
       if (Record* r = record(*s, comm);
           r &&
-          s->in_bounds(bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op)) &&
-          s->table_serves(
-              c, bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op), *r))
+          s->serves(c, bytes_of(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(r->size), *reduce_op),
+                    *r))
         return run(*s, c, "MPI_Reduce_scatter_block", *r, [&](Comm& cc) {
           cc.reduce_scatter_block(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count),
                                   *reduce_op);
@@ -542,8 +545,7 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
         const int* end = counts + r->size;
         std::uint64_t total = 0;
         for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
-        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->in_bounds(bytes_of(total, *reduce_op)) &&
-            s->table_serves(c, bytes_of(total, *reduce_op), *r))
+        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->serves(c, bytes_of(total, *reduce_op), *r))
           return run(*s, c, "MPI_Reduce_scatter", *r, [&](Comm& cc) {
             cc.reduce_scatter(send == MPI_IN_PLACE ? recv : send, recv, counts, *reduce_op);
           });

@@ -53,7 +53,6 @@ namespace {
 using C = Collective;
 namespace a = builders;
 
-trees::Node post_order(int p, int rank) { return trees::post_order_binary(p, rank); }
 trees::Node dual_root_tree(int p, int rank) { return trees::dual_root(p, rank).node; }
 
 // The trees the tree-based algorithm files build on. A use other than
@@ -61,7 +60,7 @@ trees::Node dual_root_tree(int p, int rank) { return trees::dual_root(p, rank).n
 // case) only: the other collectives use a tree plainly.
 constexpr TreeTrait kBinomial{trees::binomial};
 constexpr TreeTrait kFlat{trees::flat};
-constexpr TreeTrait kBinary{post_order};
+constexpr TreeTrait kBinary{trees::post_order_binary};
 constexpr TreeTrait kChain{trees::chain, false, TreeUse::doubly_pipelined};
 constexpr TreeTrait kDualRoot{dual_root_tree, true, TreeUse::doubly_pipelined};
 

@@ -30,7 +30,7 @@ struct Decimal {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-std::string quoted(std::string_view text) {
+std::string in_double_quotes(std::string_view text) {
   std::string out = "\"";
   out += text;
   out += '"';
@@ -38,7 +38,7 @@ std::string quoted(std::string_view text) {
 }
 
 [[noreturn]] void fail(std::string_view what, std::string_view text, std::string_view why) {
-  throw UsageError("invalid " + std::string(what) + " " + quoted(text) + ": " + std::string(why));
+  throw UsageError("invalid " + std::string(what) + " " + in_double_quotes(text) + ": " + std::string(why));
 }
 
 Decimal split_decimal(std::string_view what, std::string_view text, std::string_view units) {
@@ -102,7 +102,8 @@ std::uint64_t parse_size(std::string_view text) {
       {"TiB", 1ULL << 40},
   }};
   const std::uint64_t* multiplier = find_unit(units, d.unit);
-  if (!multiplier) fail(what, text, "unknown unit " + quoted(d.unit) + " (expected " + std::string(kSizeUnits) + ")");
+  if (!multiplier)
+    fail(what, text, "unknown unit " + in_double_quotes(d.unit) + " (expected " + std::string(kSizeUnits) + ")");
 
   // Exact arithmetic: value = mantissa * 10^exponent * multiplier, with the
   // mantissa the significant digits and the fraction folded into the exponent.
@@ -156,7 +157,7 @@ double parse_time(std::string_view text) {
   }};
   const long* unit_exponent = find_unit(units, d.unit);
   if (!unit_exponent)
-    fail(what, text, "unknown unit " + quoted(d.unit) + " (expected " + std::string(kTimeUnits) + ")");
+    fail(what, text, "unknown unit " + in_double_quotes(d.unit) + " (expected " + std::string(kTimeUnits) + ")");
 
   // Rewrite as one decimal literal so the result is rounded once: "0.1ns" is
   // exactly the double nearest 1e-10.

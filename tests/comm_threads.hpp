@@ -2,6 +2,7 @@
 // What the thread-rank Comm suites (test_comm.cpp, test_comm_failures.cpp)
 // share: a team on synthetic nodes, and a function run on every rank's thread.
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "runtime/comm.hpp"
+#include "support.hpp"
 
 namespace copse::testing {
 
@@ -45,6 +47,15 @@ std::vector<std::exception_ptr> on_every_rank(Team& team, F fn, int absent = -1)
   }
   for (auto& t : threads) t.join();
   return errors;
+}
+
+// One check per rank that it ended without an exception, naming the rank
+// and the message of the one it threw.
+inline void check_no_errors(const std::vector<std::exception_ptr>& errors) {
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    INFO("rank " << r << ": " << message_of(errors[r]));
+    CHECK_FALSE(errors[r]);
+  }
 }
 
 }  // namespace copse::testing

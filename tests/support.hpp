@@ -2,7 +2,9 @@
 // Small helpers the Catch2 suites share.
 
 #include <exception>
+#include <numeric>
 #include <string>
+#include <vector>
 
 namespace copse::testing {
 
@@ -17,6 +19,13 @@ inline std::string message_of(const std::exception_ptr& e) {
   } catch (...) {
     return "unknown exception";
   }
+}
+
+// The ranks first, first + 1, ..., last.
+inline std::vector<int> inclusive_range(int first, int last) {
+  std::vector<int> ranks(static_cast<std::size_t>(last - first + 1));
+  std::iota(ranks.begin(), ranks.end(), first);
+  return ranks;
 }
 
 }  // namespace copse::testing

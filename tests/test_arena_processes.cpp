@@ -62,7 +62,7 @@ std::string unique_segment_name() {
   return "/copse-test-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
 }
 
-struct Case {
+struct ArenaCase {
   const AlgorithmInfo* algorithm;
   Shape shape;
   ReduceOp op;
@@ -84,7 +84,7 @@ void put_message(char* out, const std::string& text) {
 }
 
 // A child: map the segment by name, run one rank, report. Never returns.
-[[noreturn]] void child_main(const std::string& name, const Case& cs, int rank) {
+[[noreturn]] void child_main(const std::string& name, const ArenaCase& cs, int rank) {
   int status = 3;
   char* message = nullptr;
   std::unique_ptr<ShmArena> mapping;  // outlives the try block: `message` points into it
@@ -153,7 +153,7 @@ void put_message(char* out, const std::string& text) {
   _exit(status);
 }
 
-struct Outcome {
+struct ArenaOutcome {
   std::vector<int> status;  // exit status per rank; -signal if killed by a signal
   std::vector<std::string> message;
   std::vector<Picos> finish;
@@ -162,7 +162,7 @@ struct Outcome {
 
 // Runs `cs` with one process per rank; fails the test if any child outlives
 // `deadline` (then kills them all).
-Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
+ArenaOutcome run_processes(const ArenaCase& cs, std::chrono::seconds deadline) {
   const int k = cs.shape.ranks;
   REQUIRE(k <= kMaxRanks);
   const std::uint64_t n = cs.shape.count;
@@ -202,7 +202,7 @@ Outcome run_processes(const Case& cs, std::chrono::seconds deadline) {
     pids.push_back(pid);
   }
 
-  Outcome out;
+  ArenaOutcome out;
   out.status.assign(static_cast<std::size_t>(k), 0);
   out.attached = 0;
   std::vector<bool> reaped(static_cast<std::size_t>(k), false);
@@ -260,14 +260,14 @@ TEST_CASE("concurrency: processes over a shared-memory arena run registry allred
     for (int k : {2, 3, 4})
       for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{100003}})
         for (Ports ports : {Ports::bidirectional, Ports::unidirectional}) {
-          Case cs;
+          ArenaCase cs;
           cs.algorithm = &find_algorithm(Collective::allreduce, name);
           cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
           cs.shape = Shape{k, n, 4, 0};
           cs.run = run_config(k, ports);
           INFO(name << " " << op_name << ", " << k << " processes, " << n << " elements, "
                     << (ports == Ports::bidirectional ? "bidirectional" : "unidirectional"));
-          const Outcome out = run_processes(cs, std::chrono::seconds(60));
+          const ArenaOutcome out = run_processes(cs, std::chrono::seconds(60));
           for (int r = 0; r < k; ++r) {
             INFO("rank " << r << ": " << out.message[static_cast<std::size_t>(r)]);
             CHECK(out.status[static_cast<std::size_t>(r)] == 0);
@@ -288,7 +288,7 @@ TEST_CASE("concurrency: processes: a rank that never takes part makes its peers 
   // times out first names the peer it waits for (rank 2, or rank 1 stuck on
   // rank 2), and the abort crosses processes so that nobody is left hanging.
   for (int k : {2, 3}) {
-    Case cs;
+    ArenaCase cs;
     cs.algorithm = &find_algorithm(Collective::allreduce, "dual-root");
     cs.op = builtin_op("sum", DType::int32);
     cs.shape = Shape{k, 1000, 2, 0};
@@ -296,7 +296,7 @@ TEST_CASE("concurrency: processes: a rank that never takes part makes its peers 
     cs.run.waits.timeout = std::chrono::milliseconds(300);
     cs.absent_rank = k - 1;
     const auto t0 = std::chrono::steady_clock::now();
-    const Outcome out = run_processes(cs, std::chrono::seconds(30));
+    const ArenaOutcome out = run_processes(cs, std::chrono::seconds(30));
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     CHECK(out.status[static_cast<std::size_t>(k - 1)] == 0);
     int timed_out = 0;
@@ -331,7 +331,7 @@ LinkConfig staged_config(bool attach, std::size_t from) {
 // The bytes `cs`'s receivers must read by cross-memory attach in one run:
 // every send beyond the outbox's inline eager copy (16 bytes) of at least
 // attach_from_bytes, or too large for the stage.
-std::uint64_t attached_per_run(const Case& cs) {
+std::uint64_t attached_per_run(const ArenaCase& cs) {
   if (!cs.link.cross_memory_attach) return 0;
   std::uint64_t total = 0;
   for (int r = 0; r < cs.shape.ranks; ++r) {
@@ -369,7 +369,7 @@ TEST_CASE("concurrency: processes with staged sends read large messages by cross
     for (const auto& [name, op_name] : runs)
       for (int k : {2, 3, 4})
         for (std::uint64_t n : {1, 7, 1023, 1024, 1025, 100003}) {
-          Case cs;
+          ArenaCase cs;
           cs.algorithm = &find_algorithm(Collective::allreduce, name);
           cs.op = builtin_op(op_name, std::string(op_name) == "sum" ? DType::float64 : DType::uint32);
           cs.shape = Shape{k, n, 4, 0};
@@ -379,7 +379,7 @@ TEST_CASE("concurrency: processes with staged sends read large messages by cross
           // The fallback stages every send: its stage holds the whole vector.
           cs.stage_bytes = mode.attach ? 8192 : std::max<std::size_t>(8192, n * cs.op.element_bytes);
           INFO(mode.what << ": " << name << " " << op_name << ", " << k << " processes, " << n << " elements");
-          const Outcome out = run_processes(cs, std::chrono::seconds(60));
+          const ArenaOutcome out = run_processes(cs, std::chrono::seconds(60));
           for (int r = 0; r < k; ++r) {
             INFO("rank " << r << ": " << out.message[static_cast<std::size_t>(r)]);
             CHECK(out.status[static_cast<std::size_t>(r)] == 0);
@@ -396,8 +396,8 @@ namespace {
 
 // Two processes exchanging halves of 100000 int32 (200 KB each, attached)
 // in Rabenseifner's first step, with a wait timeout of `timeout`.
-Case attached_exchange(std::chrono::milliseconds timeout) {
-  Case cs;
+ArenaCase attached_exchange(std::chrono::milliseconds timeout) {
+  ArenaCase cs;
   cs.algorithm = &find_algorithm(Collective::allreduce, "rabenseifner");
   cs.op = builtin_op("sum", DType::int32);
   cs.shape = Shape{2, 100000, 1, 0};
@@ -413,10 +413,10 @@ Case attached_exchange(std::chrono::milliseconds timeout) {
 
 TEST_CASE("concurrency: processes: an attached send whose receiver never comes times out, not hangs",
           "[arena][processes][cma]") {
-  Case cs = attached_exchange(std::chrono::milliseconds(300));
+  ArenaCase cs = attached_exchange(std::chrono::milliseconds(300));
   cs.absent_rank = 1;
   const auto t0 = std::chrono::steady_clock::now();
-  const Outcome out = run_processes(cs, std::chrono::seconds(30));
+  const ArenaOutcome out = run_processes(cs, std::chrono::seconds(30));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   INFO("rank 0: " << out.message[0]);
   CHECK(out.status[0] == 1);
@@ -428,10 +428,10 @@ TEST_CASE("concurrency: processes: reading an attached send of a process that is
   // Rank 0 posts its first send (200 KB, attached) and exits; rank 1 reads
   // it once rank 0's process has been reaped: process_vm_readv fails (ESRCH),
   // and rank 1 fails with a SystemError instead of waiting.
-  Case cs = attached_exchange(std::chrono::milliseconds(5000));
+  ArenaCase cs = attached_exchange(std::chrono::milliseconds(5000));
   cs.sender_dies = true;
   const auto t0 = std::chrono::steady_clock::now();
-  const Outcome out = run_processes(cs, std::chrono::seconds(30));
+  const ArenaOutcome out = run_processes(cs, std::chrono::seconds(30));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4));
   CHECK(out.status[0] == 0);
   INFO("rank 1: " << out.message[1]);

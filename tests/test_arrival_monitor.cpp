@@ -124,12 +124,12 @@ TEST_CASE("arrival board: every rank gets the identical vector of every call") {
 
 namespace {
 
-constexpr const char* kMachine = "package:1 core:2 pu:1";
+constexpr const char* kMonitorMachine = "package:1 core:2 pu:1";
 
 // `layout` ranks per node; the allreduce `algorithm`.
 TeamOptions arrival_team(const std::vector<int>& layout, const std::string& algorithm, int warmup, std::size_t plans) {
   TeamOptions o;
-  for (int k : layout) o.nodes.push_back(NodeSpec{Machine::synthetic(kMachine), k, {}});
+  for (int k : layout) o.nodes.push_back(NodeSpec{Machine::synthetic(kMonitorMachine), k, {}});
   o.allreduce = algorithm;
   o.arrival.warmup = warmup;
   o.arrival.plans = plans;

@@ -53,6 +53,7 @@
 #include "exec/step_executor.hpp"
 #include "plan/hierarchical.hpp"
 #include "runtime/comm.hpp"
+#include "tests/comm_threads.hpp"
 #include "tests/support.hpp"
 #include "transport/arena.hpp"
 #include "transport/link_engine.hpp"
@@ -62,8 +63,6 @@ using namespace copse;
 namespace {
 
 using Bytes = std::vector<std::byte>;
-
-constexpr const char* kMachine = "package:2 l3:2 core:2 pu:1";
 
 // ---- inputs ---------------------------------------------------------------
 
@@ -266,21 +265,21 @@ std::string inaccuracy(const std::vector<Bytes>& results, const std::vector<Byte
   });
 }
 
-struct Outcome {
+struct AgreementOutcome {
   std::string disagreement;  // empty: every rank has rank 0's bits
   std::string inaccuracy;    // empty: every result within the error bound
 };
 
 // Random inputs from `seed`, `plan` run on them, both checks.
-Outcome run_and_check(const SchedulePlan& plan, int p, std::uint64_t count, const ReduceOp& op, std::uint64_t seed,
-                      const std::vector<int>& node_of = {}) {
+AgreementOutcome run_and_check(const SchedulePlan& plan, int p, std::uint64_t count, const ReduceOp& op,
+                               std::uint64_t seed, const std::vector<int>& node_of = {}) {
   const std::vector<Bytes> inputs = random_inputs(op, p, count, seed);
   const std::vector<Bytes> results = run_schedule(plan, p, count, op, inputs, node_of);
-  return Outcome{disagreement(results, op), inaccuracy(results, inputs, op)};
+  return AgreementOutcome{disagreement(results, op), inaccuracy(results, inputs, op)};
 }
 
 // An allreduce to check: what it is (for messages), its plan, its data.
-struct Case {
+struct AgreementCase {
   std::string label;
   SchedulePlan plan;
   std::uint64_t count = 0;
@@ -290,10 +289,10 @@ struct Case {
 
 // The same as run_and_check for many cases at once (one batch of jobs on one
 // set of rank threads), requiring agreement and accuracy case by case.
-void require_agreement(int p, const std::vector<Case>& cases, const std::vector<int>& node_of = {}) {
+void require_agreement(int p, const std::vector<AgreementCase>& cases, const std::vector<int>& node_of = {}) {
   std::vector<std::vector<Bytes>> inputs;
   std::vector<Job> jobs;
-  for (const Case& c : cases) {
+  for (const AgreementCase& c : cases) {
     inputs.push_back(random_inputs(c.op, p, c.count, c.seed));
     jobs.push_back(Job{c.plan, c.count, c.op, inputs.back()});
   }
@@ -305,8 +304,8 @@ void require_agreement(int p, const std::vector<Case>& cases, const std::vector<
     FAIL(e.what() << labels);
   }
   for (std::size_t j = 0; j < cases.size(); ++j) {
-    const Case& c = cases[j];
-    const Outcome out{disagreement(jobs[j].data, c.op), inaccuracy(jobs[j].data, inputs[j], c.op)};
+    const AgreementCase& c = cases[j];
+    const AgreementOutcome out{disagreement(jobs[j].data, c.op), inaccuracy(jobs[j].data, inputs[j], c.op)};
     INFO(c.label << ", seed " << c.seed << ": " << out.disagreement << out.inaccuracy);
     REQUIRE(out.disagreement.empty());
     REQUIRE(out.inaccuracy.empty());
@@ -321,7 +320,7 @@ std::vector<const AlgorithmInfo*> allreduce_algorithms() {
 }
 
 // 1, p - 1, p + 1 and the larger counts given, without repeats or zero.
-std::vector<std::uint64_t> counts_for(int p, std::initializer_list<long long> large = {1000, 4099}) {
+std::vector<std::uint64_t> agreement_counts(int p, std::initializer_list<long long> large = {1000, 4099}) {
   std::vector<long long> all{1, p - 1LL, p + 1LL};
   all.insert(all.end(), large);
   std::vector<std::uint64_t> out;
@@ -334,7 +333,7 @@ std::vector<std::uint64_t> counts_for(int p, std::initializer_list<long long> la
 std::shared_ptr<const HierarchyPlan> make_plan(const std::vector<int>& ranks_per_node, const std::string& grouping,
                                                bool multi_leader) {
   std::vector<NodeSpec> nodes;
-  for (int k : ranks_per_node) nodes.push_back(NodeSpec{Machine::synthetic(kMachine), k, {}});
+  for (int k : ranks_per_node) nodes.push_back(NodeSpec{Machine::synthetic(testing::kCommMachine), k, {}});
   return std::make_shared<const HierarchyPlan>(plan_hierarchy(nodes, Grouping::parse(grouping), multi_leader));
 }
 
@@ -430,7 +429,7 @@ TEST_CASE("bitwise agreement: the check rejects a schedule whose ranks associate
         CHECK(inaccuracy(exact_results, exact, op).empty());
         // (c) On random inexact inputs the agreement check catches rank 2,
         // while the accuracy check (any association is accurate) does not.
-        const Outcome random = run_and_check(kBroken.plan(shape), 3, count, op, 1);
+        const AgreementOutcome random = run_and_check(kBroken.plan(shape), 3, count, op, 1);
         INFO(random.disagreement);
         CHECK_THAT(random.disagreement, Catch::StartsWith("rank 2 differs from rank 0"));
         CHECK(random.inaccuracy.empty());
@@ -474,15 +473,15 @@ TEST_CASE("bitwise agreement: every allreduce algorithm gives every rank the sam
   std::size_t runs = 0;
   for (const AlgorithmInfo* algorithm : allreduce_algorithms())
     for (int p : {1, 2, 3, 5, 7, 8, 12, 13, 16, 17}) {
-      std::vector<Case> cases;
-      for (std::uint64_t count : counts_for(p))
+      std::vector<AgreementCase> cases;
+      for (std::uint64_t count : agreement_counts(p))
         for (int blocks : algorithm->pipelined ? std::vector<int>{1, 2, 7} : std::vector<int>{1}) {
           const Shape shape{p, count, blocks, 0};
           const ReduceOp op = arithmetic(runs++);
           std::ostringstream label;
           label << algorithm->name << ": p " << p << ", " << count << " elements, " << blocks << " blocks, "
                 << to_string(op.dtype) << " " << op.name;
-          cases.push_back(Case{label.str(), algorithm->plan(shape), count, op, ++seed});
+          cases.push_back(AgreementCase{label.str(), algorithm->plan(shape), count, op, ++seed});
         }
       require_agreement(p, cases);
     }
@@ -499,8 +498,8 @@ TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives eve
         const auto plan = make_plan(layout, grouping, multi_leader);
         const int p = plan->ranks;
         for (const AlgorithmInfo* algorithm : allreduce_algorithms()) {
-          std::vector<Case> cases;
-          for (std::uint64_t count : counts_for(p, {1001}))
+          std::vector<AgreementCase> cases;
+          for (std::uint64_t count : agreement_counts(p, {1001}))
             for (int blocks : count == 1001 ? std::vector<int>{1, 2, 7} : std::vector<int>{1, 7}) {
               const Shape shape{p, count, blocks, 0};
               const ReduceOp op = arithmetic(runs++);
@@ -508,7 +507,8 @@ TEST_CASE("bitwise agreement: every allreduce algorithm in a hierarchy gives eve
               label << algorithm->name << " over nodes " << layout_text(layout) << ", grouping " << grouping
                     << (multi_leader ? ", multi-leader" : "") << ": " << count << " elements, " << blocks << " blocks, "
                     << to_string(op.dtype) << " " << op.name;
-              cases.push_back(Case{label.str(), plan_hierarchical(plan, *algorithm, shape), count, op, ++seed});
+              cases.push_back(
+                  AgreementCase{label.str(), plan_hierarchical(plan, *algorithm, shape), count, op, ++seed});
             }
           require_agreement(p, cases, plan->node_of);
         }
@@ -523,7 +523,7 @@ TEST_CASE("concurrency: bitwise agreement: every allreduce algorithm through Com
   int index = 0;
   for (const AlgorithmInfo* algorithm : allreduce_algorithms()) {
     TeamOptions options;
-    for (int k : layout) options.nodes.push_back(NodeSpec{Machine::synthetic(kMachine), k, {}});
+    for (int k : layout) options.nodes.push_back(NodeSpec{Machine::synthetic(testing::kCommMachine), k, {}});
     options.grouping = Grouping::parse("size:2");
     options.multi_leader = index++ % 2 == 1;
     options.allreduce = std::string(algorithm->name);

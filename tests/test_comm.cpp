@@ -112,16 +112,10 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
+using copse::testing::check_no_errors;
 using copse::testing::message_of;
 using copse::testing::on_every_rank;
 using copse::testing::options_for;
-
-void check_no_errors(const std::vector<std::exception_ptr>& errors) {
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    INFO("rank " << r << ": " << message_of(errors[r]));
-    CHECK_FALSE(errors[r]);
-  }
-}
 
 // A rank's record of wrong results (the first few), checked after the join.
 struct Log {

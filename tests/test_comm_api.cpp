@@ -20,17 +20,6 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-void check_no_errors(const std::vector<std::exception_ptr>& errors) {
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    if (!errors[r]) continue;
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const std::exception& e) {
-      FAIL("rank " << r << ": " << e.what());
-    }
-  }
-}
-
 // Rank r's reduce_scatter result for blocks of base + v % 3 elements (rank
 // v's), compared against the sequential reference of the whole vector; the
 // number of ranks whose result differs.

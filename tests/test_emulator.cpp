@@ -181,7 +181,7 @@ EmulationResult run_and_compare(const AlgorithmInfo& algo, const Shape& shape, c
 
 const std::vector<int> kRanks = {1, 2, 3, 5, 8, 13};
 
-std::vector<std::uint64_t> counts_for(int p) {
+std::vector<std::uint64_t> emulated_counts(int p) {
   return {0, 1, 2, static_cast<std::uint64_t>(p - 1), static_cast<std::uint64_t>(p + 1), 1000, 1001};
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("concurrency: hand-written allreduce schedules give the sequential res
   const std::vector<ReduceOp> ops = {builtin_op("affine", DType::int32), builtin_op("sum", DType::float64)};
   for (Ports ports : {Ports::bidirectional, Ports::unidirectional})
     for (int p : kRanks)
-      for (std::uint64_t n : counts_for(p))
+      for (std::uint64_t n : emulated_counts(p))
         for (const auto& op : ops) {
           const Shape shape{p, n, 4, 0};
           run_and_compare(chain, shape, op, cluster(p, ports));
@@ -385,7 +385,7 @@ TEST_CASE("concurrency: every registered algorithm gives the sequential result a
   for (const AlgorithmInfo& algo : algorithms())
     for (Ports ports : {Ports::bidirectional, Ports::unidirectional})
       for (int p : kRanks)
-        for (std::uint64_t n : counts_for(p))
+        for (std::uint64_t n : emulated_counts(p))
           for (int blocks : {1, 5}) {
             if (blocks > 1 && !algo.pipelined) continue;
             const Shape shape{p, n, blocks, p / 2};

@@ -13,8 +13,10 @@
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "plan/autotune.hpp"
+#include "support.hpp"
 
 using namespace copse;
+using copse::testing::inclusive_range;
 
 namespace {
 
@@ -53,12 +55,6 @@ void check_bi_greedy_rounds(const std::vector<int>& ps, const std::vector<int>& 
       INFO("p=" << p << " q=" << q);
       REQUIRE(simulated(reduce_named("bi-greedy"), shape, o) == (ceil_log2(p) + q - 1) * round);
     }
-}
-
-std::vector<int> range(int from, int to) {
-  std::vector<int> v;
-  for (int i = from; i <= to; ++i) v.push_back(i);
-  return v;
 }
 
 }  // namespace
@@ -105,23 +101,23 @@ TEST_CASE("bi-greedy allreduce is proven with every operator order it may meet")
 TEST_CASE(
     "bi-greedy reduce takes ceil(log2 p) + q - 1 rounds: every q up to 64 for chosen p, every p up to 1024 "
     "for chosen q") {
-  check_bi_greedy_rounds({2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100, 127, 128, 129, 1023, 1024}, range(1, 64));
-  check_bi_greedy_rounds(range(2, 1024), {1, 2, 5});
+  check_bi_greedy_rounds({2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100, 127, 128, 129, 1023, 1024}, inclusive_range(1, 64));
+  check_bi_greedy_rounds(inclusive_range(2, 1024), {1, 2, 5});
 }
 
 // The whole grid, in four parts of about equal cost (it grows as p^2), so
 // that CTest can run them side by side.
 TEST_CASE("bi-greedy reduce takes ceil(log2 p) + q - 1 rounds for every q in 1..64: p in 2..645", "[slow]") {
-  check_bi_greedy_rounds(range(2, 645), range(1, 64));
+  check_bi_greedy_rounds(inclusive_range(2, 645), inclusive_range(1, 64));
 }
 TEST_CASE("bi-greedy reduce takes ceil(log2 p) + q - 1 rounds for every q in 1..64: p in 646..813", "[slow]") {
-  check_bi_greedy_rounds(range(646, 813), range(1, 64));
+  check_bi_greedy_rounds(inclusive_range(646, 813), inclusive_range(1, 64));
 }
 TEST_CASE("bi-greedy reduce takes ceil(log2 p) + q - 1 rounds for every q in 1..64: p in 814..930", "[slow]") {
-  check_bi_greedy_rounds(range(814, 930), range(1, 64));
+  check_bi_greedy_rounds(inclusive_range(814, 930), inclusive_range(1, 64));
 }
 TEST_CASE("bi-greedy reduce takes ceil(log2 p) + q - 1 rounds for every q in 1..64: p in 931..1024", "[slow]") {
-  check_bi_greedy_rounds(range(931, 1024), range(1, 64));
+  check_bi_greedy_rounds(inclusive_range(931, 1024), inclusive_range(1, 64));
 }
 
 TEST_CASE("bi-greedy allreduce is the reduce and its mirror: R rounds with combines, R without") {

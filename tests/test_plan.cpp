@@ -10,20 +10,16 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "support.hpp"
 #include "topology/plan.hpp"
 
 using namespace copse;
+using copse::testing::inclusive_range;
 
 namespace {
 
 std::vector<NodeSpec> uniform_nodes(const Machine& machine, int nodes, int ranks_per_node) {
   return std::vector<NodeSpec>(static_cast<std::size_t>(nodes), NodeSpec{machine, ranks_per_node, {}});
-}
-
-std::vector<int> range(int first, int last) {
-  std::vector<int> ranks(static_cast<std::size_t>(last - first + 1));
-  std::iota(ranks.begin(), ranks.end(), first);
-  return ranks;
 }
 
 // members of every group of one level, in order
@@ -84,10 +80,10 @@ void check_invariants(const HierarchyPlan& plan, const std::vector<NodeSpec>& no
     std::vector<int> covered;
     for (const auto& group : levels[0]) {
       REQUIRE(!group.members.empty());
-      CHECK(group.members == range(group.members.front(), group.members.back()));
+      CHECK(group.members == inclusive_range(group.members.front(), group.members.back()));
       covered.insert(covered.end(), group.members.begin(), group.members.end());
     }
-    CHECK(covered == range(first, last));
+    CHECK(covered == inclusive_range(first, last));
 
     for (std::size_t l = 0; l < levels.size(); ++l) {
       for (const auto& group : levels[l]) {
@@ -245,8 +241,9 @@ TEST_CASE("auto on package:2 l3:2 core:4 pu:1: groups of four under each L3, the
   CHECK(plan.grouping == "auto");
   CHECK(plan.level_names[0] == "l3,package,node");
   REQUIRE(plan.levels[0].size() == 3);
-  CHECK(members_of(plan.levels[0][0]) ==
-        std::vector<std::vector<int>>{range(0, 3), range(4, 7), range(8, 11), range(12, 15)});
+  CHECK(members_of(plan.levels[0][0]) == std::vector<std::vector<int>>{inclusive_range(0, 3), inclusive_range(4, 7),
+                                                                       inclusive_range(8, 11),
+                                                                       inclusive_range(12, 15)});
   CHECK(members_of(plan.levels[0][1]) == std::vector<std::vector<int>>{{0, 4}, {8, 12}});
   CHECK(members_of(plan.levels[0][2]) == std::vector<std::vector<int>>{{0, 8}});
   CHECK(plan.offnode == std::vector<int>{0});
@@ -277,12 +274,13 @@ TEST_CASE("no L3: auto falls back to size:max_group; an absent level is refused"
   const HierarchyPlan automatic = plan_hierarchy(nodes, Grouping::parse("auto"), false);
   check_invariants(automatic, nodes, false);
   CHECK(automatic.level_names[0] == "size:4,size:4");
-  CHECK(members_of(automatic.levels[0][0]) == std::vector<std::vector<int>>{range(0, 3), range(4, 7)});
+  CHECK(members_of(automatic.levels[0][0]) ==
+        std::vector<std::vector<int>>{inclusive_range(0, 3), inclusive_range(4, 7)});
 
   // auto with room for 8 takes the NUMA node.
   const HierarchyPlan roomy = plan_hierarchy(nodes, Grouping::parse("auto", 8), false);
   CHECK(roomy.level_names[0] == "numa");
-  CHECK(members_of(roomy.levels[0][0]) == std::vector<std::vector<int>>{range(0, 7)});
+  CHECK(members_of(roomy.levels[0][0]) == std::vector<std::vector<int>>{inclusive_range(0, 7)});
 
   const HierarchyPlan packages = plan_hierarchy(nodes, Grouping::parse("package"), false);
   check_invariants(packages, nodes, false);
@@ -304,7 +302,7 @@ TEST_CASE("numa grouping and NUMA nodes finer than the L3", "[plan]") {
   const HierarchyPlan numa = plan_hierarchy(flat, Grouping::parse("auto"), false);
   check_invariants(numa, flat, false);
   CHECK(numa.level_names[0] == "numa,node");
-  CHECK(members_of(numa.levels[0][0]) == std::vector<std::vector<int>>{range(0, 3), range(4, 7)});
+  CHECK(members_of(numa.levels[0][0]) == std::vector<std::vector<int>>{inclusive_range(0, 3), inclusive_range(4, 7)});
   CHECK(shape_of(plan_hierarchy(flat, Grouping::parse("numa"), false), 0) == shape_of(numa, 0));
 
   // Two NUMA nodes under one L3: the NUMA nodes are the finer level here.
@@ -335,7 +333,7 @@ TEST_CASE("size:2 on 8 ranks makes three levels of pairs", "[plan]") {
   const HierarchyPlan ones = plan_hierarchy(nodes, Grouping::parse("size:1"), false);
   check_invariants(ones, nodes, false);
   CHECK(ones.level_names[0] == "node");
-  CHECK(members_of(ones.levels[0][0]) == std::vector<std::vector<int>>{range(0, 7)});
+  CHECK(members_of(ones.levels[0][0]) == std::vector<std::vector<int>>{inclusive_range(0, 7)});
 }
 
 TEST_CASE("multi-leader: size:4 on 4 nodes x 8 ranks gives 8 off-node leaders", "[plan]") {
@@ -347,13 +345,14 @@ TEST_CASE("multi-leader: size:4 on 4 nodes x 8 ranks gives 8 off-node leaders", 
     REQUIRE(plan.levels[node].size() == 1);
     CHECK(plan.level_names[node] == "size:4");
   }
-  CHECK(members_of(plan.levels[3][0]) == std::vector<std::vector<int>>{range(24, 27), range(28, 31)});
+  CHECK(members_of(plan.levels[3][0]) ==
+        std::vector<std::vector<int>>{inclusive_range(24, 27), inclusive_range(28, 31)});
   CHECK(plan.describe().find("off-node ranks (8): 0,4,8,12,16,20,24,28") != std::string::npos);
 
   // Multi-leader keeps level 0 even when every group is one rank.
   const HierarchyPlan cores = plan_hierarchy(nodes, Grouping::parse("core"), true);
   check_invariants(cores, nodes, true);
-  CHECK(cores.offnode == range(0, 31));
+  CHECK(cores.offnode == inclusive_range(0, 31));
 }
 
 TEST_CASE("uneven nodes: 5, 8 and 1 ranks", "[plan]") {

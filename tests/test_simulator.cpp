@@ -6,54 +6,47 @@
 
 #include "algorithms/simulator.hpp"
 #include "plan/autotune.hpp"
+#include "sim_support.hpp"
 
 using namespace copse;
 
-namespace {
-
-constexpr double kAlpha = 1e-6, kBeta = 1e-9, kGamma = 5e-10;  // whole picoseconds per byte: exact
-
-SimulationOptions model(double alpha, double beta, double gamma, Ports ports = Ports::bidirectional) {
-  SimulationOptions o;
-  o.model = CostModel::uniform({alpha, beta}, gamma, ports);
-  return o;
-}
-
-double simulate(Collective c, std::string_view name, Shape shape, const SimulationOptions& o) {
-  return to_seconds(simulate(find_algorithm(c, name).plan(shape), shape.ranks, o).time);
-}
-
-}  // namespace
+using testing::kAlpha;
+using testing::kBeta;
+using testing::kGamma;
+using testing::simulated_seconds;
+using testing::uniform_model;
 
 TEST_CASE("binomial reduce takes ceil(log2 p)(alpha + beta m + gamma m)") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 3, 4, 5, 7, 8, 13, 16, 31, 100, 1000}) {
     const std::uint64_t m = 4096;
     const double expected = std::ceil(std::log2(p)) * (kAlpha + kBeta * m + kGamma * m);
     INFO("p=" << p);
-    CHECK(simulate(Collective::reduce, "binomial", Shape{p, m, 1, 0}, o) == Approx(expected).epsilon(1e-12));
+    CHECK(simulated_seconds(Collective::reduce, "binomial", Shape{p, m, 1, 0}, o) == Approx(expected).epsilon(1e-12));
   }
 }
 
 TEST_CASE("pipelined chain reduce, bidirectional, takes (p+q-2)(alpha + beta s + gamma s)") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 3, 4, 9, 17, 64})
     for (int q : {1, 2, 5, 16, 100}) {
       const std::uint64_t s = 1000, m = s * static_cast<std::uint64_t>(q);
       const double expected = (p + q - 2) * (kAlpha + kBeta * s + kGamma * s);
       INFO("p=" << p << " q=" << q);
-      CHECK(simulate(Collective::reduce, "chain", Shape{p, m, q, p - 1}, o) == Approx(expected).epsilon(1e-12));
+      CHECK(simulated_seconds(Collective::reduce, "chain", Shape{p, m, q, p - 1}, o) ==
+            Approx(expected).epsilon(1e-12));
     }
 }
 
 TEST_CASE("with alpha -> 0 and many blocks the beta coefficient tends to 4, 3 and 2") {
   // Träff 2021 §1.2: pipelined reduce+bcast over one binary tree 4*beta*m,
   // doubly pipelined dual-root 3*beta*m, two-tree 2*beta*m.
-  const auto o = model(0, kBeta, 0);
+  const auto o = uniform_model(0, kBeta, 0);
   const std::uint64_t m = 1u << 22;
   for (int p : {6, 14, 30, 62, 100}) {
     auto coefficient = [&](std::string_view name, int blocks) {
-      return simulate(Collective::allreduce, name, Shape{p, m, blocks, 0}, o) / (kBeta * static_cast<double>(m));
+      return simulated_seconds(Collective::allreduce, name, Shape{p, m, blocks, 0}, o) /
+             (kBeta * static_cast<double>(m));
     };
     INFO("p=" << p);
     for (auto [name, limit] : {std::pair{"binary-tree", 4.0}, {"dual-root", 3.0}, {"two-tree", 2.0}}) {
@@ -67,8 +60,8 @@ TEST_CASE("with alpha -> 0 and many blocks the beta coefficient tends to 4, 3 an
 }
 
 TEST_CASE("unidirectional ports: every algorithm completes and is no faster than bidirectional") {
-  const auto bi = model(kAlpha, kBeta, kGamma, Ports::bidirectional);
-  const auto uni = model(kAlpha, kBeta, kGamma, Ports::unidirectional);
+  const auto bi = uniform_model(kAlpha, kBeta, kGamma, Ports::bidirectional);
+  const auto uni = uniform_model(kAlpha, kBeta, kGamma, Ports::unidirectional);
   for (const auto& a : algorithms())
     for (int p : {1, 2, 3, 5, 8, 13, 24, 64})
       for (int blocks : {1, 4}) {
@@ -80,8 +73,8 @@ TEST_CASE("unidirectional ports: every algorithm completes and is no faster than
       }
   // A chain reduce cannot overlap its receive and its send with one port:
   // each block costs two rounds per rank instead of one.
-  const auto t_uni = simulate(Collective::reduce, "chain", Shape{8, 16000, 16, 7}, uni);
-  const auto t_bi = simulate(Collective::reduce, "chain", Shape{8, 16000, 16, 7}, bi);
+  const auto t_uni = simulated_seconds(Collective::reduce, "chain", Shape{8, 16000, 16, 7}, uni);
+  const auto t_bi = simulated_seconds(Collective::reduce, "chain", Shape{8, 16000, 16, 7}, bi);
   CHECK(t_uni > 1.5 * t_bi);
 }
 
@@ -102,7 +95,7 @@ TEST_CASE("link levels: ranks on one node talk at level 0") {
 }
 
 TEST_CASE("block autotuning finds the simulated optimum near the pipelining formula") {
-  const auto o = model(kAlpha, kBeta, 0);
+  const auto o = uniform_model(kAlpha, kBeta, 0);
   for (auto name : {"dual-root", "binary-tree", "two-tree", "chain"})
     for (int p : {7, 30}) {
       const auto& a = find_algorithm(Collective::allreduce, name);
@@ -122,7 +115,7 @@ TEST_CASE("block autotuning finds the simulated optimum near the pipelining form
 }
 
 TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (const auto& a : algorithms()) {
     INFO(to_string(a.collective) << ":" << a.name);
     CHECK(simulate(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
@@ -137,7 +130,7 @@ TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises")
 TEST_CASE("the most a rank receives: ring and Rabenseifner allreduce meet the 2(p-1)/p m bound") {
   // Every rank must receive at least (p-1)/p of the vector to reduce its
   // share and again to gather the others' shares: 2(p-1)/p m in all.
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 3, 5, 8, 16, 64}) {
     const std::uint64_t m = 1000 * static_cast<std::uint64_t>(p);
     const std::uint64_t bound = 2 * (static_cast<std::uint64_t>(p) - 1) * m / static_cast<std::uint64_t>(p);

@@ -12,22 +12,16 @@
 #include "algorithms/verifier.hpp"
 #include "comm_threads.hpp"
 #include "forms_check.hpp"
+#include "sim_support.hpp"
 
 using namespace copse;
+using testing::kAlpha;
+using testing::kBeta;
+using testing::kGamma;
+using testing::simulated_seconds;
+using testing::uniform_model;
 
 namespace {
-
-constexpr double kAlpha = 1e-6, kBeta = 1e-9, kGamma = 5e-10;  // whole picoseconds per byte: exact
-
-SimulationOptions model(double alpha, double beta, double gamma) {
-  SimulationOptions o;
-  o.model = CostModel::uniform({alpha, beta}, gamma, Ports::bidirectional);
-  return o;
-}
-
-double seconds(Collective c, std::string_view name, Shape shape, const SimulationOptions& o) {
-  return to_seconds(simulate(find_algorithm(c, name).plan(shape), shape.ranks, o).time);
-}
 
 struct Named {
   Collective collective;
@@ -69,36 +63,39 @@ TEST_CASE("the reordering reduce_scatters declare that they need a commutative o
 }
 
 TEST_CASE("van de Geijn bcast: (log2 p + p - 1) alpha + 2 (p-1)/p m beta") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 4, 8, 16, 64}) {
     const std::uint64_t m = 1024 * static_cast<std::uint64_t>(p);
     const double steps = std::log2(p) + p - 1;
     const double expected = steps * kAlpha + 2.0 * (p - 1) / p * static_cast<double>(m) * kBeta;
     INFO("p=" << p);
     for (int root : {0, p - 1})
-      CHECK(seconds(Collective::bcast, "scatter-allgather", Shape{p, m, 1, root}, o) ==
+      CHECK(simulated_seconds(Collective::bcast, "scatter-allgather", Shape{p, m, 1, root}, o) ==
             Approx(expected).epsilon(1e-12));
     // A binomial tree's root sends the whole vector log2 p times.
-    CHECK(seconds(Collective::bcast, "scatter-allgather", Shape{p, m, 1, 0}, model(0, kBeta, 0)) <
-          2 / std::log2(p) * seconds(Collective::bcast, "binomial", Shape{p, m, 1, 0}, model(0, kBeta, 0)));
+    CHECK(simulated_seconds(Collective::bcast, "scatter-allgather", Shape{p, m, 1, 0}, uniform_model(0, kBeta, 0)) <
+          2 / std::log2(p) *
+              simulated_seconds(Collective::bcast, "binomial", Shape{p, m, 1, 0}, uniform_model(0, kBeta, 0)));
   }
 }
 
 TEST_CASE("allgather: recursive doubling takes log2 p rounds and (p-1) blocks at a power of two; Bruck any p") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 4, 8, 32}) {
     const std::uint64_t c = 1000;
     const double expected = std::log2(p) * kAlpha + (p - 1) * static_cast<double>(c) * kBeta;
     INFO("p=" << p);
-    CHECK(seconds(Collective::allgather, "recursive-doubling", Shape{p, c, 1, 0}, o) ==
+    CHECK(simulated_seconds(Collective::allgather, "recursive-doubling", Shape{p, c, 1, 0}, o) ==
           Approx(expected).epsilon(1e-12));
   }
   // Bruck: ceil(log2 p) rounds, a round whose runs wrap paying a second
   // start-up and at most half its blocks again.
   for (int p : {2, 3, 4, 5, 6, 7, 8, 13, 32, 33}) {
     const double rounds = std::ceil(std::log2(p)), blocks = (p - 1) * 1000.0;
-    const double t = seconds(Collective::allgather, "bruck", Shape{p, 1000, 1, 0}, model(kAlpha, 0, 0));
-    const double volume = seconds(Collective::allgather, "bruck", Shape{p, 1000, 1, 0}, model(0, kBeta, 0));
+    const double t =
+        simulated_seconds(Collective::allgather, "bruck", Shape{p, 1000, 1, 0}, uniform_model(kAlpha, 0, 0));
+    const double volume =
+        simulated_seconds(Collective::allgather, "bruck", Shape{p, 1000, 1, 0}, uniform_model(0, kBeta, 0));
     INFO("p=" << p);
     CHECK(t >= rounds * kAlpha * (1 - 1e-12));
     CHECK(t <= 2 * rounds * kAlpha * (1 + 1e-12));
@@ -108,19 +105,19 @@ TEST_CASE("allgather: recursive doubling takes log2 p rounds and (p-1) blocks at
 }
 
 TEST_CASE("reduce_scatter: recursive halving log2 p steps, pairwise p-1, both (p-1) blocks sent and combined") {
-  const auto o = model(kAlpha, kBeta, kGamma);
+  const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 4, 8, 32}) {
     const std::uint64_t c = 1000;
     const double volume = (p - 1) * static_cast<double>(c) * (kBeta + kGamma);
     INFO("p=" << p);
-    CHECK(seconds(Collective::reduce_scatter, "recursive-halving", Shape{p, c, 1, 0}, o) ==
+    CHECK(simulated_seconds(Collective::reduce_scatter, "recursive-halving", Shape{p, c, 1, 0}, o) ==
           Approx(std::log2(p) * kAlpha + volume).epsilon(1e-12));
-    CHECK(seconds(Collective::reduce_scatter, "pairwise", Shape{p, c, 1, 0}, o) ==
+    CHECK(simulated_seconds(Collective::reduce_scatter, "pairwise", Shape{p, c, 1, 0}, o) ==
           Approx((p - 1) * kAlpha + volume).epsilon(1e-12));
   }
   for (int p : {3, 5, 7, 12, 31}) {  // any p: pairwise stays p-1 equal steps
     INFO("p=" << p);
-    CHECK(seconds(Collective::reduce_scatter, "pairwise", Shape{p, 1000, 1, 0}, o) ==
+    CHECK(simulated_seconds(Collective::reduce_scatter, "pairwise", Shape{p, 1000, 1, 0}, o) ==
           Approx((p - 1) * (kAlpha + 1000 * (kBeta + kGamma))).epsilon(1e-12));
   }
 }

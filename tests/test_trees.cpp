@@ -235,15 +235,15 @@ TEST_CASE("post_order_binary over [lo, hi] is the same tree shifted", "[trees][p
     for (int n = 1; n <= 200; ++n) {
       INFO("lo = " << lo << ", n = " << n);
       const int hi = lo + n - 1;
-      const auto nodes = collect(lo, n, [lo, hi](int rank) { return post_order_binary(lo, hi, rank); });
+      const auto nodes = collect(lo, n, [lo, hi](int rank) { return post_order_binary_range(lo, hi, rank); });
       TreeFacts facts;
       REQUIRE(check_tree(lo, nodes, facts) == "");
       REQUIRE(check_post_order_shape(lo, nodes, facts) == "");
     }
   }
-  CHECK_THROWS_AS(post_order_binary(5, 9, 4), copse::UsageError);
-  CHECK_THROWS_AS(post_order_binary(5, 9, 10), copse::UsageError);
-  CHECK_THROWS_AS(post_order_binary(5, 4, 5), copse::UsageError);
+  CHECK_THROWS_AS(post_order_binary_range(5, 9, 4), copse::UsageError);
+  CHECK_THROWS_AS(post_order_binary_range(5, 9, 10), copse::UsageError);
+  CHECK_THROWS_AS(post_order_binary_range(5, 4, 5), copse::UsageError);
 }
 
 TEST_CASE("post_order_binary answers one rank of a huge tree cheaply", "[trees][post_order]") {
@@ -286,8 +286,8 @@ TEST_CASE("dual_root pairs two post-order trees whose roots know each other", "[
       if (all[static_cast<std::size_t>(rank)].dual != expected_dual)
         FAIL("rank " << rank << " dual " << all[static_cast<std::size_t>(rank)].dual);
       // Each half is exactly the post-order tree over its own range.
-      const Node alone =
-          rank < lower_size ? post_order_binary(0, lower_size - 1, rank) : post_order_binary(lower_size, p - 1, rank);
+      const Node alone = rank < lower_size ? post_order_binary_range(0, lower_size - 1, rank)
+                                           : post_order_binary_range(lower_size, p - 1, rank);
       if (!same_node(all[static_cast<std::size_t>(rank)].node, alone))
         FAIL("rank " << rank << " differs from its half's tree");
     }

@@ -49,7 +49,7 @@ void require_rank_in(int lo, int hi, int rank, const char* who) {
 // the first child (i-1, received first) never roots the larger subtree. The
 // depth recurrence D(n) = 1 + D(ceil((n-1)/2)), D(1) = 0 solves to
 // floor(log2 n), which equals the contract's ceil(log2(n+1)) - 1.
-Node post_order_binary(int lo, int hi, int rank) {
+Node post_order_binary_range(int lo, int hi, int rank) {
   if (lo > hi) {
     throw UsageError("post_order_binary: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
@@ -96,9 +96,9 @@ DualRootNode dual_root(int p, int rank) {
 
   DualRootNode result;
   if (rank < lower_size) {
-    result.node = post_order_binary(0, lower_root, rank);
+    result.node = post_order_binary_range(0, lower_root, rank);
   } else {
-    result.node = post_order_binary(lower_size, upper_root, rank);
+    result.node = post_order_binary_range(lower_size, upper_root, rank);
   }
   if (p > 1) {
     if (rank == lower_root) result.dual = upper_root;

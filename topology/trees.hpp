@@ -28,8 +28,10 @@ struct Node {
 // range, and the second child roots the lower part. Sizes split as evenly as
 // possible (the lower part takes the extra rank), which keeps the tree as
 // balanced and complete as possible: depth = ceil(log2(n+1)) - 1 for n ranks.
-Node post_order_binary(int lo, int hi, int rank);
-inline Node post_order_binary(int p, int rank) { return post_order_binary(0, p - 1, rank); }
+Node post_order_binary_range(int lo, int hi, int rank);
+// The same tree over [0, p): one name with no overload, so it serves as a
+// tree-shape function pointer.
+inline Node post_order_binary(int p, int rank) { return post_order_binary_range(0, p - 1, rank); }
 
 // Träff's dual-root pair: post-order trees over [0, ceil(p/2)) and
 // [ceil(p/2), p); each root's `dual` is the other root (-1 for p == 1 and for

@@ -6,18 +6,14 @@
 
 namespace copse::builders {
 
-namespace {
-trees::Node post_order(int p, int rank) { return trees::post_order_binary(p, rank); }
-}  // namespace
-
 SchedulePlan binary_tree_allreduce(const Shape& shape) {
-  return [shape](int rank) { return reduce_then_bcast(post_order, shape, rank); };
+  return [shape](int rank) { return reduce_then_bcast(trees::post_order_binary, shape, rank); };
 }
 SchedulePlan binary_tree_reduce(const Shape& shape) {
-  return [shape](int rank) { return reduce_to_root(post_order, shape.ranks - 1, shape, rank); };
+  return [shape](int rank) { return reduce_to_root(trees::post_order_binary, shape.ranks - 1, shape, rank); };
 }
 SchedulePlan binary_tree_bcast(const Shape& shape) {
-  return [shape](int rank) { return bcast_from_root(post_order, shape.ranks - 1, shape, rank); };
+  return [shape](int rank) { return bcast_from_root(trees::post_order_binary, shape.ranks - 1, shape, rank); };
 }
 
 }  // namespace copse::builders

@@ -62,8 +62,6 @@ RankSchedule ring_rank(Shape shape, int rank, bool reduce) {
   }
 }
 
-trees::Node post_order(int p, int rank) { return trees::post_order_binary(p, rank); }
-
 SchedulePlan as_barrier(SchedulePlan (*allreduce)(const Shape&), Shape shape) {
   shape.count = 1;
   shape.blocks = 1;
@@ -76,7 +74,7 @@ SchedulePlan binomial_allgather(const Shape& shape) {
   return [shape](int rank) { return tree_allgather(trees::binomial, shape, rank); };
 }
 SchedulePlan binary_tree_allgather(const Shape& shape) {
-  return [shape](int rank) { return tree_allgather(post_order, shape, rank); };
+  return [shape](int rank) { return tree_allgather(trees::post_order_binary, shape, rank); };
 }
 SchedulePlan ring_allgather(const Shape& shape) {
   return [shape](int rank) { return ring_rank(shape, rank, false); };
@@ -85,7 +83,7 @@ SchedulePlan binomial_reduce_scatter(const Shape& shape) {
   return [shape](int rank) { return tree_reduce_scatter(trees::binomial, shape, rank); };
 }
 SchedulePlan binary_tree_reduce_scatter(const Shape& shape) {
-  return [shape](int rank) { return tree_reduce_scatter(post_order, shape, rank); };
+  return [shape](int rank) { return tree_reduce_scatter(trees::post_order_binary, shape, rank); };
 }
 SchedulePlan ring_reduce_scatter(const Shape& shape) {
   return [shape](int rank) { return ring_rank(shape, rank, true); };

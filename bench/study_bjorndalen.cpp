@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const copse::BjorndalenStudy study = copse::run_bjorndalen_study(o);
   const copse::StudyPlot plot = copse::write_bjorndalen_plot(dir, study);
-  std::printf("%s\nwrote %s and %s; %s\n", copse::bjorndalen_tables(study).c_str(), (dir / "bjorndalen.dat").c_str(),
+  std::printf("%s\nwrote %s and %s; %s\n", copse::bjorndalen_tables(study).c_str(), plot.data.c_str(),
               plot.script.c_str(), copse::plot_summary(plot).c_str());
   return study.ok() ? 0 : 1;
 }

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const copse::DepthStudy study = copse::run_depth_study({});
   const copse::StudyPlot plot = copse::write_depth_plot(dir, study);
-  std::printf("%s\nwrote %s and %s; %s\n", copse::depth_tables(study).c_str(), (dir / "depth.dat").c_str(),
-              plot.script.c_str(), copse::plot_summary(plot).c_str());
+  std::printf("%s\nwrote %s and %s; %s\n", copse::depth_tables(study).c_str(), plot.data.c_str(), plot.script.c_str(),
+              copse::plot_summary(plot).c_str());
   return 0;
 }

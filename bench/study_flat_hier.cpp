@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const copse::FlatHierStudy study = copse::run_flat_hier_study({});
   const copse::StudyPlot plot = copse::write_flat_hier_plot(dir, study);
-  std::printf("%s\nwrote %s and %s; %s\n", copse::flat_hier_tables(study).c_str(), (dir / "flat_hier.dat").c_str(),
+  std::printf("%s\nwrote %s and %s; %s\n", copse::flat_hier_tables(study).c_str(), plot.data.c_str(),
               plot.script.c_str(), copse::plot_summary(plot).c_str());
   return study.ok() ? 0 : 1;
 }

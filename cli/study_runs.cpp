@@ -69,14 +69,24 @@ std::filesystem::path output_dir(const CommonArgs& args) {
 }
 
 // Prints the study: its tables and where the files went, or `json` with the plot's path.
-void print_study(const CommonArgs& args, const std::string& tables, const std::string& files, const StudyPlot& plot,
-                 Json json) {
+void print_study(const CommonArgs& args, const std::string& tables, const StudyPlot& plot, Json json) {
   if (args.json) {
     json["plot"] = plot.svg.empty() ? "" : plot.svg.string();
     std::cout << json.dump(2) << "\n";
     return;
   }
-  std::cout << tables << "\nWrote " << files << " and " << plot.script.string() << "; " << plot_summary(plot) << "\n";
+  std::cout << tables << "\nWrote " << plot.data.string() << " and " << plot.script.string() << "; "
+            << plot_summary(plot) << "\n";
+}
+
+// `run(progress)`, the study, with a progress line "copse study NAME: PHASE,
+// N of M UNIT" on a terminal, erased before the study's output.
+template <class Run>
+auto run_in_view(const CommonArgs& args, const std::string& name, const std::string& phase, const std::string& unit,
+                 Run&& run) {
+  ProgressLine progress("copse study " + name, args.json);
+  progress.phase(phase, unit);
+  return run(progress.callback());
 }
 
 // The options every study has: --out, --json, --config and (with_model) --model.
@@ -122,12 +132,8 @@ int run_depth(const DepthArgs& args, const Config& config) {
   o.model = study_model(args.common, config);
   o.linear_limit = args.linear_limit;
   const std::filesystem::path dir = output_dir(args.common);
-  DepthStudy study;
-  {
-    ProgressLine progress("copse study depth", args.common.json);
-    progress.phase("simulating", "points");
-    study = run_depth_study(o, progress.callback());
-  }
+  const DepthStudy study = run_in_view(args.common, "depth", "simulating", "points",
+                                       [&](const ProgressCallback& progress) { return run_depth_study(o, progress); });
   const StudyPlot plot = write_depth_plot(dir, study);
   Json rows = Json::array();
   for (const DepthPoint& p : study.points) {
@@ -140,7 +146,7 @@ int run_depth(const DepthArgs& args, const Config& config) {
     row.update(time_json(p.time));
     rows.push_back(row);
   }
-  print_study(args.common, depth_tables(study), (dir / "depth.dat").string(), plot,
+  print_study(args.common, depth_tables(study), plot,
               Json{{"study", "depth"},
                    {"ranks_per_node", o.ranks_per_node},
                    {"nodes", o.nodes},
@@ -231,14 +237,11 @@ int run_bjorndalen(const BjorndalenArgs& args) {
   o.overhead = time_option("--overhead", args.overhead);
   if (args.no_sweep) o.sweep_overheads.clear(), o.sweep_fractions.clear();
   const std::filesystem::path dir = output_dir(args.common);
-  BjorndalenStudy study;
-  {
-    ProgressLine progress("copse study bjorndalen", args.common.json);
-    progress.phase("emulating and simulating", "runs");
-    study = run_bjorndalen_study(o, progress.callback());
-  }
+  const BjorndalenStudy study =
+      run_in_view(args.common, "bjorndalen", "emulating and simulating", "runs",
+                  [&](const ProgressCallback& progress) { return run_bjorndalen_study(o, progress); });
   const StudyPlot plot = write_bjorndalen_plot(dir, study);
-  print_study(args.common, bjorndalen_tables(study), (dir / "bjorndalen.dat").string(), plot, bjorndalen_json(study));
+  print_study(args.common, bjorndalen_tables(study), plot, bjorndalen_json(study));
   if (!study.ok()) throw RunFailure("an emulated run gave a wrong result or a virtual time unlike the simulator's");
   return 0;
 }
@@ -274,12 +277,9 @@ int run_flat_hier(const FlatHierArgs& args, const Config& config) {
   o.model = study_model(args.common, config);
   o.emulate_up_to = args.emulate_up_to;
   const std::filesystem::path dir = output_dir(args.common);
-  FlatHierStudy study;
-  {
-    ProgressLine progress("copse study flat-hier", args.common.json);
-    progress.phase("emulating and simulating", "points");
-    study = run_flat_hier_study(o, progress.callback());
-  }
+  const FlatHierStudy study =
+      run_in_view(args.common, "flat-hier", "emulating and simulating", "points",
+                  [&](const ProgressCallback& progress) { return run_flat_hier_study(o, progress); });
   const StudyPlot plot = write_flat_hier_plot(dir, study);
   Json rows = Json::array();
   for (const FlatHierPoint& p : study.points) {
@@ -295,8 +295,7 @@ int run_flat_hier(const FlatHierArgs& args, const Config& config) {
     row.update(time_json(p.time));
     rows.push_back(row);
   }
-  print_study(args.common, flat_hier_tables(study), (dir / "flat_hier.dat").string(), plot,
-              Json{{"study", "flat-hier"}, {"rows", rows}});
+  print_study(args.common, flat_hier_tables(study), plot, Json{{"study", "flat-hier"}, {"rows", rows}});
   if (!study.ok()) throw RunFailure("an emulated run gave a wrong result or a virtual time unlike the simulator's");
   return 0;
 }
@@ -344,14 +343,10 @@ int run_traff(const TraffArgs& args, const Config& config) {
   o.block_elements = args.block_elements;
   o.model = study_model(args.common, config);
   const std::filesystem::path dir = output_dir(args.common);
-  TraffStudy study;
-  {
-    ProgressLine progress("copse study traff", args.common.json);
-    progress.phase("simulating", "counts");
-    study = run_traff_study(o, progress.callback());
-  }
+  const TraffStudy study = run_in_view(args.common, "traff", "simulating", "counts",
+                                       [&](const ProgressCallback& progress) { return run_traff_study(o, progress); });
   const StudyPlot plot = write_traff_plot(dir, study);
-  print_study(args.common, traff_table(study), (dir / "traff.dat").string(), plot, traff_json(study));
+  print_study(args.common, traff_table(study), plot, traff_json(study));
   return 0;
 }
 

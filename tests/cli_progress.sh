@@ -4,22 +4,13 @@
 # --json, never when stderr is not a terminal, and not for a run shorter than
 # COPSE_PROGRESS_AFTER (default 2 s). The short runs here set
 # COPSE_PROGRESS_AFTER=0 to see it at once; one genuinely long run checks the
-# default. Self-contained (no cli_lib.sh): a few seconds in all.
-set -uo pipefail
-: "${COPSE:?set COPSE to the copse binary}"
-case "$COPSE" in /*) ;; *) COPSE="$PWD/$COPSE" ;; esac
+# default. A few seconds in all.
+CLI_TEST_NAME=cli_progress
+source "$(dirname "$0")/cli_lib.sh"
 if ! script -qec true /dev/null </dev/null >/dev/null 2>&1; then
   echo "cli_progress: skipped: script(1) from util-linux is needed for a pseudo-terminal"
   exit 77
 fi
-failures=0
-checks=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 
 # on_terminal FILE [NAME=VALUE...] ARGS...: copse ARGS with stdout and stderr
 # on a pseudo-terminal, everything it drew into FILE; the exit status is copse's.
@@ -103,5 +94,4 @@ else
   echo "cli_progress: the long simulation took only $seconds s; its check needs more than 2.5 s (skipped)"
 fi
 
-echo "cli_progress: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

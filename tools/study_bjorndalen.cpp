@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -186,7 +185,7 @@ std::string bjorndalen_tables(const BjorndalenStudy& study) {
 }
 
 StudyPlot write_bjorndalen_plot(const std::filesystem::path& dir, const BjorndalenStudy& study) {
-  std::ofstream data(dir / "bjorndalen.dat");
+  std::ostringstream data;
   data << "# configuration paper_us loggp_us hockney_us\n";
   const auto& schemes = bjorndalen_schemes();
   for (std::size_t i = 0; i < schemes.size(); ++i) {
@@ -196,9 +195,7 @@ StudyPlot write_bjorndalen_plot(const std::filesystem::path& dir, const Bjorndal
         if (r.timing == timing && r.scheme == i) data << " " << study_us(to_seconds(r.simulated), 3);
     data << "\n";
   }
-  data.close();  // complete before gnuplot reads it
-  if (!data) throw SystemError("cannot write " + (dir / "bjorndalen.dat").string());
-  return render_gnuplot(dir, "bjorndalen",
+  return render_gnuplot(dir, "bjorndalen", data.str(),
                         "# Bjorndalen 8W (copse study bjorndalen): gnuplot bjorndalen.gp\n"
                         "set terminal svg size 1000,500 dynamic font 'sans,10'\nset output 'bjorndalen.svg'\n"
                         "set title 'Bjorndalen 8W allreduce: paper vs copse (virtual time)'\n"

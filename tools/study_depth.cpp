@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -150,7 +149,7 @@ std::string depth_tables(const DepthStudy& study) {
 
 StudyPlot write_depth_plot(const std::filesystem::path& dir, const DepthStudy& study) {
   const DepthStudyOptions& o = study.options;
-  std::ofstream data(dir / "depth.dat");
+  std::ostringstream data;
   for (std::uint64_t b : o.bytes) {
     data << "# " << format_bytes(b) << ": p, then one column per form (us; ? = not run)\n";
     for (int n : o.nodes) {
@@ -163,8 +162,6 @@ StudyPlot write_depth_plot(const std::filesystem::path& dir, const DepthStudy& s
     }
     data << "\n\n";
   }
-  data.close();  // complete before gnuplot reads it
-  if (!data) throw SystemError("cannot write " + (dir / "depth.dat").string());
   std::ostringstream gp;
   gp << "# Depth versus fan-out (copse study depth): gnuplot depth.gp\n"
      << "set terminal svg size " << 600 * o.bytes.size() << ",500 dynamic font 'sans,10'\nset output 'depth.svg'\n"
@@ -180,7 +177,7 @@ StudyPlot write_depth_plot(const std::filesystem::path& dir, const DepthStudy& s
     gp << "\n";
   }
   gp << "unset multiplot\n";
-  return render_gnuplot(dir, "depth", gp.str());
+  return render_gnuplot(dir, "depth", data.str(), gp.str());
 }
 
 }  // namespace copse

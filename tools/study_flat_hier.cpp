@@ -1,6 +1,5 @@
 #include "tools/study_flat_hier.hpp"
 
-#include <fstream>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -165,7 +164,7 @@ std::string flat_hier_tables(const FlatHierStudy& study) {
 }
 
 StudyPlot write_flat_hier_plot(const std::filesystem::path& dir, const FlatHierStudy& study) {
-  std::ofstream data(dir / "flat_hier.dat");
+  std::ostringstream data;
   data << "# case best_flat_us best_hier_us (? = no form of that kind)\n";
   for (auto [n, k] : study.options.clusters)
     for (std::uint64_t b : study.options.bytes) {
@@ -174,9 +173,7 @@ StudyPlot write_flat_hier_plot(const std::filesystem::path& dir, const FlatHierS
            << (best.flat ? study_us(to_seconds(best.flat->time), 3) : "?") << " "
            << (best.hier ? study_us(to_seconds(best.hier->time), 3) : "?") << "\n";
     }
-  data.close();  // complete before gnuplot reads it
-  if (!data) throw SystemError("cannot write " + (dir / "flat_hier.dat").string());
-  return render_gnuplot(dir, "flat_hier",
+  return render_gnuplot(dir, "flat_hier", data.str(),
                         "# Flat versus hierarchical (copse study flat-hier): gnuplot flat_hier.gp\n"
                         "set terminal svg size 900,500 dynamic font 'sans,10'\nset output 'flat_hier.svg'\n"
                         "set title 'Best flat vs best hierarchical allreduce'\nset datafile missing '?'\n"

@@ -41,14 +41,24 @@ void for_each_point(std::size_t count, const std::function<void(std::size_t)>& r
   if (failure) std::rethrow_exception(failure);
 }
 
-StudyPlot render_gnuplot(const std::filesystem::path& dir, const std::string& name, const std::string& script) {
+namespace study_support {
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();  // complete before gnuplot reads it
+  if (!out) throw SystemError("cannot write " + path.string());
+}
+
+}  // namespace study_support
+
+StudyPlot render_gnuplot(const std::filesystem::path& dir, const std::string& name, const std::string& data,
+                         const std::string& script) {
   StudyPlot plot;
+  plot.data = dir / (name + ".dat");
   plot.script = dir / (name + ".gp");
-  {
-    std::ofstream out(plot.script);
-    out << script;
-    if (!out) throw SystemError("cannot write " + plot.script.string());
-  }
+  study_support::write_text_file(plot.data, data);
+  study_support::write_text_file(plot.script, script);
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
     plot.note = "gnuplot is not installed (Debian: gnuplot-nox), so there is no plot";
     return plot;

@@ -18,13 +18,15 @@ namespace copse {
 void for_each_point(std::size_t count, const std::function<void(std::size_t)>& run, const ProgressCallback& progress,
                     bool parallel = true);
 
-// Writes `script` to dir/NAME.gp and, when gnuplot is installed, runs it in
-// `dir` (the script writes NAME.svg there). What became of the plot:
+// Writes `data` to dir/NAME.dat and `script` to dir/NAME.gp and, when gnuplot
+// is installed, runs the script in `dir` (it writes NAME.svg there; gnuplot's
+// messages go to NAME.log). What became of the plot:
 struct StudyPlot {
-  std::filesystem::path script, svg;  // svg empty: no plot
-  std::string note;                   // why there is no plot ("gnuplot is not installed ..."), or empty
+  std::filesystem::path data, script, svg;  // svg empty: no plot
+  std::string note;                         // why there is no plot ("gnuplot is not installed ..."), or empty
 };
-StudyPlot render_gnuplot(const std::filesystem::path& dir, const std::string& name, const std::string& script);
+StudyPlot render_gnuplot(const std::filesystem::path& dir, const std::string& name, const std::string& data,
+                         const std::string& script);
 // "the plot is DIR/NAME.svg" or the note: the end of a study's "Wrote ..." line.
 std::string plot_summary(const StudyPlot& plot);
 

@@ -1,7 +1,6 @@
 #include "tools/study_traff.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "algorithms/registry.hpp"
@@ -118,7 +117,7 @@ std::string traff_table(const TraffStudy& study) {
 }
 
 StudyPlot write_traff_plot(const std::filesystem::path& dir, const TraffStudy& study) {
-  std::ofstream data(dir / "traff.dat");
+  std::ostringstream data;
   data << "# count native reduce+bcast tree_paper dual_paper tree_auto dual_auto (us) tree/dual_paper "
           "tree/dual_auto\n";
   for (const TraffRow& r : study.rows) {
@@ -129,8 +128,6 @@ StudyPlot write_traff_plot(const std::filesystem::path& dir, const TraffStudy& s
     data << " " << study_traff::ratio(r.tree_paper, r.dual_paper) << " " << study_traff::ratio(r.tree_auto, r.dual_auto)
          << "\n";
   }
-  data.close();  // complete before gnuplot reads it
-  if (!data) throw SystemError("cannot write " + (dir / "traff.dat").string());
   std::ostringstream gp;
   gp << "# Traff 2021 Table 2 under the model (copse study traff): gnuplot traff.gp\n"
      << "set terminal svg size 1200,480 dynamic font 'sans,10'\nset output 'traff.svg'\nset multiplot layout 1,2 "
@@ -143,7 +140,7 @@ StudyPlot write_traff_plot(const std::filesystem::path& dir, const TraffStudy& s
      << "unset logscale y\nset ylabel 'tree / dual'\nset key bottom right\nplot 4.0/3 with lines dt 2 lc rgb 'gray' "
         "title '4/3', 'traff.dat' using 1:8 with linespoints title 'paper blocks', '' using 1:9 with linespoints "
         "title 'auto blocks'\nunset multiplot\n";
-  return render_gnuplot(dir, "traff", gp.str());
+  return render_gnuplot(dir, "traff", data.str(), gp.str());
 }
 
 }  // namespace copse

@@ -91,7 +91,7 @@ std::string traff_table(const TraffStudy& study) {
   out << "Traff 2021 Table 2 under the model: " << o.nodes << " x " << o.ranks_per_node << " = "
       << o.nodes * o.ranks_per_node << " ranks, MPI_INT sums, paper blocks = ceil(count / " << o.block_elements
       << "), times in us\n";
-  std::snprintf(line, sizeof line, "%9s %26s %13s %16s %16s %16s %16s %9s %9s\n", "count", "native (model)",
+  std::snprintf(line, sizeof line, "%9s %31s %13s %16s %16s %16s %16s %9s %9s\n", "count", "native (model)",
                 "reduce+bcast", "tree paper", "dual paper", "tree auto", "dual auto", "t/d paper", "t/d auto");
   out << line;
   for (const TraffRow& r : study.rows) {
@@ -100,7 +100,7 @@ std::string traff_table(const TraffStudy& study) {
       std::snprintf(text, sizeof text, "%9.2f (b=%-3d)", to_seconds(t.time) * 1e6, t.blocks);
       return std::string(text);
     };
-    std::snprintf(line, sizeof line, "%9llu %12.2f %13s %13.2f %16s %16s %16s %16s %9.3f %9.3f\n",
+    std::snprintf(line, sizeof line, "%9llu %12.2f %18s %13.2f %16s %16s %16s %16s %9.3f %9.3f\n",
                   static_cast<unsigned long long>(r.count), to_seconds(r.native.time) * 1e6, r.native_algorithm.c_str(),
                   to_seconds(r.reduce_bcast.time) * 1e6, cell(r.tree_paper).c_str(), cell(r.dual_paper).c_str(),
                   cell(r.tree_auto).c_str(), cell(r.dual_auto).c_str(), study_traff::ratio(r.tree_paper, r.dual_paper),

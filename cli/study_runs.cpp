@@ -37,9 +37,14 @@ std::vector<std::string> split_list(std::string_view option, const std::string& 
   return items;
 }
 
+// Sizes of int32 vectors: whole numbers of 4 bytes, at least one.
 std::vector<std::uint64_t> size_list(std::string_view option, const std::string& text) {
   std::vector<std::uint64_t> sizes;
-  for (const auto& item : split_list(option, text)) sizes.push_back(size_option(option, item));
+  for (const auto& item : split_list(option, text)) {
+    sizes.push_back(size_option(option, item));
+    if (sizes.back() == 0 || sizes.back() % 4 != 0)
+      throw UsageError(std::string(option) + ": " + item + " is not a positive whole number of int32 (4 bytes)");
+  }
   return sizes;
 }
 
@@ -47,10 +52,21 @@ std::vector<std::uint64_t> count_list(std::string_view option, const std::string
   std::vector<std::uint64_t> counts;
   for (const auto& item : split_list(option, text)) {
     if (item.find_first_not_of("0123456789") != std::string::npos || item.size() > 18)
-      throw UsageError(std::string(option) + ": \"" + item + "\" is not a whole number of elements");
+      throw UsageError(std::string(option) + ": \"" + item + "\" is not a whole number");
     counts.push_back(std::stoull(item));
   }
   return counts;
+}
+
+// Node or rank counts: whole numbers >= 1.
+std::vector<int> positive_list(std::string_view option, const std::string& text) {
+  std::vector<int> values;
+  for (const std::uint64_t n : count_list(option, text)) {
+    if (n < 1 || n > 1u << 24)
+      throw UsageError(std::string(option) + ": " + std::to_string(n) + " is not in 1 .. 2^24");
+    values.push_back(static_cast<int>(n));
+  }
+  return values;
 }
 
 CostModel study_model(const CommonArgs& args, const Config& config) {
@@ -122,7 +138,7 @@ struct DepthArgs {
 
 int run_depth(const DepthArgs& args, const Config& config) {
   DepthStudyOptions o;
-  o.nodes = parse_rank_counts(args.nodes);
+  o.nodes = positive_list("--nodes", args.nodes);
   require_at_least("--ranks-per-node", args.ranks_per_node, 1);
   o.ranks_per_node = args.ranks_per_node;
   o.bytes = size_list("--bytes", args.bytes);
@@ -258,8 +274,9 @@ struct FlatHierArgs {
 
 std::pair<int, int> parse_cluster(const std::string& text) {
   const auto x = text.find('x');
-  const std::vector<int> both =
-      x == std::string::npos ? std::vector<int>{} : parse_rank_counts(text.substr(0, x) + "," + text.substr(x + 1));
+  const std::vector<int> both = x == std::string::npos
+                                    ? std::vector<int>{}
+                                    : positive_list("--clusters", text.substr(0, x) + "," + text.substr(x + 1));
   if (both.size() != 2) throw UsageError("--clusters: \"" + text + "\" is not NODESxRANKS (e.g. 16x16)");
   return {both[0], both[1]};
 }

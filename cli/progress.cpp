@@ -61,6 +61,10 @@ ProgressLine::ProgressLine(std::string command, bool machine_output)
   enabled_ = after && !machine_output && isatty(STDERR_FILENO) == 1;
   if (!enabled_) return;
   after_ = *after;
+  if (after_ <= Clock::duration::zero()) {
+    const std::lock_guard lock(mutex_);
+    draw();  // at once, even if the run ends before the drawer's first turn
+  }
   drawer_ = std::thread([this] { run(); });
 }
 
@@ -84,6 +88,7 @@ void ProgressLine::phase(std::string text, std::string unit) {
   unit_ = std::move(unit);
   done_ = total_ = 0;
   phase_start_ = Clock::now();
+  if (drawn_ && !stop_) draw();  // the new phase at once, not at the next redraw
 }
 
 void ProgressLine::advance(std::uint64_t done, std::uint64_t total) {
@@ -108,7 +113,7 @@ ProgressCallback ProgressLine::callback() {
 std::string ProgressLine::text_now() {
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::string text = command_ + ": " + phase_;
+  std::string text = phase_.empty() ? command_ : command_ + ": " + phase_;
   if (!unit_.empty() && total_ > 0) {
     text += ", " + std::to_string(done_) + " of " + std::to_string(total_) + " " + unit_;
     const double in_phase = std::chrono::duration<double>(now - phase_start_).count();

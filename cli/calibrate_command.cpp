@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
 #include "tools/calibrate.hpp"
 
 namespace copse {
@@ -31,7 +32,10 @@ int run_calibrate(const CalibrateArgs& args, const CLI::App& command, const Conf
   check_options(options);
   check_model_file(args.output);  // before measuring, not after
 
+  ProgressLine progress("copse calibrate", args.json);
+  progress.phase("measuring alpha and beta per level, gamma per kernel");
   const Calibration calibration = calibrate_node(options);
+  progress.finish();
   write_model_file(args.output, calibration);
   std::cout << (args.json ? report_json(calibration, args.output) + "\n" : format_report(calibration, args.output));
   return 0;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/cluster_options.hpp"
+#include "cli/progress.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
 
@@ -116,12 +117,15 @@ int run_demo(const DemoArgs& args) {
   if (!args.json) print_demo_header(args, setup, base);
   Best best, best_flat, best_hier;
   const std::vector<HierarchyForm> forms = demo_forms(per_node);
+  ProgressLine progress("copse demo", args.json);
+  progress.phase("emulating", "forms");
   for (const HierarchyForm& form : forms) {
+    progress.advance(static_cast<std::uint64_t>(&form - forms.data()), forms.size());
     const AlgorithmInfo& algorithm = find_algorithm(Collective::allreduce, form.algorithm);
     auto skip = [&](const std::string& why) {
       results.push_back(
           {{"form", form.shape_name()}, {"label", form.label()}, {"algorithm", algorithm.name}, {"skipped", why}});
-      if (!args.json) std::cout << pad(form.label(), 40) << "  skipped: " << why << "\n";
+      if (!args.json) progress.above([&] { std::cout << pad(form.label(), 40) << "  skipped: " << why << "\n"; });
     };
     if (algorithm.needs_commutative && !op.commutative) {
       skip("needs a commutative operator");
@@ -140,11 +144,13 @@ int run_demo(const DemoArgs& args) {
     if (!run.ok) failures.push_back(form.label() + ": " + run.failure);
     if (!args.json) {
       const WallStats wall = wall_stats(run.emulation.wall_seconds);
-      std::cout << pad(form.label(), 40) << pad(std::to_string(run.blocks), 8, true)
-                << pad(format_time(to_seconds(run.emulation.virtual_time)), 14, true)
-                << pad(format_time(wall.min), 12, true) << pad(format_time(wall.median), 13, true) << "  "
-                << (run.ok ? "yes" : "NO: " + run.failure) << "\n"
-                << "    run it: " << mpirun_command(form, setup.cluster.nodes(), per_node) << std::endl;
+      progress.above([&] {
+        std::cout << pad(form.label(), 40) << pad(std::to_string(run.blocks), 8, true)
+                  << pad(format_time(to_seconds(run.emulation.virtual_time)), 14, true)
+                  << pad(format_time(wall.min), 12, true) << pad(format_time(wall.median), 13, true) << "  "
+                  << (run.ok ? "yes" : "NO: " + run.failure) << "\n"
+                  << "    run it: " << mpirun_command(form, setup.cluster.nodes(), per_node) << std::endl;
+      });
     }
     Json row = emulation_json(EmulationSetup{*cluster, op, setup.bytes, setup.count, setup.arrival_error}, algorithm,
                               run, std::nullopt);
@@ -157,6 +163,7 @@ int run_demo(const DemoArgs& args) {
       if (run.ok && (!b->form || t < b->time)) b->form = &form, b->cluster = cluster, b->shape = run.shape, b->time = t;
   }
 
+  progress.finish();
   std::string gantt_path;
   if (best.form && !args.gantt.empty()) {
     write_winner_gantt(args.gantt, best, setup, per_node);

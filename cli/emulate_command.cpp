@@ -5,6 +5,7 @@
 
 #include "cli/cluster_options.hpp"
 #include "cli/memory_limits.hpp"
+#include "cli/progress.hpp"
 #include "common/units.hpp"
 
 namespace copse {
@@ -52,8 +53,12 @@ int run_emulate(const EmulateArgs& args) {
             : select_for_cluster(setup.cluster, parse_collective(args.collective), setup.op, setup.count, args.root)
                   .algorithm();
   Timeline timeline;
+  ProgressLine progress("copse emulate", args.json);
+  progress.phase("emulating " + std::string(algorithm.name) + " on " + std::to_string(setup.cluster.ranks()) +
+                 " ranks");
   const CheckedEmulation run = run_checked_emulation(setup.cluster, algorithm, setup.op, setup.count, args.root,
                                                      requested, args.trace.empty() ? nullptr : &timeline);
+  progress.finish();
   if (!args.trace.empty()) {
     TraceOptions trace;
     trace.name = std::string(to_string(algorithm.collective)) + " " + std::string(algorithm.name) + ", " +

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
 #include "common/text.hpp"
 
 namespace copse {
@@ -51,7 +52,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(std::string("\n") + kSizeHelp + "\n" + kTimeHelp +
              "\nExit status: 0 success; 1 the run failed (wrong result, unproven schedule, timeout);"
-             " 2 bad input.\nRun 'copse SUBCOMMAND --help' for a subcommand's options.");
+             " 2 bad input.\n" +
+             kProgressHelp + "\nRun 'copse SUBCOMMAND --help' for a subcommand's options.");
 
   RunParsed run_parsed;
   for (auto add : {add_algorithms_command, add_sim_command, add_emulate_command, add_verify_command, add_demo_command,

@@ -7,6 +7,7 @@
 #include "cli/cluster_options.hpp"
 #include "cli/memory_limits.hpp"
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
 #include "common/text.hpp"
 #include "common/units.hpp"
 #include "plan/autotune.hpp"
@@ -148,6 +149,14 @@ void print_sim_model(const SimArgs& args, const ModelOptions& model) {
   std::cout << "\n";
 }
 
+// simulate(), with a progress line on a terminal (cli/progress.hpp) while it
+// runs: the simulator reports nothing as it goes, so the line shows the time spent.
+SimulationResult simulate_in_view(const SchedulePlan& plan, int ranks, const SimulationOptions& options, bool json) {
+  ProgressLine progress("copse sim", json);
+  progress.phase("simulating " + std::to_string(ranks) + " ranks");
+  return simulate(plan, ranks, options);
+}
+
 int run_sim(SimArgs args) {
   // --algorithm auto: the selection's choice (plan/selection.hpp), for a commutative operator.
   const bool select = selects_algorithm(args.choice);
@@ -204,7 +213,8 @@ int run_sim(SimArgs args) {
   }
   Timeline timeline;
   if (!args.gantt.empty()) options.timeline = &timeline, options.timeline_ranks = kGanttRows;
-  const SimulationResult result = simulate(compiled ? compiled->plan : algorithm.plan(shape), shape.ranks, options);
+  const SimulationResult result =
+      simulate_in_view(compiled ? compiled->plan : algorithm.plan(shape), shape.ranks, options, args.json);
   const int blocks = blocks_used(algorithm, shape);
   if (!args.gantt.empty()) write_sim_gantt(args.gantt, timeline, algorithm, shape, bytes, blocks, options);
 

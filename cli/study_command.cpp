@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
+#include "cli/study_runs.hpp"
 #include "common/units.hpp"
 #include "tools/experiment.hpp"
 
@@ -137,7 +139,13 @@ int run_study(const StudyArgs& args) {
   if (o.bytes % 4 != 0 || o.bytes == 0) throw UsageError("--bytes: a positive whole number of floats (4 bytes)");
   o.model = CostModel::uniform({time_option("--alpha", args.alpha), time_option("--beta", args.beta)},
                                time_option("--gamma", args.gamma), Ports::bidirectional);
-  const ProficzStudy study = run_proficz_study(o);
+  ProficzStudy study;
+  {
+    // Proficz's runs report nothing as they go: the line says how long it has been.
+    ProgressLine progress("copse study proficz", args.json);
+    progress.phase("emulating the runs");
+    study = run_proficz_study(o);
+  }
   bool ok = true;
   for (const auto& r : study.rows) ok = ok && r.ok;
 
@@ -223,8 +231,11 @@ void add_study_command(CLI::App& app, const Config& config, RunParsed& run_parse
   args->alpha = exact_time_text(m.inter_alpha);
   args->beta = exact_time_text(m.inter_beta);
   args->gamma = exact_time_text(m.gamma);
-  auto* study = app.add_subcommand("study", "reproduce a paper's study on the emulator");
+  auto* study = app.add_subcommand(
+      "study", "reproduce a paper's study on the emulator or the simulator: a table, --json and an SVG plot (gnuplot)");
   study->require_subcommand(1);
+  study->footer(std::string("Each study writes its data, a gnuplot script and the plot into --out DIR.\n") +
+                kProgressHelp);
   auto* command = study->add_subcommand(
       "proficz", "Proficz 2018: allreduce with one late rank -- ring, Rabenseifner, SLT and PRR (tables and a plot)");
   command->add_option("--ranks", args->ranks, "emulated nodes, one rank each")->type_name("P")->capture_default_str();
@@ -242,6 +253,10 @@ void add_study_command(CLI::App& app, const Config& config, RunParsed& run_parse
   add_config_file_option(command);
   command->add_flag("--json", args->json, "print the rows as JSON");
   command->callback([args, &run_parsed] { run_parsed = [args] { return run_study(*args); }; });
+  add_depth_study(study, config, run_parsed);
+  add_bjorndalen_study(study, run_parsed);
+  add_flat_hier_study(study, config, run_parsed);
+  add_traff_study(study, config, run_parsed);
 }
 
 }  // namespace copse

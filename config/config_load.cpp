@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "common/error.hpp"
+#include "common/progress.hpp"
 #include "common/text.hpp"
 #include "config/config.hpp"
 #include "config/config_keys.hpp"
@@ -235,7 +236,7 @@ struct ConfigLoader {
   static void read_env(Config& config, const LoadArgs& args) {
     std::vector<std::string> unknown;
     for (const auto& name : get_env_names(args)) {
-      if (name.rfind("COPSE_", 0) != 0 || name == kConfigFileEnv) continue;
+      if (name.rfind("COPSE_", 0) != 0 || name == kConfigFileEnv || name == kProgressAfterEnv) continue;
       if (!env_index(name)) unknown.push_back(name);
     }
     if (!unknown.empty()) {

@@ -1,0 +1,92 @@
+#include "tools/study_support.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace copse {
+
+void for_each_point(std::size_t count, const std::function<void(std::size_t)>& run, const ProgressCallback& progress,
+                    bool parallel) {
+  std::atomic<std::size_t> next{0}, done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        run(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = count;  // the others stop after their current point
+      }
+      const std::size_t finished = ++done;
+      if (progress) progress(std::min(finished, count), count);
+    }
+  };
+  const std::size_t threads =
+      parallel ? std::min<std::size_t>(count, std::max(1U, std::thread::hardware_concurrency())) : 1;
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+namespace study_support {
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();  // complete before gnuplot reads it
+  if (!out) throw SystemError("cannot write " + path.string());
+}
+
+}  // namespace study_support
+
+StudyPlot render_gnuplot(const std::filesystem::path& dir, const std::string& name, const std::string& data,
+                         const std::string& script) {
+  StudyPlot plot;
+  plot.data = dir / (name + ".dat");
+  plot.script = dir / (name + ".gp");
+  study_support::write_text_file(plot.data, data);
+  study_support::write_text_file(plot.script, script);
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    plot.note = "gnuplot is not installed (Debian: gnuplot-nox), so there is no plot";
+    return plot;
+  }
+  // gnuplot's warnings go to NAME.log, not between the study's lines.
+  const std::string command = "cd '" + dir.string() + "' && gnuplot '" + name + ".gp' 2> '" + name + ".log'";
+  if (std::system(command.c_str()) != 0) {
+    plot.note = "gnuplot failed on " + plot.script.string() + " (see " + (dir / (name + ".log")).string() +
+                "), so there is no plot";
+    return plot;
+  }
+  plot.svg = dir / (name + ".svg");
+  return plot;
+}
+
+std::string plot_summary(const StudyPlot& plot) {
+  return plot.svg.empty() ? plot.note : "the plot is " + plot.svg.string();
+}
+
+std::string study_pad(std::string text, std::size_t width, bool right) {
+  if (text.size() < width) text.insert(right ? text.begin() : text.end(), width - text.size(), ' ');
+  return text;
+}
+
+std::string study_us(double seconds, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", decimals, seconds * 1e6);
+  return text;
+}
+
+}  // namespace copse

@@ -1,14 +1,12 @@
 #include "tools/study_support.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <mutex>
-#include <thread>
-#include <vector>
+
+#include <tbb/parallel_for.h>
 
 #include "common/error.hpp"
 
@@ -16,29 +14,18 @@ namespace copse {
 
 void for_each_point(std::size_t count, const std::function<void(std::size_t)>& run, const ProgressCallback& progress,
                     bool parallel) {
-  std::atomic<std::size_t> next{0}, done{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  const auto work = [&] {
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        run(i);
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = count;  // the others stop after their current point
-      }
-      const std::size_t finished = ++done;
-      if (progress) progress(std::min(finished, count), count);
-    }
+  std::atomic<std::size_t> done{0};
+  const auto point = [&](std::size_t i) {
+    run(i);
+    if (progress) progress(++done, count);
   };
-  const std::size_t threads =
-      parallel ? std::min<std::size_t>(count, std::max(1U, std::thread::hardware_concurrency())) : 1;
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (auto& h : helpers) h.join();
-  if (failure) std::rethrow_exception(failure);
+  if (!parallel) {
+    for (std::size_t i = 0; i < count; ++i) point(i);
+    return;
+  }
+  // oneTBB spreads the points over the cores and, when one throws, cancels
+  // the rest and rethrows that exception here.
+  tbb::parallel_for(std::size_t{0}, count, point);
 }
 
 namespace study_support {

@@ -11,10 +11,10 @@
 
 namespace copse {
 
-// Runs run(0) .. run(count - 1), on as many threads as the machine has cores
-// when `parallel` (each point must touch only its own result), reporting the
-// points done to `progress`. The first exception a point throws is rethrown
-// once every thread has stopped.
+// Runs run(0) .. run(count - 1), on every core through oneTBB when
+// `parallel` (each point must touch only its own result), reporting the
+// points done to `progress` (from whichever thread finished one). An
+// exception a point throws stops the others and is rethrown here.
 void for_each_point(std::size_t count, const std::function<void(std::size_t)>& run, const ProgressCallback& progress,
                     bool parallel = true);
 

@@ -112,14 +112,19 @@ struct MpiRank final : RankCore {
   // or over copse ranks.
   void compile(const SchedulePlan& plan, bool over_internal, std::uint64_t elements, std::size_t eb,
                std::vector<Step>& out) {
-    // Scratch holds at most one receive.
+    const bool renamed = over_internal && !team->contiguous;
+    auto copse_rank = [&](int peer) { return renamed ? team->user_of[static_cast<std::size_t>(peer)] : peer; };
+    // Scratch holds at most one receive: one the executor stages, over the
+    // links it runs them on (MPI's combining receives among them).
+    const StepExecutor executor(*team->engine, &mpi);
     const std::uint64_t staged =
-        compile_steps(plan, over_internal ? team->internal(rank) : rank, team->ranks, elements, out);
+        compile_steps(plan, over_internal ? team->internal(rank) : rank, team->ranks, elements, out,
+                      [&](int peer) { return executor.combines_in_place(rank, copse_rank(peer)); });
     if (staged * eb > scratch.size()) scratch.resize(static_cast<std::size_t>(staged * eb));
-    if (!over_internal || team->contiguous) return;
+    if (!renamed) return;
     for (Step& s : out) {
-      if (s.send) s.send.peer = team->user_of[static_cast<std::size_t>(s.send.peer)];
-      if (s.recv) s.recv.peer = team->user_of[static_cast<std::size_t>(s.recv.peer)];
+      if (s.send) s.send.peer = copse_rank(s.send.peer);
+      if (s.recv) s.recv.peer = copse_rank(s.recv.peer);
     }
   }
 

@@ -51,6 +51,7 @@ struct MpiRank final : RankCore {
   struct Entry {
     bool over_internal;  // planned over the node-by-node numbering (else the communicator's)
     std::size_t element_bytes;
+    std::shared_ptr<const CompiledPlan> plan;  // as agreed (Team::compiled_plan)
     std::vector<Step> steps;
     // Where rank v's block of `n` elements sits in the window's vector.
     std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
@@ -87,6 +88,10 @@ struct MpiRank final : RankCore {
   }
 
   std::size_t cached_plans() const override { return cache.size(); }
+  std::shared_ptr<const CompiledPlan> cached_plan(const CallKey& key) const {
+    const auto* item = cache.peek(key);
+    return item ? item->value.plan : nullptr;
+  }
 
   // ---- arrival estimates (plan/arrival_monitor.hpp): the channel ----
 
@@ -156,9 +161,11 @@ struct MpiRank final : RankCore {
       const Planner& planner = hierarchical ? team->planner : team->user_order;
       CallKey internal_key = key;
       if (hierarchical) internal_key.root = team->internal(root);
-      const CompiledPlan plan = agree_plan(c, total, dtype, planner, internal_key);
-      Entry e{hierarchical, eb, {}};
-      compile(plan.plan, hierarchical, vector_elements(c, plan.shape), eb, e.steps);
+      Entry e{hierarchical,
+              eb,
+              std::make_shared<const CompiledPlan>(agree_plan(c, total, dtype, planner, internal_key)),
+              {}};
+      compile(e.plan->plan, hierarchical, vector_elements(c, e.plan->shape), eb, e.steps);
       return e;
     });
   }
@@ -379,8 +386,18 @@ Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_un
     impl_->options.form = Form::leader;
   make_planners(*impl_);
   impl_->comms.reserve(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t)
-    impl_->comms.emplace_back(std::make_unique<MpiRank>(impl_.get(), impl_->first_rank + t));
+  for (int t = 0; t < threads; ++t) {
+    auto core = std::make_unique<MpiRank>(impl_.get(), impl_->first_rank + t);
+    impl_->cores.push_back(core.get());
+    impl_->comms.emplace_back(std::move(core));
+  }
+}
+
+const Planner& Team::planner() const { return impl_->planner; }
+
+std::shared_ptr<const CompiledPlan> Team::compiled_plan(const CallKey& key, int thread) const {
+  impl_->check_thread(thread);
+  return static_cast<const MpiRank*>(impl_->cores[static_cast<std::size_t>(thread)])->cached_plan(key);
 }
 
 }  // namespace copse::mpi

@@ -13,7 +13,10 @@
 //               now; the rank leaves it unchanged until test_send says done.
 //   start_recv  `count` elements land in `target` when test_recv says done:
 //               copied (Combine::replace) or combined by the rank's operator,
-//               received ⊙ held (left) or held ⊙ received (right).
+//               received ⊙ held (left) or held ⊙ received (right) -- the
+//               latter only on a link that combines_in_place(); the
+//               executor lands the others' combining receives in the rank's
+//               scratch (replace) and combines them itself.
 //   test_*      true once done; then c.send_end / c.recv_end hold the
 //               transfer's end on the virtual clock (0 without one).
 //   block       sleeps until this rank's pending send (or receive) on this
@@ -152,6 +155,13 @@ class Link {
   virtual void start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) = 0;
   virtual bool test_recv(LinkRank& c) = 0;
   virtual bool can_block() const = 0;
+  // Whether start_recv may be asked to combine into its target (the
+  // shared-memory link moves the data itself and combines as it copies). A
+  // link that cannot (MPI: a message must land somewhere before anyone can
+  // combine it) is only ever asked to replace: the executor stages its
+  // combining receives, and compile_steps sizes the scratch for them. One
+  // staging layer, the executor's, for every link.
+  virtual bool combines_in_place() const = 0;
   // Blocks on the pending send (what == ack) or receive (what == recv) under `policy`.
   virtual void block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) = 0;
   virtual void withdraw(LinkRank& c) noexcept = 0;

@@ -15,7 +15,8 @@ namespace copse {
 
 // ---- compiling a rank's steps -------------------------------------------------
 
-std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out) {
+std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_t n, std::vector<Step>& out,
+                            const CombinesInPlace& in_place) {
   auto in_range = [n](std::uint64_t offset, std::uint64_t count) { return offset <= n && count <= n - offset; };
   std::uint64_t scratch = 0;
   RankSchedule schedule = plan(r);
@@ -40,7 +41,9 @@ std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_
     if (s.copy.count > 0 && (!in_range(s.copy.from, s.copy.count) || !in_range(s.copy.to, s.copy.count)))
       bad("copies " + std::to_string(s.copy.count) + " elements from " + std::to_string(s.copy.from) + " to " +
           std::to_string(s.copy.to) + " in a " + std::to_string(n) + "-element vector");
-    if (s.send && s.recv && overlaps(s.send, s.recv)) scratch = std::max(scratch, s.recv.count);
+    // Room for the most a run stages (a send that goes first, under the
+    // virtual clock's one-port rule, spares the overlap's staging).
+    if (s.recv && stages_receive(s, !in_place || in_place(s.recv.peer))) scratch = std::max(scratch, s.recv.count);
     out.push_back(s);
     ++index;
   }
@@ -49,9 +52,18 @@ std::uint64_t compile_steps(const SchedulePlan& plan, int r, int p, std::uint64_
 
 // ---- running them -------------------------------------------------------------
 
+Link* StepExecutor::link_between(int rank, int peer) const {
+  return config_.layout.shares_memory(rank, peer) ? static_cast<Link*>(local_) : remote_;
+}
+
+bool StepExecutor::combines_in_place(int rank, int peer) const {
+  const Link* link = link_between(rank, peer);
+  return !link || link->combines_in_place();  // no link: the run fails at that step anyway
+}
+
 Link& StepExecutor::link_to(const LinkRank& c, int peer) const {
+  if (Link* link = link_between(c.rank, peer)) return *link;
   const bool shared = config_.layout.shares_memory(c.rank, peer);
-  if (Link* link = shared ? static_cast<Link*>(local_) : remote_) return *link;
   throw ScheduleError(config_.layout.describe(c.rank) + " step " + std::to_string(c.step) + " has no link to " +
                       config_.layout.describe(peer) +
                       (shared ? ", which shares memory with it" : ", which shares no memory with it"));
@@ -168,6 +180,32 @@ class UnwrittenInput {
   std::size_t eb_;
 };
 
+// Where a step's receive lands: straight in its region of y, combined there
+// by the link, or -- staged (stages_receive) -- replaced into the scratch
+// and applied to y by apply() once the step's transfers are done.
+class Landing {
+ public:
+  Landing(const Step& st, bool staged, std::byte* y, std::byte* scratch, std::size_t eb)
+      : st_(st), own_(y + st.recv.offset * eb), staged_(staged), target_(staged ? scratch : own_) {}
+
+  const Transfer& recv() const { return st_.recv; }
+  void start(Link& in, LinkRank& c, UnwrittenInput& unwritten) const {
+    if (!staged_) unwritten.receiving(st_.recv, st_.combine);
+    in.start_recv(c, st_.recv, target_, staged_ ? Combine::replace : st_.combine);
+  }
+  void apply(const LinkRank& c, UnwrittenInput& unwritten) const {
+    if (!staged_) return;
+    unwritten.receiving(st_.recv, st_.combine);
+    apply_received(c, own_, target_, st_.recv.count, st_.combine);
+  }
+
+ private:
+  const Step& st_;
+  std::byte* own_;
+  bool staged_;
+  std::byte* target_;
+};
+
 }  // namespace
 
 void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
@@ -186,6 +224,21 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   const std::size_t eb = c.eb;
   Recorder record(clock ? timeline : nullptr, config_, c);
   UnwrittenInput unwritten(c, y, input);
+  // A send, or a receive into `at`, alone: posted, then waited for.
+  auto send_alone = [&](Link& out, const Transfer& t) {
+    if (record) record.posting_send();
+    out.start_send(c, t, unwritten.source(t.offset, t.count));
+    finish(c, &out, nullptr);
+    if (record) record.sent(t);
+    if (clock) c.clock.send_done(c.send_end);
+  };
+  auto recv_alone = [&](Link& in, const Landing& at) {
+    if (record) record.posting_recv();
+    at.start(in, c, unwritten);
+    finish(c, nullptr, &in);
+    if (record) record.received(at.recv());
+    if (clock) c.clock.recv_done(c.recv_end);
+  };
   try {
     if (aborted()) throw LinkAborted{};
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -193,72 +246,38 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
       c.step = i;
       if (local_) local_->publish_step(c);
       if (clock) c.clock.begin_step();
-      std::byte* const own = st.recv ? y + st.recv.offset * eb : nullptr;
       if (st.send && st.recv) {
         Link& out = link_to(c, st.send.peer);
         Link& in = link_to(c, st.recv.peer);
-        // Staging: our own send of this step still needs the region as it
-        // was when the step began, so land in scratch and apply after the
-        // send completes.
-        const bool stage = overlaps(st.send, st.recv);
-        std::byte* target = stage ? scratch : own;
-        const Combine side = stage ? Combine::replace : st.combine;
+        // A send that goes first is acknowledged before the receive starts:
+        // only the link can need the receive staged then.
+        const bool send_first = !bidirectional && send_goes_first(c.rank, st);
+        const Landing at(st, stages_receive(st, in.combines_in_place(), !send_first), y, scratch, eb);
         if (bidirectional) {
           if (record) record.posting_send(), record.posting_recv();
           out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
-          if (!stage) unwritten.receiving(st.recv, side);
-          in.start_recv(c, st.recv, target, side);
+          at.start(in, c, unwritten);
           finish(c, &out, &in);
           if (record) record.sent(st.send), record.received(st.recv);
           if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
-          if (record) record.transfers_done();
-          if (stage)
-            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
-        } else if (send_goes_first(c.rank, st)) {
-          // The send is acknowledged before the receive starts: no staging.
-          if (record) record.posting_send();
-          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
-          finish(c, &out, nullptr);
-          if (record) record.sent(st.send);
-          c.clock.send_done(c.send_end);
-          if (record) record.posting_recv();
-          unwritten.receiving(st.recv, st.combine);
-          in.start_recv(c, st.recv, own, st.combine);
-          finish(c, nullptr, &in);
-          if (record) record.received(st.recv);
-          c.clock.recv_done(c.recv_end);
-          if (record) record.transfers_done();
+        } else if (send_first) {
+          send_alone(out, st.send);
+          recv_alone(in, at);
         } else {
-          if (record) record.posting_recv();
-          if (!stage) unwritten.receiving(st.recv, side);
-          in.start_recv(c, st.recv, target, side);
-          finish(c, nullptr, &in);
-          if (record) record.received(st.recv);
-          c.clock.recv_done(c.recv_end);
-          if (record) record.posting_send();
-          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
-          finish(c, &out, nullptr);
-          if (record) record.sent(st.send);
-          c.clock.send_done(c.send_end);
-          if (record) record.transfers_done();
-          if (stage)
-            unwritten.receiving(st.recv, st.combine), apply_received(c, own, scratch, st.recv.count, st.combine);
+          recv_alone(in, at);
+          send_alone(out, st.send);
         }
+        if (record) record.transfers_done();
+        at.apply(c, unwritten);
       } else if (st.send) {
-        Link& out = link_to(c, st.send.peer);
-        if (record) record.posting_send();
-        out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
-        finish(c, &out, nullptr);
-        if (record) record.sent(st.send), record.transfers_done();
-        if (clock) c.clock.send_done(c.send_end);
+        send_alone(link_to(c, st.send.peer), st.send);
+        if (record) record.transfers_done();
       } else if (st.recv) {
         Link& in = link_to(c, st.recv.peer);
-        if (record) record.posting_recv();
-        unwritten.receiving(st.recv, st.combine);
-        in.start_recv(c, st.recv, own, st.combine);
-        finish(c, nullptr, &in);
-        if (record) record.received(st.recv), record.transfers_done();
-        if (clock) c.clock.recv_done(c.recv_end);
+        const Landing at(st, stages_receive(st, in.combines_in_place()), y, scratch, eb);
+        recv_alone(in, at);
+        if (record) record.transfers_done();
+        at.apply(c, unwritten);
       } else if (record) {
         record.transfers_done();
       }

@@ -6,10 +6,12 @@
 // remote link (MPI) to the others -- so one step may receive from a node peer
 // through shared memory while it sends off-node over MPI, which is what lets
 // a combined tree pipeline across the levels. Then it waits for both, stages
-// the receive when the step's send still needs the region (the send
-// transmits the region as it was when the step began), applies the local
-// copy and advances the virtual clock (when the engine keeps one: the
-// emulator's virtual times equal the simulator's; real runs pay nothing).
+// the receive (lands it in the rank's scratch and applies it afterwards)
+// when the step's send still needs the region (the send transmits the region
+// as it was when the step began) or when it combines over a link that cannot
+// combine in place (Link::combines_in_place: the MPI link) -- the one
+// staging layer, whatever the links -- applies the local copy and advances the virtual clock (when the engine keeps
+// one: the emulator's virtual times equal the simulator's; real runs pay nothing).
 //
 // Waiting: while only shared-memory transfers are pending the rank spins
 // briefly, then sleeps on the link's futex word; while a network request is
@@ -68,7 +70,7 @@ class StepExecutor {
 
   // Runs `steps` (a compile_steps result) for rank `c.rank` on the working
   // buffer `y` with `scratch` (room for the staging elements compile_steps
-  // reported), elements of op.element_bytes bytes combined by op.combine
+  // reported, compiled with these links' combines_in_place), elements of op.element_bytes bytes combined by op.combine
   // (never called for Combine::replace or zero-byte elements). Drives
   // c.clock from its current state (reset it for a fresh start). Publishes
   // c.round and the step for other ranks' error messages.
@@ -80,7 +82,14 @@ class StepExecutor {
   void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
            Timeline* timeline = nullptr, RunInput input = {});
 
+  // Whether `rank`'s receives from `peer` travel over a link that combines in
+  // place (true when there is no such link: the run fails there anyway).
+  // What compile_steps needs (CombinesInPlace) to size the scratch for
+  // the receives run() stages.
+  bool combines_in_place(int rank, int peer) const;
+
  private:
+  Link* link_between(int rank, int peer) const;  // null: none
   Link& link_to(const LinkRank& c, int peer) const;
   // Waits until the started send (on `send`, if any) and receive (on `recv`,
   // if any) are both done.

@@ -45,6 +45,15 @@ class PlanCache {
     return nullptr;
   }
 
+  // An item of this call, whatever its datatype and operator (equal calls
+  // have equal plans), leaving the order alone (an accessor's look must not
+  // change what a rank evicts next); null if none.
+  const Item* peek(const CallKey& call) const {
+    for (const Item& i : items_)
+      if (i.call.same_call(call)) return &i;
+    return nullptr;
+  }
+
   // Adds an item as the most recently used, then evicts past the bounds.
   // `on_evict(value)` sees every item that goes.
   template <class OnEvict>

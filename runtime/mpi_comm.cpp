@@ -51,6 +51,7 @@ struct MpiRank final : RankCore {
   struct Entry {
     bool over_internal;  // planned over the node-by-node numbering (else the communicator's)
     std::size_t element_bytes;
+    std::shared_ptr<const CompiledPlan> plan;  // as agreed (Team::compiled_plan)
     std::vector<Step> steps;
     // Where rank v's block of `n` elements sits in the window's vector.
     std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
@@ -87,6 +88,10 @@ struct MpiRank final : RankCore {
   }
 
   std::size_t cached_plans() const override { return cache.size(); }
+  std::shared_ptr<const CompiledPlan> cached_plan(const CallKey& key) const {
+    const auto* item = cache.peek(key);
+    return item ? item->value.plan : nullptr;
+  }
 
   // ---- arrival estimates (plan/arrival_monitor.hpp): the channel ----
 
@@ -112,14 +117,19 @@ struct MpiRank final : RankCore {
   // or over copse ranks.
   void compile(const SchedulePlan& plan, bool over_internal, std::uint64_t elements, std::size_t eb,
                std::vector<Step>& out) {
-    // Scratch holds at most one receive.
+    const bool renamed = over_internal && !team->contiguous;
+    auto copse_rank = [&](int peer) { return renamed ? team->user_of[static_cast<std::size_t>(peer)] : peer; };
+    // Scratch holds at most one receive: one the executor stages, over the
+    // links it runs them on (MPI's combining receives among them).
+    const StepExecutor executor(*team->engine, &mpi);
     const std::uint64_t staged =
-        compile_steps(plan, over_internal ? team->internal(rank) : rank, team->ranks, elements, out);
+        compile_steps(plan, over_internal ? team->internal(rank) : rank, team->ranks, elements, out,
+                      [&](int peer) { return executor.combines_in_place(rank, copse_rank(peer)); });
     if (staged * eb > scratch.size()) scratch.resize(static_cast<std::size_t>(staged * eb));
-    if (!over_internal || team->contiguous) return;
+    if (!renamed) return;
     for (Step& s : out) {
-      if (s.send) s.send.peer = team->user_of[static_cast<std::size_t>(s.send.peer)];
-      if (s.recv) s.recv.peer = team->user_of[static_cast<std::size_t>(s.recv.peer)];
+      if (s.send) s.send.peer = copse_rank(s.send.peer);
+      if (s.recv) s.recv.peer = copse_rank(s.recv.peer);
     }
   }
 
@@ -151,9 +161,11 @@ struct MpiRank final : RankCore {
       const Planner& planner = hierarchical ? team->planner : team->user_order;
       CallKey internal_key = key;
       if (hierarchical) internal_key.root = team->internal(root);
-      const CompiledPlan plan = agree_plan(c, total, dtype, planner, internal_key);
-      Entry e{hierarchical, eb, {}};
-      compile(plan.plan, hierarchical, vector_elements(c, plan.shape), eb, e.steps);
+      Entry e{hierarchical,
+              eb,
+              std::make_shared<const CompiledPlan>(agree_plan(c, total, dtype, planner, internal_key)),
+              {}};
+      compile(e.plan->plan, hierarchical, vector_elements(c, e.plan->shape), eb, e.steps);
       return e;
     });
   }
@@ -374,8 +386,18 @@ Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_un
     impl_->options.form = Form::leader;
   make_planners(*impl_);
   impl_->comms.reserve(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t)
-    impl_->comms.emplace_back(std::make_unique<MpiRank>(impl_.get(), impl_->first_rank + t));
+  for (int t = 0; t < threads; ++t) {
+    auto core = std::make_unique<MpiRank>(impl_.get(), impl_->first_rank + t);
+    impl_->cores.push_back(core.get());
+    impl_->comms.emplace_back(std::move(core));
+  }
+}
+
+const Planner& Team::planner() const { return impl_->planner; }
+
+std::shared_ptr<const CompiledPlan> Team::compiled_plan(const CallKey& key, int thread) const {
+  impl_->check_thread(thread);
+  return static_cast<const MpiRank*>(impl_->cores[static_cast<std::size_t>(thread)])->cached_plan(key);
 }
 
 }  // namespace copse::mpi

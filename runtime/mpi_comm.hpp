@@ -61,6 +61,7 @@
 #include "common/cost_model.hpp"
 #include "common/rank_map.hpp"
 #include "common/reduce_op.hpp"
+#include "plan/planner.hpp"
 #include "runtime/comm.hpp"
 #include "runtime/communicator.hpp"
 #include "topology/plan.hpp"
@@ -144,6 +145,19 @@ class Team {
   std::uint64_t attached_bytes() const;
   // The calling thread must act as this thread rank of this process.
   Comm& comm(int thread = 0);
+  // The one planner (plan/planner.hpp) the Comms plan with: over the ranks
+  // renumbered node by node, with the hierarchy above (a non-commutative
+  // operator on nodes of non-consecutive ranks plans flat, in the
+  // communicator's order, instead).
+  const Planner& planner() const;
+  // The plan the Comm of this process's thread rank `thread` runs for `key`
+  // (CommOptions::call_key's, root in the communicator's numbering, count
+  // per piece): the compiled plan in its cache, rank 0's as every rank
+  // agreed on it; null before the Comm has made a call of that key (or once
+  // it was evicted). Unlike the thread Team's, it plans nothing (planning is
+  // an agreement among all ranks, made by a call) and leaves the cache's
+  // order alone. From the thread acting as that rank, between its calls.
+  std::shared_ptr<const CompiledPlan> compiled_plan(const CallKey& key, int thread = 0) const;
 
  private:
   struct Impl;

@@ -283,9 +283,7 @@ const std::string& Team::cross_memory_attach_note() const { return impl_->cma_no
 std::uint64_t Team::attached_bytes() const { return impl_->engine->attached_bytes(); }
 
 Comm& Team::comm(int thread) {
-  if (thread < 0 || thread >= impl_->threads)
-    throw UsageError("thread " + std::to_string(thread) + " is not one of this process's " +
-                     std::to_string(impl_->threads) + " thread ranks");
+  impl_->check_thread(thread);
   return impl_->comms[static_cast<std::size_t>(thread)];
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "common/error.hpp"
 #include "common/rank_map.hpp"
 #include "plan/planner.hpp"
 #include "runtime/failure_record.hpp"
@@ -148,6 +149,7 @@ struct TeamState : CoreTeam {
   bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
   std::string cma_note;  // Team::cross_memory_attach_note
   std::vector<Comm> comms;
+  std::vector<RankCore*> cores;  // per thread: comms' cores (runtime/mpi_comm.cpp's MpiRank)
 
   // The plans: over the node-by-node numbering with the hierarchy, and
   // (non-commutative operators on nodes of non-consecutive ranks) flat over
@@ -174,6 +176,12 @@ struct TeamState : CoreTeam {
   std::string peer_gone(int peer) const;
   void record_failure(std::exception_ptr e) noexcept;
   [[noreturn]] void rethrow_failure() override;
+  // UsageError unless `thread` is one of this process's thread ranks.
+  void check_thread(int thread) const {
+    if (thread < 0 || thread >= threads)
+      throw UsageError("thread " + std::to_string(thread) + " is not one of this process's " + std::to_string(threads) +
+                       " thread ranks");
+  }
   std::byte* window_of(int rank) const {
     const auto i = std::lower_bound(node_members.begin(), node_members.end(), rank) - node_members.begin();
     return windows + static_cast<std::size_t>(i) * window_stride;

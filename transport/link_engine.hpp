@@ -96,12 +96,20 @@ struct LinkConfig {
   int concurrent_ranks = 0;
 };
 
+// Whether the link that carries `rank`'s receives from `peer` combines in
+// place (Link::combines_in_place; StepExecutor::combines_in_place answers it
+// for the executor's links).
+using CombinesInPlace = std::function<bool(int peer)>;
+
 // Materialises `rank`'s steps of `plan` into `out` (appending), checking every
 // peer and region against p ranks and an `elements`-element vector. Returns
-// the scratch elements the rank needs for staging (0 if no step's send and
-// receive regions overlap). Throws ScheduleError naming rank, step and region.
+// the scratch elements the rank needs for staging: the largest receive the
+// executor stages (stages_receive), 0 if none. `in_place` says which peers'
+// links combine in place; unset: all of them (every link is the
+// shared-memory one), so only receives that overlap their step's send are
+// staged. Throws ScheduleError naming rank, step and region.
 std::uint64_t compile_steps(const SchedulePlan& plan, int rank, int ranks, std::uint64_t elements,
-                            std::vector<Step>& out);
+                            std::vector<Step>& out, const CombinesInPlace& in_place = {});
 
 // Reads `bytes` at `address` in process `pid` into `to` with
 // process_vm_readv (Linux cross-memory attach), resuming after partial
@@ -113,6 +121,17 @@ int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t byte
 // staged: the send transmits the region as it was when the step began).
 inline bool overlaps(const Transfer& a, const Transfer& b) {
   return a.count > 0 && b.count > 0 && a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+// Whether the executor lands step `s`'s receive in the rank's scratch and
+// applies it to the working vector once the step's transfers are done: when
+// the step's send may still read the region (`send_in_flight`: the send is
+// not done before the receive starts) and overlaps it, or when the receive
+// combines over a link that cannot combine in place (`combines_in_place`).
+inline bool stages_receive(const Step& s, bool combines_in_place, bool send_in_flight = true) {
+  if (!s.recv || s.recv.count == 0) return false;
+  return (send_in_flight && s.send && overlaps(s.send, s.recv)) ||
+         (s.combine != Combine::replace && !combines_in_place);
 }
 
 class LinkEngine final : public Link {
@@ -146,6 +165,7 @@ class LinkEngine final : public Link {
   void start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) override;
   bool test_recv(LinkRank& c) override;
   bool can_block() const override { return true; }
+  bool combines_in_place() const override { return true; }  // whoever moves the data combines as it copies
   void block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& policy) override;
   void withdraw(LinkRank& c) noexcept override;
   std::string peer_state(const LinkRank& c, int peer) const override;

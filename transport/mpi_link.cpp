@@ -204,14 +204,16 @@ bool MpiLink::test_send(LinkRank& c) {
 }
 
 void MpiLink::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) {
-  c.begin_recv(recv, target, side);
   const int bytes = bytes_of(c, recv);
-  // A combining receive must not overwrite what it combines with.
-  staged_ = side != Combine::replace && bytes > 0;
-  if (staged_ && staging_.size() < static_cast<std::size_t>(bytes)) staging_.resize(static_cast<std::size_t>(bytes));
-  std::byte* buffer = staged_ ? staging_.data() : target;
+  // The executor stages combining receives (combines_in_place() is false):
+  // one that reaches the link would overwrite what it combines with.
+  if (side != Combine::replace && bytes > 0)
+    throw ScheduleError("copse: rank " + std::to_string(rank_) + " asks the MPI link to combine " +
+                        std::to_string(recv.count) + " elements from rank " + std::to_string(recv.peer) +
+                        " in place, which it cannot: the executor stages such receives");
+  c.begin_recv(recv, target, side);
   auto held = channel_.lock();
-  check_mpi(PMPI_Irecv(buffer, bytes, MPI_BYTE, layout_.mpi_rank(recv.peer),
+  check_mpi(PMPI_Irecv(target, bytes, MPI_BYTE, layout_.mpi_rank(recv.peer),
                        channel_.tag(TagSpace::link, layout_.thread(recv.peer), layout_.thread(rank_)), channel_.comm(),
                        &recv_),
             "copse: rank " + std::to_string(rank_) + ": MPI_Irecv from rank " + std::to_string(recv.peer));
@@ -258,7 +260,6 @@ bool MpiLink::test_recv(LinkRank& c) {
     throw ScheduleError("size mismatch: rank " + std::to_string(recv.peer) + " sends " + elements(got) + " to rank " +
                         std::to_string(rank_) + ", which receives " + received + where);
   }
-  if (staged_) apply_received(c, c.recv_target, staging_.data(), recv.count, c.recv_side);
   c.recv_done = true;
   return true;
 }

@@ -14,9 +14,10 @@
 // (ArrivalChannel), so that no kind ever matches another's receive.
 //
 // One MpiLink per thread rank, at most one send and one receive in flight. A
-// receive that replaces lands straight in its target; one that combines
-// lands in the link's private staging buffer and is combined when it
-// completes. A message of the wrong size is a ScheduleError naming both
+// receive lands straight in its target. The link does not combine
+// (combines_in_place() is false: a message must land somewhere before it can
+// be combined): the executor stages combining receives in the rank's scratch
+// and combines them itself. A message of the wrong size is a ScheduleError naming both
 // ranks and both sizes (MPI_Get_count for a short one; for a long one MPI
 // truncates and says only that it was longer). MPI requests progress only
 // while polled, so the link cannot block (can_block() is false): the
@@ -144,6 +145,7 @@ class MpiLink final : public Link {
   void start_recv(LinkRank& c, const Transfer& recv, std::byte* target, Combine side) override;
   bool test_recv(LinkRank& c) override;
   bool can_block() const override { return false; }
+  bool combines_in_place() const override { return false; }
   void block(LinkRank&, LinkRank::Wait, const WaitPolicy&) override {}
   void withdraw(LinkRank& c) noexcept override;
   std::string peer_state(const LinkRank& c, int peer) const override;
@@ -157,8 +159,6 @@ class MpiLink final : public Link {
   int rank_;
   MPI_Request send_ = MPI_REQUEST_NULL;
   MPI_Request recv_ = MPI_REQUEST_NULL;
-  std::vector<std::byte> staging_;  // combining receives land here
-  bool staged_ = false;             // the pending receive lands in staging_
   std::uint32_t polls_ = 0;
 };
 

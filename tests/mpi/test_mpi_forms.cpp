@@ -5,8 +5,12 @@
 // affine operator against the sequential reference, and checks that every
 // rank's float allreduce is bitwise rank 0's. A form that cannot take a
 // collective (lanes beyond allreduce, until plan_lanes decomposes it) must
-// refuse it with a UsageError on every process. Exit status 1 if any check
-// failed anywhere.
+// refuse it with a UsageError on every process. Then, in the flat, leader,
+// multi-leader and lanes forms with a few algorithms named, the plan the MPI
+// Comm runs for each call key (Team::compiled_plan) must be, step by step,
+// the plan the emulator's planner compiles for the same key on the same
+// nodes (tests/plan_check.hpp, as tests/test_planner.cpp checks the thread
+// Comm's). Exit status 1 if any check failed anywhere.
 
 #include <mpi.h>
 
@@ -20,6 +24,8 @@
 #include "common/reduce_op.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "tests/forms_check.hpp"
+#include "tests/plan_check.hpp"
+#include "tools/experiment.hpp"
 
 using namespace copse;
 using Bytes = testing::FormBytes;
@@ -71,6 +77,67 @@ void run_form(Form form, int ranks_per_node) {
       }
 }
 
+// One call through `team`'s Comm, then its plan against `cluster`'s for the
+// same key: the same plan, or refused by both.
+void compare_plan(mpi::Team& team, const mpi::CommOptions& o, const EmulatedCluster& cluster, Collective c,
+                  const ReduceOp& op, std::uint64_t n) {
+  mpi::Comm& comm = team.comm(0);
+  const std::string tag = std::string(to_string(o.form)) + ": plan of " + std::string(to_string(c)) + " " +
+                          o.algorithm(c) + " " + op.name + " n=" + std::to_string(n);
+  bool refused = false;
+  Bytes result;
+  try {
+    expect(testing::check_collective(comm, c, op, n, result), tag + ": result");
+  } catch (const UsageError&) {
+    refused = true;
+  }
+  // The key as the Comm makes it (check_collective's roots and counts).
+  const bool moves_data = c == Collective::bcast || c == Collective::allgather;
+  const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
+  const std::size_t scalar = dtype_size(op.dtype);
+  const std::size_t eb = c == Collective::barrier ? 0 : moves_data ? scalar : op.element_bytes;
+  const std::uint64_t count = c == Collective::barrier ? 1 : moves_data ? n * op.element_bytes / scalar : n;
+  const int root = c == Collective::reduce ? comm.size() - 1 : c == Collective::bcast ? 1 : 0;
+  const bool commutative = reduces ? op.commutative : true;
+  const CallKey key = o.call_key(c, count, eb, commutative, root);
+  const std::shared_ptr<const CompiledPlan> ours = team.compiled_plan(key);
+  try {
+    const CompiledPlan theirs =
+        cluster.planner().plan(cluster.key(c, o.algorithm(c), eb, commutative, count, root, std::nullopt));
+    expect(!refused && ours, tag + ": the emulator plans it, the MPI Comm " + (refused ? "refused it" : "has no plan"));
+    if (ours)
+      expect(testing::plan_difference(*ours, theirs).empty(), tag + ": " + testing::plan_difference(*ours, theirs));
+  } catch (const UsageError& e) {
+    expect(refused && !ours, tag + ": the emulator refuses it (" + e.what() + "), the MPI Comm does not");
+  }
+}
+
+// Every form's plans against the emulator's, on nodes of k processes.
+void compare_plans(Form form, int ranks_per_node) {
+  struct Algorithms {
+    const char *allreduce, *reduce, *bcast, *barrier, *allgather, *reduce_scatter;
+  };
+  for (const Algorithms& a : {Algorithms{"rabenseifner", "binary-tree", "binomial", "dual-root", "binary-tree", "auto"},
+                              Algorithms{"auto", "auto", "auto", "auto", "auto", "binary-tree"}}) {
+    mpi::CommOptions o;
+    o.form = form;
+    o.ranks_per_node = ranks_per_node;
+    o.allreduce = a.allreduce, o.reduce = a.reduce, o.bcast = a.bcast, o.barrier = a.barrier;
+    o.allgather = a.allgather, o.reduce_scatter = a.reduce_scatter;
+    o.wait_timeout = std::chrono::milliseconds(60000);
+    mpi::Team team(MPI_COMM_WORLD, o, 1);
+    ClusterSpec spec;
+    spec.ranks_per_node = team.layout().node_sizes();
+    spec.form = form;
+    spec.grouping = o.grouping;
+    spec.model = o.model;
+    const EmulatedCluster cluster(spec);
+    for (Collective c : all_collectives())
+      for (const ReduceOp& op : {builtin_op("sum", DType::float32), builtin_op("affine", DType::uint32)})
+        for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) compare_plan(team, o, cluster, c, op, n);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,6 +147,7 @@ int main(int argc, char** argv) {
   for (Form form : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic}) {
     try {
       run_form(form, k);
+      if (form != Form::automatic) compare_plans(form, k);  // auto: the MPI Team has one hierarchy, not both
     } catch (const std::exception& e) {
       expect(false, std::string(to_string(form)) + ": uncaught: " + e.what());
     }

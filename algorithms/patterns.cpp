@@ -74,27 +74,30 @@ RankSchedule tree_bcast(int rank, trees::Node node, BlockPartition part) {
 RankSchedule doubly_pipelined_allreduce(int rank, trees::Node node, int dual, BlockPartition part) {
   const long d = node.depth;
   const long last_round = part.blocks + d;
+  // One Step for every yield: the simulator holds every rank's frame at once
+  // (2^24 of them), and a frame keeps a slot for each local of its own.
+  Step s;
   for (long j = 0; j <= last_round; ++j) {
     for (int child : node.children) {
-      Step s;
+      s = Step{};
       s.send = part.transfer(j - (d + 1), child);
       s.recv = part.transfer(j, child);
       s.combine = side_of(child, rank);
       if (!s.empty()) co_yield s;
     }
-    Step up;
+    s = Step{};
     if (node.parent >= 0) {
-      up.send = part.transfer(j, node.parent);
-      up.recv = part.transfer(j - d, node.parent);
-      up.combine = Combine::replace;
+      s.send = part.transfer(j, node.parent);
+      s.recv = part.transfer(j - d, node.parent);
+      s.combine = Combine::replace;
     } else if (dual >= 0) {
       // For a non-commutative operator the lower root computes Y ⊙ t, the
       // upper root t ⊙ Y (Algorithm 1, line 8).
-      up.send = part.transfer(j, dual);
-      up.recv = part.transfer(j, dual);
-      up.combine = side_of(dual, rank);
+      s.send = part.transfer(j, dual);
+      s.recv = part.transfer(j, dual);
+      s.combine = side_of(dual, rank);
     }
-    if (!up.empty()) co_yield up;
+    if (!s.empty()) co_yield s;
   }
 }
 

@@ -12,6 +12,9 @@ namespace {
 // generator (valid until it resumes); matching reads only the peers and counts
 // cached here, so it touches two small records rather than two coroutine
 // frames -- at p = 2^20 the difference is a cache miss per access.
+//
+// At p = 2^24 every byte here costs 16 MB: the flags are bits, and a rank's
+// schedule (its coroutine frames) is destroyed the moment it finishes.
 struct RankState {
   RankSchedule schedule;
   RankClock clock;
@@ -19,18 +22,28 @@ struct RankState {
   std::uint64_t send_count = 0, recv_count = 0;
   std::uint64_t elements_received = 0;
   std::int32_t send_peer = -1, recv_peer = -1;
-  bool send_open = false, recv_open = false;        // posted, not yet matched
-  bool send_waiting = false, recv_waiting = false;  // unidirectional: not yet posted
-  bool finished = false;
+  bool send_open : 1 = false, recv_open : 1 = false;        // posted, not yet matched
+  bool send_waiting : 1 = false, recv_waiting : 1 = false;  // unidirectional: not yet posted
+  bool finished : 1 = false;
   const Step& step() const { return schedule.value(); }
 };
+
+// The model a run charges: `model` with the schedule's NicLoad when it shares
+// interfaces (CostModel::for_schedule). Measuring the load runs every rank's
+// schedule once more; when every node holds one rank no node has more than
+// one off-node sender or receiver, so the share is 1 with or without it and
+// the pass is skipped.
+CostModel charged_model(const CostModel& model, const SchedulePlan& plan, int ranks, const RankMap& layout) {
+  if (layout.nodes() == ranks) return model;
+  return model.for_schedule(plan, ranks, layout);
+}
 
 class Simulation {
  public:
   Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks)
       : options_(options),
         layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
-        model_(options.model.for_schedule(plan, ranks, layout_)),
+        model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
         ranks_(static_cast<std::size_t>(ranks)) {
     for (int r = 0; r < ranks; ++r) {
@@ -50,7 +63,7 @@ class Simulation {
     // Sweep the woken ranks in rank order until none is left. Any order gives
     // the same times (see the header); rank order walks memory forwards, and
     // tree partners are mostly near each other, so the sweep stays in cache.
-    while (woken_count_ > 0)
+    while (woken_count_ > 0) {
       for (std::size_t w = 0; w < woken_.size(); ++w)
         while (woken_[w] != 0) {
           const int bit = std::countr_zero(woken_[w]);
@@ -58,6 +71,8 @@ class Simulation {
           --woken_count_;
           advance(static_cast<int>(w * 64) + bit);
         }
+      report_progress();
+    }
     for (int r = 0; r < p; ++r)
       if (!at(r).finished) throw ScheduleError(deadlock_report());
     for (int r = 0; r < p; ++r) {
@@ -71,6 +86,15 @@ class Simulation {
  private:
   RankState& at(int r) { return ranks_[static_cast<std::size_t>(r)]; }
 
+  // SimulationOptions::progress after a sweep, at most once per
+  // kProgressSteps steps simulated (a sweep can be a few steps long).
+  void report_progress() {
+    static constexpr std::uint64_t kProgressSteps = std::uint64_t{1} << 20;
+    if (!options_.progress || steps_begun_ < reported_steps_ + kProgressSteps) return;
+    reported_steps_ = steps_begun_;
+    options_.progress(finished_, ranks_.size());
+  }
+
   void wake(int r) {
     auto& word = woken_[static_cast<std::size_t>(r) / 64];
     const std::uint64_t bit = std::uint64_t{1} << (r % 64);
@@ -83,9 +107,12 @@ class Simulation {
     auto& st = at(r);
     if (!st.schedule.next()) {
       st.finished = true;
+      st.schedule = RankSchedule();  // its frames are freed now, not at the end of the run
+      ++finished_;
       return;
     }
     ++st.steps;
+    ++steps_begun_;
     st.clock.begin_step();
     const Step& s = st.step();
     check_peer(r, s.send, "sends to");
@@ -231,6 +258,9 @@ class Simulation {
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> woken_;  // ranks that may be able to progress
   std::size_t woken_count_ = 0;
+  std::uint64_t finished_ = 0;        // ranks whose schedule has ended
+  std::uint64_t steps_begun_ = 0;     // by all ranks
+  std::uint64_t reported_steps_ = 0;  // steps_begun_ at the last progress report
   SimulationResult result_;
 };
 

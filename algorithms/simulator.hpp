@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -39,6 +40,10 @@ struct SimulationOptions {
   // simulator records nothing and pays nothing for it.
   Timeline* timeline = nullptr;
   int timeline_ranks = std::numeric_limits<int>::max();
+  // If set, called now and then during a long run (at most once per 2^20
+  // steps simulated) with the ranks finished so far and the rank count: for
+  // a progress line. Not called at all in a short run.
+  std::function<void(std::uint64_t finished_ranks, std::uint64_t ranks)> progress;
 };
 
 // A rank that arrives at `offset`: its clock starts as if it had computed

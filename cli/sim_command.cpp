@@ -1,5 +1,7 @@
 // copse sim: the simulator on one algorithm's schedule, without data.
 
+#include <sys/resource.h>
+
 #include <iostream>
 
 #include "algorithms/registry.hpp"
@@ -56,6 +58,14 @@ SimArgs configured_defaults(const Config& config) {
   if (config.source_of("model.intra_beta").kind != ConfigSource::Kind::default_value)
     s.intra_beta = exact_time_text(m.intra_beta);
   return s;
+}
+
+// The process's peak resident memory (the simulation's, measured after it)
+// per simulated rank: what a user scales p by.
+std::uint64_t peak_bytes_per_rank(int ranks) {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0 || ranks < 1) return 0;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024 / static_cast<std::uint64_t>(ranks);
 }
 
 // The Gantt chart's rows: more would be unreadable (and the timeline large).
@@ -237,6 +247,7 @@ int run_sim(SimArgs args) {
            {"messages", result.messages},
            {"elements_moved", result.elements_moved},
            {"max_bytes_moved_per_rank", result.max_elements_received},
+           {"peak_bytes_per_rank", peak_bytes_per_rank(shape.ranks)},
            {"ranks_per_node", args.ranks_per_node},
            {"alpha", inter.alpha},
            {"beta", inter.beta},

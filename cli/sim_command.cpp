@@ -160,11 +160,23 @@ void print_sim_model(const SimArgs& args, const ModelOptions& model) {
 }
 
 // simulate(), with a progress line on a terminal (cli/progress.hpp) while it
-// runs: the simulator reports nothing as it goes, so the line shows the time spent.
-SimulationResult simulate_in_view(const SchedulePlan& plan, int ranks, const SimulationOptions& options, bool json) {
+// runs, counting the ranks the simulator has finished.
+SimulationResult simulate_in_view(const SchedulePlan& plan, int ranks, SimulationOptions options, bool json) {
   ProgressLine progress("copse sim", json);
-  progress.phase("simulating " + std::to_string(ranks) + " ranks");
+  progress.phase("simulating " + std::to_string(ranks) + " ranks", "ranks finished");
+  options.progress = progress.callback();
   return simulate(plan, ranks, options);
+}
+
+// Refuses, before anything is allocated, a shape the named algorithm cannot
+// take or a run that cannot fit in memory (cli/memory_limits.hpp).
+void check_sim_request(const SimArgs& args, const AlgorithmInfo* named, std::uint64_t bytes,
+                       std::optional<int> requested) {
+  if (args.ranks < 1) return;
+  Shape probe;
+  probe.ranks = args.ranks, probe.count = bytes, probe.root = args.root, probe.blocks = requested.value_or(1);
+  if (named) validate_shape(*named, probe);
+  check_sim_memory(args, named, probe);
 }
 
 int run_sim(SimArgs args) {
@@ -180,12 +192,7 @@ int run_sim(SimArgs args) {
                        args.intra_beta.empty() ? inter.beta : time_option("--intra-beta", args.intra_beta)};
   const double gamma = time_option("--gamma", args.gamma);
   const Ports ports = ports_option(args.ports);
-  if (args.ranks >= 1) {
-    Shape probe;
-    probe.ranks = args.ranks, probe.count = bytes, probe.root = args.root, probe.blocks = requested.value_or(1);
-    if (named) validate_shape(*named, probe);
-    check_sim_memory(args, named, probe);
-  }
+  check_sim_request(args, named, bytes, requested);
 
   const ModelOptions model = sim_model(args, inter, intra, gamma, ports);
   SimulationOptions options;

@@ -1,12 +1,12 @@
 #include "tools/study_support.hpp"
 
+#include <tbb/parallel_for.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-
-#include <tbb/parallel_for.h>
 
 #include "common/error.hpp"
 

@@ -4,7 +4,9 @@
 # is a failed test).
 #
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer
-#                              (Debug -O1), the default test suite (not 'slow')
+#                              (Debug -O1), the default test suite but for
+#                              the labels 'slow', 'source' (checks of the
+#                              source text) and 'install' (packaging)
 #   scripts/sanitize.sh tsan   ThreadSanitizer (Debug -O1), the tests named
 #                              "concurrency: ..." (threads and processes)
 #
@@ -28,7 +30,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 cmake --preset "$preset" >/dev/null
 if [[ $preset == asan ]]; then
   cmake --build --preset asan --parallel "$(nproc)"
-  ctest --preset asan -LE slow
+  ctest --preset asan
 else
   cmake --build --preset tsan --parallel "$(nproc)" --target copse_tests
   ctest --preset tsan

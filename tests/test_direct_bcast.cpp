@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm_threads.hpp"
@@ -17,7 +18,9 @@
 #include "common/reduce_op.hpp"
 #include "runtime/comm.hpp"
 #include "support.hpp"
+#include "transport/arena.hpp"
 #include "transport/direct_bcast.hpp"
+#include "transport/direct_reduce.hpp"
 
 using namespace copse;
 using copse::testing::message_of;
@@ -41,7 +44,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // Counts around the ring's edges: empty, one element, odd, one chunk and a
-// bit, the whole ring, and more than the ring (the root waits for readers).
+// bit (through the ring), the whole ring and more (threads: by address).
 std::vector<std::size_t> counts() {
   constexpr std::size_t chunk = DirectBcast::kChunkBytes / sizeof(float);
   constexpr std::size_t ring = chunk * DirectBcast::kChunks;
@@ -139,4 +142,36 @@ TEST_CASE("direct bcast: a bad root is a UsageError; a named algorithm runs its 
     CHECK(c.cached_plans() == 1);
   });
   throw_first(errors);
+}
+
+TEST_CASE("direct bcast: the ring between processes' words streams vectors larger than itself", "[direct_bcast]") {
+  // FutexScope::shared, as for processes: every size goes through the ring
+  // (never by address), here on threads over a heap arena.
+  for (int p : {2, 3}) {
+    HeapArena arena;
+    const Arena::Offset at = arena.allocate(DirectBcast::shared_bytes(p), 64);
+    DirectBcast::create_at(arena.address(at), p);
+    DirectBcast ring(arena.address(at), p, FutexScope::shared, nullptr);
+    constexpr std::size_t big = DirectBcast::kChunkBytes * DirectBcast::kChunks * 2 + 12;
+    std::vector<int> bad(static_cast<std::size_t>(p), 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < p; ++r)
+      threads.emplace_back([&, r] {
+        DirectRank me;
+        me.rank = r;
+        WaitPolicy policy;
+        policy.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        std::uint64_t call = 0;
+        for (std::size_t floats : {big / 4, std::size_t{0}, std::size_t{3}, big / 4 - 1})
+          for (int root = 0; root < p; ++root) {
+            const std::vector<float> want = floats_of(root, floats, ++call);
+            std::vector<float> v = r == root ? want : floats_of(r, floats, call);
+            ring.bcast(me, reinterpret_cast<std::byte*>(v.data()), floats * sizeof(float), root, policy);
+            if (!same_bits(v, want)) ++bad[static_cast<std::size_t>(r)];
+          }
+      });
+    for (auto& t : threads) t.join();
+    INFO("p = " << p);
+    for (int b : bad) CHECK(b == 0);
+  }
 }

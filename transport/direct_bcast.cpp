@@ -25,6 +25,7 @@ struct alignas(64) DirectBcast::Chunk {
   std::atomic<std::uint32_t> sleepers{0};
   std::uint64_t call_bytes = 0;
   std::int32_t root = -1;
+  const std::byte* source = nullptr;  // by address: the root's buffer (else null: the data is in the slot)
 };
 
 std::size_t DirectBcast::shared_bytes(int ranks) {
@@ -71,22 +72,39 @@ void DirectBcast::bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, in
   wake_all(mine.done, scope_, &mine.sleepers);
 }
 
+DirectBcast::Chunk& DirectBcast::claim(DirectRank& me, std::uint32_t c, const WaitPolicy& policy) {
+  await_done(me, c - kChunks, "to read an earlier broadcast", policy);
+  return chunks_[c % kChunks];
+}
+
+void DirectBcast::await_done(DirectRank& me, std::uint32_t c, const char* what, const WaitPolicy& policy) {
+  for (int q = 0; q < ranks_; ++q)
+    if (q != me.rank) wait_for(me, readers_[q].done, readers_[q].sleepers, c, q, what, policy);
+}
+
+void DirectBcast::publish(Chunk& chunk, std::uint32_t c, std::size_t bytes, int root, const std::byte* source) {
+  chunk.call_bytes = bytes;
+  chunk.root = root;
+  chunk.source = source;
+  chunk.written.store(c, std::memory_order_release);
+  wake_all(chunk.written, scope_, &chunk.sleepers);
+}
+
 void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t bytes, const WaitPolicy& policy) {
+  if (by_address(bytes)) {
+    const std::uint32_t c = ++me.bcast_chunks;
+    publish(claim(me, c, policy), c, bytes, me.rank, buffer);
+    // The caller may change its buffer once we return.
+    await_done(me, c, "to read the vector", policy);
+    return;
+  }
   std::size_t at = 0;
   do {
     const std::uint32_t c = ++me.bcast_chunks;
-    const std::uint32_t slot = c % kChunks;
-    // Every other rank is done with the chunk this one replaces.
-    for (int q = 0; q < ranks_; ++q)
-      if (q != me.rank)
-        wait_for(me, readers_[q].done, readers_[q].sleepers, c - kChunks, q, "to read an earlier broadcast", policy);
+    Chunk& chunk = claim(me, c, policy);
     const std::size_t n = std::min(kChunkBytes, bytes - at);
-    if (n > 0) std::memcpy(data_ + slot * kChunkBytes, buffer + at, n);
-    Chunk& chunk = chunks_[slot];
-    chunk.call_bytes = bytes;
-    chunk.root = me.rank;
-    chunk.written.store(c, std::memory_order_release);
-    wake_all(chunk.written, scope_, &chunk.sleepers);
+    if (n > 0) std::memcpy(data_ + (c % kChunks) * kChunkBytes, buffer + at, n);
+    publish(chunk, c, bytes, me.rank, nullptr);
     at += n;
   } while (at < bytes);
 }
@@ -102,6 +120,10 @@ void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int
       throw ScheduleError("mismatched broadcasts: rank " + std::to_string(me.rank) + " expects " +
                           std::to_string(bytes) + " bytes from root " + std::to_string(root) + ", rank " +
                           std::to_string(chunk.root) + " broadcasts " + std::to_string(chunk.call_bytes) + " bytes");
+    if (chunk.source) {  // by address: all of it, from the root's buffer
+      std::memcpy(buffer, chunk.source, bytes);
+      return;
+    }
     const std::size_t n = std::min(kChunkBytes, bytes - at);
     if (n > 0) std::memcpy(buffer + at, data_ + slot * kChunkBytes, n);
     // Tells a root waiting for this slot (only the last chunk of a call

@@ -39,6 +39,11 @@ class DirectBcast {
   // the next, large enough that the per-chunk handshake is a small part of it.
   static constexpr std::size_t kChunkBytes = 32 << 10;
   static constexpr std::uint32_t kChunks = 16;  // the ring: 512 KiB without a wait for the root
+  // Among threads of one process (FutexScope::process), vectors from this
+  // size on are copied by each reader straight from the root's buffer, whose
+  // address passes through one chunk's header: one copy per reader instead
+  // of two, for a wait of the root until every reader is done.
+  static constexpr std::size_t kByAddressFromBytes = 64 << 10;
 
   // The bytes of the ring for `ranks` ranks (64-aligned), and its set-up at
   // `base` (64-aligned, in the team's arena).
@@ -57,10 +62,16 @@ class DirectBcast {
  private:
   struct Chunk;
   struct Reader;
+  bool by_address(std::size_t bytes) const { return scope_ == FutexScope::process && bytes >= kByAddressFromBytes; }
   void wait_for(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
                 std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy);
   void write(DirectRank& me, const std::byte* buffer, std::size_t bytes, const WaitPolicy& policy);
   void read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
+  // The next chunk's slot, once every rank other than `me` is done with the
+  // chunk it held before.
+  Chunk& claim(DirectRank& me, std::uint32_t c, const WaitPolicy& policy);
+  void publish(Chunk& chunk, std::uint32_t c, std::size_t bytes, int root, const std::byte* source);
+  void await_done(DirectRank& me, std::uint32_t c, const char* what, const WaitPolicy& policy);
 
   int ranks_;
   FutexScope scope_;

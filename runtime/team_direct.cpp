@@ -69,7 +69,10 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
 }
 
 void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
-  guarded(Collective::bcast, [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_); });
+  // Processes whose memory the engine reads by cross-memory attach: so may the broadcast.
+  const bool attach = engine_.config().cross_memory_attach;
+  guarded(Collective::bcast,
+          [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach); });
 }
 
 }  // namespace copse

@@ -144,34 +144,37 @@ TEST_CASE("direct bcast: a bad root is a UsageError; a named algorithm runs its 
   throw_first(errors);
 }
 
-TEST_CASE("direct bcast: the ring between processes' words streams vectors larger than itself", "[direct_bcast]") {
+TEST_CASE("direct bcast: between processes, the ring streams vectors larger than itself, or attach reads them",
+          "[direct_bcast]") {
   // FutexScope::shared, as for processes: every size goes through the ring
-  // (never by address), here on threads over a heap arena.
-  for (int p : {2, 3}) {
-    HeapArena arena;
-    const Arena::Offset at = arena.allocate(DirectBcast::shared_bytes(p), 64);
-    DirectBcast::create_at(arena.address(at), p);
-    DirectBcast ring(arena.address(at), p, FutexScope::shared, nullptr);
-    constexpr std::size_t big = DirectBcast::kChunkBytes * DirectBcast::kChunks * 2 + 12;
-    std::vector<int> bad(static_cast<std::size_t>(p), 0);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < p; ++r)
-      threads.emplace_back([&, r] {
-        DirectRank me;
-        me.rank = r;
-        WaitPolicy policy;
-        policy.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        std::uint64_t call = 0;
-        for (std::size_t floats : {big / 4, std::size_t{0}, std::size_t{3}, big / 4 - 1})
-          for (int root = 0; root < p; ++root) {
-            const std::vector<float> want = floats_of(root, floats, ++call);
-            std::vector<float> v = r == root ? want : floats_of(r, floats, call);
-            ring.bcast(me, reinterpret_cast<std::byte*>(v.data()), floats * sizeof(float), root, policy);
-            if (!same_bits(v, want)) ++bad[static_cast<std::size_t>(r)];
-          }
-      });
-    for (auto& t : threads) t.join();
-    INFO("p = " << p);
-    for (int b : bad) CHECK(b == 0);
-  }
+  // -- or, with `attach`, large ones by process_vm_readv from the root's
+  // buffer -- here on threads over a heap arena.
+  for (bool attach : {false, true})
+    for (int p : {2, 3}) {
+      HeapArena arena;
+      const Arena::Offset at = arena.allocate(DirectBcast::shared_bytes(p), 64);
+      DirectBcast::create_at(arena.address(at), p);
+      DirectBcast ring(arena.address(at), p, FutexScope::shared, nullptr);
+      constexpr std::size_t big = DirectBcast::kChunkBytes * DirectBcast::kChunks * 2 + 12;
+      std::vector<int> bad(static_cast<std::size_t>(p), 0);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < p; ++r)
+        threads.emplace_back([&, r] {
+          DirectRank me;
+          me.rank = r;
+          WaitPolicy policy;
+          policy.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          std::uint64_t call = 0;
+          for (std::size_t floats : {big / 4, std::size_t{0}, std::size_t{3}, big / 4 - 1})
+            for (int root = 0; root < p; ++root) {
+              const std::vector<float> want = floats_of(root, floats, ++call);
+              std::vector<float> v = r == root ? want : floats_of(r, floats, call);
+              ring.bcast(me, reinterpret_cast<std::byte*>(v.data()), floats * sizeof(float), root, policy, attach);
+              if (!same_bits(v, want)) ++bad[static_cast<std::size_t>(r)];
+            }
+        });
+      for (auto& t : threads) t.join();
+      INFO("p = " << p << (attach ? ", by cross-memory attach" : ", through the ring"));
+      for (int b : bad) CHECK(b == 0);
+    }
 }

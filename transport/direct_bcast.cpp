@@ -1,5 +1,7 @@
 #include "transport/direct_bcast.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -7,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "transport/direct_reduce.hpp"
+#include "transport/link_engine.hpp"
 
 namespace copse {
 
@@ -26,6 +29,7 @@ struct alignas(64) DirectBcast::Chunk {
   std::uint64_t call_bytes = 0;
   std::int32_t root = -1;
   const std::byte* source = nullptr;  // by address: the root's buffer (else null: the data is in the slot)
+  std::int32_t pid = 0;               // ... in this process (a thread team: ours)
 };
 
 std::size_t DirectBcast::shared_bytes(int ranks) {
@@ -62,9 +66,10 @@ void DirectBcast::wait_for(DirectRank& me, const std::atomic<std::uint32_t>& wor
   me.waiting_for = -1;
 }
 
-void DirectBcast::bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy) {
+void DirectBcast::bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+                        bool attach) {
   if (me.rank == root)
-    write(me, buffer, bytes, policy);
+    write(me, buffer, bytes, attach, policy);
   else
     read(me, buffer, bytes, root, policy);
   Reader& mine = readers_[me.rank];
@@ -86,12 +91,14 @@ void DirectBcast::publish(Chunk& chunk, std::uint32_t c, std::size_t bytes, int 
   chunk.call_bytes = bytes;
   chunk.root = root;
   chunk.source = source;
+  chunk.pid = static_cast<std::int32_t>(getpid());
   chunk.written.store(c, std::memory_order_release);
   wake_all(chunk.written, scope_, &chunk.sleepers);
 }
 
-void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t bytes, const WaitPolicy& policy) {
-  if (by_address(bytes)) {
+void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t bytes, bool attach,
+                        const WaitPolicy& policy) {
+  if (by_address(bytes, attach)) {
     const std::uint32_t c = ++me.bcast_chunks;
     publish(claim(me, c, policy), c, bytes, me.rank, buffer);
     // The caller may change its buffer once we return.
@@ -109,6 +116,17 @@ void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t byt
   } while (at < bytes);
 }
 
+void DirectBcast::read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const {
+  if (scope_ == FutexScope::process) {
+    std::memcpy(buffer, chunk.source, bytes);
+    return;
+  }
+  const int error = cross_memory_read(chunk.pid, reinterpret_cast<std::uintptr_t>(chunk.source), buffer, bytes);
+  if (error != 0)
+    throw SystemError("direct bcast: reading " + std::to_string(bytes) + " bytes of root " + std::to_string(root) +
+                      " (process " + std::to_string(chunk.pid) + ") by process_vm_readv: " + std::strerror(error));
+}
+
 void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy) {
   std::size_t at = 0;
   do {
@@ -121,7 +139,7 @@ void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int
                           std::to_string(bytes) + " bytes from root " + std::to_string(root) + ", rank " +
                           std::to_string(chunk.root) + " broadcasts " + std::to_string(chunk.call_bytes) + " bytes");
     if (chunk.source) {  // by address: all of it, from the root's buffer
-      std::memcpy(buffer, chunk.source, bytes);
+      read_source(chunk, buffer, bytes, root);
       return;
     }
     const std::size_t n = std::min(kChunkBytes, bytes - at);

@@ -39,10 +39,12 @@ class DirectBcast {
   // the next, large enough that the per-chunk handshake is a small part of it.
   static constexpr std::size_t kChunkBytes = 32 << 10;
   static constexpr std::uint32_t kChunks = 16;  // the ring: 512 KiB without a wait for the root
-  // Among threads of one process (FutexScope::process), vectors from this
-  // size on are copied by each reader straight from the root's buffer, whose
-  // address passes through one chunk's header: one copy per reader instead
-  // of two, for a wait of the root until every reader is done.
+  // Among threads of one process (FutexScope::process), and among processes
+  // that may read each other's memory (`attach` below: process_vm_readv),
+  // vectors from this size on are copied by each reader straight from the
+  // root's buffer, whose address (and process) passes through one chunk's
+  // header: one copy per reader instead of two, for a wait of the root until
+  // every reader is done.
   static constexpr std::size_t kByAddressFromBytes = 64 << 10;
 
   // The bytes of the ring for `ranks` ranks (64-aligned), and its set-up at
@@ -56,17 +58,24 @@ class DirectBcast {
   // `root`: the root's bytes in every rank's buffer on return. Every rank
   // must make the same calls in the same order; a rank whose bytes or root
   // differ from the root's gets a ScheduleError (the caller aborts its team:
-  // the ring's count is then out of step). Waits under `policy`.
-  void bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
+  // the ring's count is then out of step). Waits under `policy`. `attach`:
+  // the ranks are processes that may read each other's memory (every rank
+  // must pass the same); a read the kernel refuses is a SystemError.
+  void bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+             bool attach = false);
 
  private:
   struct Chunk;
   struct Reader;
-  bool by_address(std::size_t bytes) const { return scope_ == FutexScope::process && bytes >= kByAddressFromBytes; }
+  bool by_address(std::size_t bytes, bool attach) const {
+    return (attach || scope_ == FutexScope::process) && bytes >= kByAddressFromBytes;
+  }
   void wait_for(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
                 std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy);
-  void write(DirectRank& me, const std::byte* buffer, std::size_t bytes, const WaitPolicy& policy);
+  void write(DirectRank& me, const std::byte* buffer, std::size_t bytes, bool attach, const WaitPolicy& policy);
   void read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
+  // By address: the whole vector from the root's buffer that `chunk` names.
+  void read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const;
   // The next chunk's slot, once every rank other than `me` is done with the
   // chunk it held before.
   Chunk& claim(DirectRank& me, std::uint32_t c, const WaitPolicy& policy);

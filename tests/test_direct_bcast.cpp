@@ -43,12 +43,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-// Counts around the ring's edges: empty, one element, odd, one chunk and a
-// bit (through the ring), the whole ring and more (threads: by address).
+// Counts around the paths' edges: empty, one element, odd, just below and
+// at the by-address size (threads: up to there through the ring), a chunk
+// and a bit, the whole ring and more.
 std::vector<std::size_t> counts() {
   constexpr std::size_t chunk = DirectBcast::kChunkBytes / sizeof(float);
   constexpr std::size_t ring = chunk * DirectBcast::kChunks;
-  return {0, 1, 7, 1001, chunk, chunk + 3, ring, 2 * ring + 5};
+  constexpr std::size_t by_address = DirectBcast::kByAddressFromBytes / sizeof(float);
+  return {0, 1, 7, 1001, by_address - 1, by_address, chunk + 3, ring, 2 * ring + 5};
 }
 
 void throw_first(const std::vector<std::exception_ptr>& errors) {

@@ -200,6 +200,7 @@ void ThreadRank::reduce(const void* send, void* recv, std::size_t count, const R
 }
 
 void ThreadRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
+  if (bcast_direct(buffer, count, dtype_size(dtype), root)) return;
   auto& e = entry(team->key_of(Collective::bcast, count, dtype_size(dtype), nullptr, root), dtype, nullptr);
   run(e, bytes_of(buffer), e.data_op);
 }

@@ -300,6 +300,7 @@ void MpiRank::reduce(const void* send, void* recv, std::size_t count, const Redu
 
 void MpiRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
   const std::size_t eb = dtype_size(dtype);
+  if (bcast_direct(buffer, count, eb, root)) return;
   const ReduceOp op = data_op(dtype, eb);
   in_pieces(count, piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::bcast, count, n, dtype, eb, nullptr, root);

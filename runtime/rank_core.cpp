@@ -94,12 +94,12 @@ bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
          core_team.settings->leaves_choice(c);
 }
 
-void RankCore::run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
-                          bool sliced) {
+template <class Body>
+void RankCore::run_direct(Collective c, Body&& body) {
   if (core_team.engine->aborted()) core_team.rethrow_failure();
   link.round = calls++;
   try {
-    direct->run(c, send, recv, count, op, sliced);
+    body(*direct);
   } catch (...) {
     core_team.rethrow_failure();
   }
@@ -112,7 +112,8 @@ bool RankCore::allreduce_direct(const void* send, void* recv, std::size_t count,
   const std::size_t bytes = count * op.element_bytes;
   for (bool sliced : {false, true})
     if (direct_fits(Collective::allreduce, bytes, sliced)) {
-      run_direct(Collective::allreduce, send, recv, count, &op, sliced);
+      run_direct(Collective::allreduce,
+                 [&](TeamDirectReduce& d) { d.run(Collective::allreduce, send, recv, count, &op, sliced); });
       return true;
     }
   return false;
@@ -120,7 +121,18 @@ bool RankCore::allreduce_direct(const void* send, void* recv, std::size_t count,
 
 bool RankCore::barrier_direct() {
   if (!direct_fits(Collective::barrier, 0, false)) return false;
-  run_direct(Collective::barrier, nullptr, nullptr, 0, nullptr, false);
+  run_direct(Collective::barrier,
+             [](TeamDirectReduce& d) { d.run(Collective::barrier, nullptr, nullptr, 0, nullptr); });
+  return true;
+}
+
+bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element_bytes, int root) {
+  if (!core_team.direct || !core_team.settings->leaves_choice(Collective::bcast)) return false;
+  CallKey key;
+  key.collective = Collective::bcast;
+  key.root = root;
+  check_call(key, nullptr);  // a root that is not a rank
+  run_direct(Collective::bcast, [&](TeamDirectReduce& d) { d.bcast(buffer, count * element_bytes, root); });
   return true;
 }
 

@@ -9,8 +9,8 @@
 //  - run: the step executor over the team's shared-memory engine and the
 //    rank's remote link, failures rethrown as the team's first failure;
 //  - the direct paths: small allreduces and barriers of one node in one
-//    round through the direct reduce, and (threads only) large allreduces
-//    in slices;
+//    round through the direct reduce, (threads only) large allreduces in
+//    slices, and broadcasts of one node through its ring;
 //  - arrival: edge(), the arrival branch of allreduce (publish, agree on
 //    every rank's prediction, the arrival key), planned_arrival();
 //  - helpers for pieces, for input read without an up-front copy (RunInput)
@@ -130,6 +130,9 @@ class RankCore {
   // the selection, and never for an arrival-aware allreduce.
   bool allreduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op);
   bool barrier_direct();
+  // A broadcast of one node through the direct reduce's ring
+  // (transport/direct_bcast.hpp), where the selection would choose.
+  bool bcast_direct(void* buffer, std::size_t count, std::size_t element_bytes, int root);
   // A collective of `c` returned: the next computation phase begins.
   void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
 
@@ -155,7 +158,9 @@ class RankCore {
 
  private:
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
-  void run_direct(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op, bool sliced);
+  // Runs body(direct) as the next call of collective `c`.
+  template <class Body>
+  void run_direct(Collective c, Body&& body);
   void agree_arrivals(std::int64_t call);
 };
 

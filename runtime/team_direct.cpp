@@ -39,19 +39,14 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
   };
 }
 
-void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
-                           bool sliced) {
+template <class Body>
+void TeamDirectReduce::guarded(Collective c, Body&& body) {
   link_.activity = to_string(c);
   link_.step = 0;
   engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
   if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
   try {
-    const auto* in = static_cast<const std::byte*>(send);
-    auto* out = static_cast<std::byte*>(recv);
-    if (sliced)
-      reducer_.allreduce_sliced(direct_, in, out, count, *op, policy_);
-    else
-      reducer_.allreduce(direct_, in, out, count, op, policy_);
+    body();
   } catch (...) {
     // Timed out, a size mismatch or the operator threw here (every other
     // rank then learns it from the engine), or aborted by another rank.
@@ -59,6 +54,25 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
     throw;
   }
   engine_.publish_done(link_);
+}
+
+void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,
+                           bool sliced) {
+  guarded(c, [&] {
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    if (sliced)
+      reducer_.allreduce_sliced(direct_, in, out, count, *op, policy_);
+    else
+      reducer_.allreduce(direct_, in, out, count, op, policy_);
+  });
+}
+
+void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
+  // Processes whose memory the engine reads by cross-memory attach: so may the broadcast.
+  const bool attach = engine_.config().cross_memory_attach;
+  guarded(Collective::bcast,
+          [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach); });
 }
 
 }  // namespace copse

@@ -39,8 +39,16 @@ class TeamDirectReduce {
   // failure here fails the engine, unless it is aborted already, and
   // propagates.
   void run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op, bool sliced = false);
+  // One broadcast of `bytes` from `root` through the direct reduce's ring
+  // (DirectReduce::bcast), as run() runs a reduction.
+  void bcast(void* buffer, std::size_t bytes, int root);
 
  private:
+  // Runs body() as call link.round of collective `c`: published, under the
+  // wait policy, failures failing the engine.
+  template <class Body>
+  void guarded(Collective c, Body&& body);
+
   LinkEngine& engine_;
   DirectReduce& reducer_;
   LinkRank& link_;

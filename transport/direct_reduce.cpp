@@ -41,18 +41,22 @@ Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
   const Arena::Offset at = arena.allocate(shared_bytes(ranks), 64);
   std::byte* base = arena.address(at);
   for (std::size_t r = 0; r < p; ++r) new (base + r * sizeof(Slot)) Slot{};
+  DirectBcast::create_at(base + reduce_bytes(ranks), ranks);
   return at;
 }
 
-std::size_t DirectReduce::shared_bytes(int ranks) {
+// The slots and their buffers (a multiple of 64 bytes), then the broadcast's ring.
+std::size_t DirectReduce::reduce_bytes(int ranks) {
   return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kSlotBytes);
 }
+std::size_t DirectReduce::shared_bytes(int ranks) { return reduce_bytes(ranks) + DirectBcast::shared_bytes(ranks); }
 
 DirectReduce::DirectReduce(Arena& arena, Arena::Offset shared, int ranks, const SpinPolicy* spin)
     : ranks_(ranks),
       scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
       one_process_(!arena.cross_process()),
-      spin_(spin) {
+      spin_(spin),
+      bcast_(arena.address(shared) + reduce_bytes(ranks), ranks, scope_, spin) {
   std::byte* base = arena.address(shared);
   slots_ = std::launder(reinterpret_cast<Slot*>(base));
   data_ = base + static_cast<std::size_t>(ranks) * sizeof(Slot);

@@ -39,6 +39,7 @@
 #include "common/schedule.hpp"
 #include "common/wait.hpp"
 #include "transport/arena.hpp"
+#include "transport/direct_bcast.hpp"
 
 namespace copse {
 
@@ -47,6 +48,7 @@ namespace copse {
 struct DirectRank {
   int rank = 0;
   std::uint32_t calls = 0;
+  std::uint32_t bcast_chunks = 0;  // the broadcast ring's count (transport/direct_bcast.hpp)
   int waiting_for = -1;
   const char* waiting_what = "";  // e.g. "to post its vector"
   std::chrono::steady_clock::time_point wait_started;
@@ -74,10 +76,12 @@ class DirectReduce {
   static constexpr std::size_t kSlicedFromBytes = 128 << 10;
   static bool slices(int ranks, std::size_t bytes) { return serves(ranks) && bytes >= kSlicedFromBytes; }
 
-  // Places the slots of `ranks` ranks in `arena`; returns their offset.
-  // They take at most shared_bytes(ranks) of it.
+  // Places the slots of `ranks` ranks in `arena`, and the broadcast's ring
+  // after them; returns their offset. They take at most shared_bytes(ranks)
+  // of it.
   static Arena::Offset create_shared(Arena& arena, int ranks);
   static std::size_t shared_bytes(int ranks);
+  static std::size_t reduce_bytes(int ranks);  // the slots' part of it
 
   // Attaches to slots made by create_shared. Waits spin under `spin` (null:
   // wait.cpp's default), as the node's link engine does.
@@ -105,6 +109,14 @@ class DirectReduce {
   void allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp& op,
                         const WaitPolicy& policy);
 
+  // A broadcast among the same ranks, through the ring beside the slots
+  // (DirectBcast::bcast). Its calls have their own count: they may come
+  // between the reductions in any order.
+  void bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+             bool attach = false) {
+    bcast_.bcast(me, buffer, bytes, root, policy, attach);
+  }
+
  private:
   struct Slot;
   using Word = std::atomic<std::uint32_t> Slot::*;
@@ -122,6 +134,7 @@ class DirectReduce {
   const SpinPolicy* spin_;
   Slot* slots_;
   std::byte* data_;
+  DirectBcast bcast_;
 };
 
 }  // namespace copse

@@ -6,7 +6,8 @@
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer
 #                              (Debug -O1), the default test suite but for
 #                              the labels 'slow', 'source' (checks of the
-#                              source text) and 'install' (packaging)
+#                              source text), 'install' (packaging) and
+#                              'exhaustive' (sweeps of pure functions)
 #   scripts/sanitize.sh tsan   ThreadSanitizer (Debug -O1), the tests named
 #                              "concurrency: ..." (threads and processes)
 #

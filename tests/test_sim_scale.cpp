@@ -113,7 +113,7 @@ const Row kRows[] = {
 
 using namespace sim_scale_test;
 
-TEST_CASE("the simulator's figures are those recorded before issue 20's rework") {
+TEST_CASE("the simulator's figures are those recorded before issue 20's rework", "[exhaustive]") {
   for (const auto& [c, recorded] : kRows) {
     INFO(c.algorithm << ", p = " << c.ranks << ", " << c.bytes << " B, " << c.blocks << " blocks, model "
                      << static_cast<int>(c.model));

@@ -38,7 +38,7 @@ TEST_CASE("pipelined chain reduce, bidirectional, takes (p+q-2)(alpha + beta s +
     }
 }
 
-TEST_CASE("with alpha -> 0 and many blocks the beta coefficient tends to 4, 3 and 2") {
+TEST_CASE("with alpha -> 0 and many blocks the beta coefficient tends to 4, 3 and 2", "[exhaustive]") {
   // Träff 2021 §1.2: pipelined reduce+bcast over one binary tree 4*beta*m,
   // doubly pipelined dual-root 3*beta*m, two-tree 2*beta*m.
   const auto o = uniform_model(0, kBeta, 0);

@@ -35,7 +35,8 @@ constexpr Named kStandard[] = {{Collective::bcast, "scatter-allgather"},
 
 }  // namespace
 
-TEST_CASE("the standard algorithms are proven for p = 1..64, with fewer elements than ranks and odd counts") {
+TEST_CASE("the standard algorithms are proven for p = 1..64, with fewer elements than ranks and odd counts",
+          "[exhaustive]") {
   for (const auto& [collective, name] : kStandard) {
     const auto& a = find_algorithm(collective, name);
     for (int p = 1; p <= 64; ++p) {

@@ -326,7 +326,7 @@ TEST_CASE("binomial tree: children r+2^j below r's lowest set bit, depth popcoun
   CHECK_THROWS_AS(binomial(-3, 0), copse::UsageError);
 }
 
-TEST_CASE("k-ary pre-order tree: even contiguous ranges, minimal depth", "[trees][kary]") {
+TEST_CASE("k-ary pre-order tree: even contiguous ranges, minimal depth", "[trees][kary][exhaustive]") {
   auto check_p = [](int p, int k) {
     INFO("p = " << p << ", k = " << k);
     const auto nodes = collect(0, p, [p, k](int rank) { return kary(p, k, rank); });
@@ -486,7 +486,8 @@ std::string check_two_tree(int p) {
 
 }  // namespace
 
-TEST_CASE("two-tree: Cartesian trees, disjoint interiors, proper colouring for every p", "[trees][two_tree]") {
+TEST_CASE("two-tree: Cartesian trees, disjoint interiors, proper colouring for every p",
+          "[trees][two_tree][exhaustive]") {
   for (int p = 1; p <= kExhaustiveMaxP; ++p) {
     INFO("p = " << p);
     REQUIRE(check_two_tree(p) == "");

@@ -13,7 +13,7 @@ std::string name_of(const AlgorithmInfo& a) { return std::string(to_string(a.col
 
 }  // namespace
 
-TEST_CASE("verifier proves every allreduce builder for p in 1..64 and blocks {1,2,3,7,16}") {
+TEST_CASE("verifier proves every allreduce builder for p in 1..64 and blocks {1,2,3,7,16}", "[exhaustive]") {
   for (const auto& a : algorithms()) {
     if (a.collective != Collective::allreduce) continue;
     for (int p = 1; p <= 64; ++p)
@@ -27,7 +27,7 @@ TEST_CASE("verifier proves every allreduce builder for p in 1..64 and blocks {1,
   }
 }
 
-TEST_CASE("verifier proves reduce and bcast builders for every root") {
+TEST_CASE("verifier proves reduce and bcast builders for every root", "[exhaustive]") {
   for (const auto& a : algorithms()) {
     if (a.collective == Collective::allreduce) continue;
     for (int p : {1, 2, 3, 5, 8, 13, 17, 32, 33})

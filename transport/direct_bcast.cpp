@@ -50,19 +50,17 @@ DirectBcast::DirectBcast(std::byte* base, int ranks, FutexScope scope, const Spi
   data_ = base + kChunks * sizeof(Chunk);
 }
 
-namespace direct_bcast {
-// Chunk numbers wrap; they are compared by their difference.
-bool reached(std::uint32_t seen, std::uint32_t at_least) { return static_cast<std::int32_t>(seen - at_least) >= 0; }
-}  // namespace direct_bcast
-
-void DirectBcast::wait_for(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
-                           std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy) {
+void await_sequence(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
+                    std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy, FutexScope scope,
+                    const SpinPolicy* spin) {
+  // Sequence numbers wrap; they are compared by their difference.
+  const auto reached = [at_least](std::uint32_t seen) { return static_cast<std::int32_t>(seen - at_least) >= 0; };
   std::uint32_t seen = word.load(std::memory_order_acquire);
-  if (direct_bcast::reached(seen, at_least)) return;
+  if (reached(seen)) return;
   me.waiting_for = whom;
   me.waiting_what = what;
   me.wait_started = std::chrono::steady_clock::now();
-  while (!direct_bcast::reached(seen, at_least)) seen = wait_while_equal(word, seen, policy, scope_, &sleepers, spin_);
+  while (!reached(seen)) seen = wait_while_equal(word, seen, policy, scope, &sleepers, spin);
   me.waiting_for = -1;
 }
 
@@ -84,7 +82,7 @@ DirectBcast::Chunk& DirectBcast::claim(DirectRank& me, std::uint32_t c, const Wa
 
 void DirectBcast::await_done(DirectRank& me, std::uint32_t c, const char* what, const WaitPolicy& policy) {
   for (int q = 0; q < ranks_; ++q)
-    if (q != me.rank) wait_for(me, readers_[q].done, readers_[q].sleepers, c, q, what, policy);
+    if (q != me.rank) await_sequence(me, readers_[q].done, readers_[q].sleepers, c, q, what, policy, scope_, spin_);
 }
 
 void DirectBcast::publish(Chunk& chunk, std::uint32_t c, std::size_t bytes, int root, const std::byte* source) {
@@ -133,7 +131,7 @@ void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int
     const std::uint32_t c = ++me.bcast_chunks;
     const std::uint32_t slot = c % kChunks;
     Chunk& chunk = chunks_[slot];
-    wait_for(me, chunk.written, chunk.sleepers, c, root, "to write its vector", policy);
+    await_sequence(me, chunk.written, chunk.sleepers, c, root, "to write its vector", policy, scope_, spin_);
     if (at == 0 && (chunk.call_bytes != bytes || chunk.root != root))
       throw ScheduleError("mismatched broadcasts: rank " + std::to_string(me.rank) + " expects " +
                           std::to_string(bytes) + " bytes from root " + std::to_string(root) + ", rank " +

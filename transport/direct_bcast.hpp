@@ -40,6 +40,15 @@ namespace copse {
 
 struct DirectRank;  // transport/direct_reduce.hpp
 
+// The one wait of the node's direct region: until the sequence word `word`
+// reaches `at_least` (wrapping, compared by difference), spinning, then
+// yielding or sleeping as `policy` says; meanwhile `me` names whom it waits
+// for and why, for the wait report. The direct reduce's slots and the
+// bcast's chunks both wait through it.
+void await_sequence(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
+                    std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy, FutexScope scope,
+                    const SpinPolicy* spin);
+
 class DirectBcast {
  public:
   // A chunk: small enough that the readers copy one while the root writes
@@ -79,8 +88,6 @@ class DirectBcast {
   bool by_address(std::size_t bytes, bool attach) const {
     return (attach || scope_ == FutexScope::process) && bytes >= kByAddressFromBytes;
   }
-  void wait_for(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
-                std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy);
   void write(DirectRank& me, const std::byte* buffer, std::size_t bytes, bool attach, const WaitPolicy& policy);
   void read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
   // By address: the whole vector from the root's buffer that `chunk` names.

@@ -74,14 +74,7 @@ void DirectReduce::await_all(DirectRank& me, Word word, Word sleepers, std::uint
   for (int q = 0; q < ranks_; ++q) {
     if (q == me.rank) continue;
     Slot& peer = slots_[q];
-    std::uint32_t seen = (peer.*word).load(std::memory_order_acquire);
-    if (static_cast<std::int32_t>(seen - call) >= 0) continue;
-    me.waiting_for = q;
-    me.waiting_what = what;
-    me.wait_started = std::chrono::steady_clock::now();
-    while (static_cast<std::int32_t>(seen - call) < 0)
-      seen = wait_while_equal(peer.*word, seen, policy, scope_, &(peer.*sleepers), spin_);
-    me.waiting_for = -1;
+    await_sequence(me, peer.*word, peer.*sleepers, call, q, what, policy, scope_, spin_);
   }
 }
 

@@ -6,10 +6,16 @@
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer
 #                              (Debug -O1), the default test suite but for
 #                              the labels 'slow', 'source' (checks of the
-#                              source text), 'install' (packaging) and
-#                              'exhaustive' (sweeps of pure functions)
+#                              source text), 'install' (packaging), 'cli'
+#                              (the copse program's contract scripts) and
+#                              'exhaustive' (sweeps over every p and the
+#                              further MPI shapes)
 #   scripts/sanitize.sh tsan   ThreadSanitizer (Debug -O1), the tests named
-#                              "concurrency: ..." (threads and processes)
+#                              "concurrency: ..." (threads and processes) but
+#                              for the label 'exhaustive'
+#
+# Either builds only the programs its tests run (CMake target
+# copse_test_programs; tsan: copse_tests), not the copse program.
 #
 # Build trees: build/asan, build/tsan (CMakePresets.json). Run
 # scripts/install-deps.sh first on a fresh machine (scripts/test.sh does).
@@ -30,7 +36,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
 cmake --preset "$preset" >/dev/null
 if [[ $preset == asan ]]; then
-  cmake --build --preset asan --parallel "$(nproc)"
+  cmake --build --preset asan --parallel "$(nproc)" --target copse_test_programs
   ctest --preset asan
 else
   cmake --build --preset tsan --parallel "$(nproc)" --target copse_tests

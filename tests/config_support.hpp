@@ -19,6 +19,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "tests/support.hpp"
 
 extern char** environ;
 
@@ -30,34 +31,8 @@ using copse::LoadArgs;
 using copse::Options;
 using copse::UsageError;
 using Kind = copse::ConfigSource::Kind;
+using copse::testing::TempDir;
 namespace fs = std::filesystem;
-
-// A fresh directory under the system's temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "copse-config-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  // Writes `text` to NAME in the directory; returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // Clears every COPSE_* variable for the test's duration, then restores the
 // environment as it was; set() and unset() in between.

@@ -1,9 +1,15 @@
 #pragma once
 // Small helpers the Catch2 suites share.
 
+#include <stdlib.h>
+
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace copse::testing {
@@ -27,5 +33,32 @@ inline std::vector<int> inclusive_range(int first, int last) {
   std::iota(ranks.begin(), ranks.end(), first);
   return ranks;
 }
+
+// A fresh directory under the system's temp dir, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "copse-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // Writes `text` to NAME in the directory; returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::filesystem::path file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace copse::testing

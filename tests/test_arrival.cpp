@@ -4,13 +4,12 @@
 // when arrival is balanced, faster once a late rank arrives -- on the
 // simulator and the emulator alike.
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "algorithms/verifier.hpp"
 #include "common/error.hpp"
 #include "plan/autotune.hpp"
+#include "tests/support.hpp"
 #include "tools/experiment.hpp"
 
 using namespace copse;
@@ -18,9 +17,8 @@ using namespace copse;
 namespace {
 
 std::string write_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("copse_arrival_" + name);
-  std::ofstream(path) << text;
-  return path.string();
+  static const testing::TempDir dir;  // removed when the test program ends
+  return dir.write(name, text);
 }
 
 const AlgorithmInfo& allreduce(std::string_view name) { return find_algorithm(Collective::allreduce, name); }
@@ -118,7 +116,7 @@ TEST_CASE("a late rank's clock starts at its offset, in the simulator") {
   CHECK_THROWS_AS(simulate(rd.plan(Shape{2, 1000, 1, 0}), 2, o), UsageError);
 }
 
-TEST_CASE("SLT and PRR are proven for p = 1..64 whatever the predicted arrival order") {
+TEST_CASE("SLT and PRR are proven for p = 1..64 whatever the predicted arrival order", "[exhaustive]") {
   for (int p = 1; p <= 64; ++p)
     for (const std::string pattern : {"none", "one-late:3us", "rand-late:20us:5", "rand-late:1ms:9"}) {
       const auto arrival = pattern == "one-late:3us" && p < 2 ? ArrivalPattern{} : parse_arrival(pattern, p);

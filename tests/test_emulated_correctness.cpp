@@ -177,7 +177,7 @@ const char* const kParts[] = {
   TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p up to 33") {                       \
     check_matrix(NAME, default_ranks_up_to_33(), Counts::up_to_1000);                                     \
   }                                                                                                       \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 64 and 100") {                     \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 64 and 100", "[exhaustive]") {     \
     check_matrix(NAME, {64, 100}, Counts::up_to_1000);                                                    \
   }                                                                                                       \
   TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3") {                                        \

@@ -59,7 +59,8 @@ void check_bi_greedy_rounds(const std::vector<int>& ps, const std::vector<int>& 
 
 }  // namespace
 
-TEST_CASE("greedy reductions are proven for p = 1..64, every kind of root, segment counts and cost models") {
+TEST_CASE("greedy reductions are proven for p = 1..64, every kind of root, segment counts and cost models",
+          "[exhaustive]") {
   std::vector<Shape> shapes;
   for (int p = 1; p <= 64; ++p)
     for (int root : {0, p / 2, p - 1})
@@ -100,7 +101,8 @@ TEST_CASE("bi-greedy allreduce is proven with every operator order it may meet")
 
 TEST_CASE(
     "bi-greedy reduce takes ceil(log2 p) + q - 1 rounds: every q up to 64 for chosen p, every p up to 1024 "
-    "for chosen q") {
+    "for chosen q",
+    "[exhaustive]") {
   check_bi_greedy_rounds({2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100, 127, 128, 129, 1023, 1024}, inclusive_range(1, 64));
   check_bi_greedy_rounds(inclusive_range(2, 1024), {1, 2, 5});
 }
@@ -193,7 +195,8 @@ void check_uni_greedy_beats_table_one(const std::vector<int>& ps, const std::vec
 
 }  // namespace
 
-TEST_CASE("uni-greedy is never slower than binomial, binary and chain at their optimal segment sizes (uni ports)") {
+TEST_CASE("uni-greedy is never slower than binomial, binary and chain at their optimal segment sizes (uni ports)",
+          "[exhaustive]") {
   check_uni_greedy_beats_table_one({4, 16, 64}, {4, 64, 1024, 8192});
 }
 

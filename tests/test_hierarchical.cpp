@@ -35,7 +35,7 @@ const char* const kGroupings[] = {"auto", "l3", "package", "core", "numa", "size
 
 }  // namespace
 
-TEST_CASE("hierarchical schedules are proven for every inter-node algorithm, grouping and layout") {
+TEST_CASE("hierarchical schedules are proven for every inter-node algorithm, grouping and layout", "[exhaustive]") {
   int proven = 0;
   for (const Layout& layout : kLayouts)
     for (const char* grouping : kGroupings)

@@ -58,7 +58,7 @@ int prove_every_layout(Collective collective) {
 
 }  // namespace
 
-TEST_CASE("lanes are proven for every collective, algorithm, layout and root", "[lanes]") {
+TEST_CASE("lanes are proven for every collective, algorithm, layout and root", "[lanes][exhaustive]") {
   for (Collective c : all_collectives()) {
     const int proven = prove_every_layout(c);
     INFO(to_string(c));

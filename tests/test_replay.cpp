@@ -3,16 +3,13 @@
 // run by hand with the arrivals the replay rules give; and the trace
 // reader's errors, each naming file and line.
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "algorithms/registry.hpp"
 #include "common/units.hpp"
 #include "plan/autotune.hpp"
+#include "tests/support.hpp"
 #include "tools/replay.hpp"
 
 using namespace copse;
@@ -20,10 +17,8 @@ using namespace copse;
 namespace {
 
 std::string write_trace(const std::string& name, const std::string& text) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("copse-replay-" + std::to_string(::getpid()) + "-" + name + ".jsonl");
-  std::ofstream(path) << text;
-  return path.string();
+  static const testing::TempDir dir;  // removed when the test program ends
+  return dir.write(name + ".jsonl", text);
 }
 
 std::string line(int rank, int call, const std::string& collective, int comm_size, int count, int type_size, int root,

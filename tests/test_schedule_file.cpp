@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,14 +31,11 @@ const std::vector<std::string> k8W = {"8w-default.txt", "8w-local-root.txt", "8w
                                       "8w-groups-of-two.txt"};
 
 // A scratch file holding `text`; each call gets a new path (entries are per
-// path and text).
+// path and text). The directory goes when the test program ends.
 std::string scratch_file(const std::string& text) {
+  static const testing::TempDir dir;
   static int serial = 0;
-  const auto dir = std::filesystem::temp_directory_path() / ("copse-schedule-file-test-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const auto path = dir / ("f" + std::to_string(++serial) + ".txt");
-  std::ofstream(path) << text;
-  return path.string();
+  return dir.write("f" + std::to_string(++serial) + ".txt", text);
 }
 
 // The message of the UsageError loading `text` as `collective` throws ("" if none).

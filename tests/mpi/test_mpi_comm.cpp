@@ -418,7 +418,7 @@ void run_death(const Args& a, bool direct) {
   // MPI_Finalize -- but not at once: mpirun ends the whole job as soon as
   // one process leaves that way, and the others must have had their chance
   // to notice the death themselves.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   std::_Exit(0);
 }
 

@@ -92,6 +92,7 @@ void TeamState::start_watches() {
     watches.close_listener();
     return;
   }
+  ignore_broken_pipes_unless_handled();  // a survivor's write to a dead peer must not kill it
   const std::size_t h = static_cast<std::size_t>(host_of[me]);
   const auto& previous = hosts[(h + hosts.size() - 1) % hosts.size()];
   const std::size_t here = hosts[h].size();

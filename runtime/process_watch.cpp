@@ -79,6 +79,16 @@ int open_watch_listener(std::uint16_t& port) {
 
 }  // namespace
 
+void ignore_broken_pipes_unless_handled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 // ---- ProcessWatch -----------------------------------------------------------------
 
 ProcessWatch::ProcessWatch(pid_t pid) : pid_(pid) {

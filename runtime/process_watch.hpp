@@ -91,6 +91,14 @@ class RemoteWatch {
   bool connected_ = false;
 };
 
+// Ignores SIGPIPE if nobody handles it (its disposition is the default), for
+// a process whose MPI traffic crosses hosts: Open MPI's TCP transport writes
+// to its connections without MSG_NOSIGNAL, so its first write to a peer that
+// died kills the writer -- a survivor -- silently, before it can say whom it
+// lost. Ignored, the write fails with EPIPE and MPI reports it. An
+// application's own handler is left alone.
+void ignore_broken_pipes_unless_handled();
+
 // This process's watches of the team's other processes, and its own
 // listener (whose accepted connections its watchers hold). Thread-safe.
 class ProcessWatches {

@@ -98,11 +98,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   assemble_hierarchy(info, members_of, processes, leader_of[static_cast<std::size_t>(process)]);
 
   channel = std::make_unique<MpiChannel>(dup, max_threads);
-  for (int r : node_members) {
-    const int q = layout.process(r);
-    if (q != process && !watches.count(q))
-      watches.emplace(q, std::make_unique<ProcessWatch>(static_cast<pid_t>(pid_of[static_cast<std::size_t>(q)])));
-  }
+  start_watches();
   open_segment();
   probe_cross_memory_attach();
 

@@ -6,7 +6,7 @@
 //   runtime/mpi_segment.cpp          the node's shared-memory segment
 //   runtime/mpi_cma_probe.cpp        whether cross-memory attach serves between the node's processes
 //   runtime/mpi_failure.cpp          the node's first failure, and node peers that died
-//   runtime/process_watch.hpp        whether a process of this host is still there
+//   runtime/process_watch.hpp        whether the team's other processes are still there
 
 #include <mpi.h>
 
@@ -141,9 +141,10 @@ struct TeamState : CoreTeam {
   std::unique_ptr<MpiChannel> channel;
   std::unique_ptr<ShmArena> arena;
   NodeShared* node = nullptr;
-  std::vector<int> node_members;                         // copse ranks of this node, ascending
-  std::map<int, std::unique_ptr<ProcessWatch>> watches;  // other processes of this node
-  std::vector<int> pid_of;                               // per process
+  std::vector<int> node_members;   // copse ranks of this node, ascending
+  mutable ProcessWatches watches;  // the other processes: of this host by pidfd, one of another host by TCP
+  std::vector<WatchCard> cards;    // per process: its host and watch listener
+  std::vector<int> pid_of;         // per process
   std::byte* windows = nullptr;
   std::size_t window_stride = 0;
   bool cma = false;      // cross-memory attach between the node's processes, agreed at set-up
@@ -173,6 +174,10 @@ struct TeamState : CoreTeam {
   void open_segment();               // runtime/mpi_segment.cpp
   void probe_cross_memory_attach();  // runtime/mpi_cma_probe.cpp
   // The failure record (runtime/mpi_failure.cpp): LinkConfig::peer_gone and on_failure, and the rethrow.
+  // The watches of the team's other processes (start_watches, after the
+  // processes are known) and a process's name in messages: MPI rank, pid and host.
+  void start_watches();
+  std::string process_name(int process) const;
   std::string peer_gone(int peer) const;
   void record_failure(std::exception_ptr e) noexcept;
   [[noreturn]] void rethrow_failure() override;

@@ -15,15 +15,17 @@
 #   the interposer's tests (tests/pmpi/run.sh): collectives with their stats
 #     (cross-memory attach expected of the ranks that share a host: by
 #     MPI_RANK_HOSTS), Fortran, the C API, errors in served calls
-#   the death test (tests/mpi/process_death.sh) at 2 x 2
+#   the death tests (tests/mpi/process_death.sh): SIGKILL of a node leader,
+#     a non-leader and a rank alone on its node (--map-by node cut into
+#     virtual nodes of 3) at 2 x 2 and 3 x 2, each with Open MPI's abort on
+#     exit on and off, and of a rank alone on its host at 2 + 1 (watched
+#     over TCP only) with it off: every survivor fails within 10 s naming
+#     the dead rank and its host
 #
 # and after each test, that no host's /dev/shm holds a copse segment.
 # `mh down` runs at the end whatever happens (trap: failure, interrupt).
 # Tests that need a single host (the direct reduce's death, the
-# configuration errors' MPMD job) stay in the CTest suite. Not yet here: the
-# death test with --map-by node (its killed rank 1 is then alone on host h2;
-# its TCP peer, MPI rank 0, dies with it, and the survivors name rank 0:
-# failures across nodes are issue 17's item 3).
+# configuration errors' MPMD job) stay in the CTest suite.
 #
 #   scripts/multihost-tests.sh [BUILD_DIR]    default build/default, built
 #
@@ -123,12 +125,24 @@ check() {
 matrix() { MH_TIMEOUT=150 check "Comm matrix np $1" bash tests/mpi/mpirun.sh "$1" "$build/copse_mpi_tests" all; }
 hybrid() { MH_TIMEOUT=150 check "hybrid, threads $2" bash tests/mpi/mpirun.sh "$1" "$build/copse_mpi_tests" hybrid --threads "$2"; }
 pmpi() { MH_TIMEOUT=120 check "interposer: $*" env "${pmpi_env[@]}" bash tests/pmpi/run.sh "$@"; }
+# death WHO VICTIM [K [ABORTS]]: MPI rank VICTIM (WHO: its role) killed in
+# the current layout, on virtual nodes of K (0, the default: the hosts),
+# with Open MPI's abort on exit on and off (ABORTS: "on off", the default).
+death() {
+  local np abort
+  np=$(wc -w <<<"$MPI_RANK_HOSTS")
+  for abort in ${4:-on off}; do
+    MH_TIMEOUT=40 check "death of $1 (MPI rank $2), abort on exit $abort" bash tests/mpi/process_death.sh \
+      "$build/copse_mpi_tests" --np "$np" --victim "$2" --ranks-per-node "${3:-0}" --abort "$abort"
+  done
+}
 
 layout "h1:2 h2:2"
 matrix 4
 pmpi collectives 4 2
 pmpi fortran 4
-MH_TIMEOUT=50 check "a process that dies is named" bash tests/mpi/process_death.sh "$build/copse_mpi_tests"
+death "a node leader" 2
+death "a non-leader" 1
 layout "h1:2 h2:2" slot "h1=0 h2=1"
 pmpi collectives 4
 layout "h1:2 h2:2 h3:2" slot "h1=0 h2=1 h3=0"
@@ -140,6 +154,14 @@ pmpi collectives 3
 pmpi errors 3
 layout "h1:2 h2:2" node
 matrix 4
+death "a rank alone on its node" 1 3
+layout "h1:2 h2:2 h3:2"
+death "a node leader" 2
+death "a non-leader" 3
+layout "h1:2 h2:2 h3:2" node
+death "a rank alone on its node" 1 3
+layout "h1:2 h2:1"
+death "a rank alone on its host" 2 0 off  # (on: the runtime ends the job before its watcher waits)
 layout "h1:1 h2:1"
 hybrid 2 3,3
 pmpi c-api 2

@@ -110,7 +110,7 @@ std::unique_lock<std::mutex> MpiChannel::lock() const {
   return multiple_ ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(g_mpi_mutex);
 }
 
-void MpiChannel::notify(ErrorKind kind, const std::string& message) noexcept {
+void MpiChannel::notify(ErrorKind kind, const std::string& message, const std::function<bool(int)>& skip) noexcept {
   try {
     auto held = lock();
     if (!sent_requests_.empty() || !mpi_usable()) return;  // once per process is enough
@@ -119,15 +119,43 @@ void MpiChannel::notify(ErrorKind kind, const std::string& message) noexcept {
     std::memcpy(text.data() + 1, message.data(), std::min(message.size(), kNoticeBytes - 2));
     sent_notices_.push_back(std::move(text));
     for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
+      if (q == rank_ || (skip && skip(q))) continue;
       MPI_Request r = MPI_REQUEST_NULL;
       if (PMPI_Isend(sent_notices_.back().data(), static_cast<int>(kNoticeBytes), MPI_CHAR, q, kNoticeTag, comm_, &r) ==
-          MPI_SUCCESS)
+          MPI_SUCCESS) {
         sent_requests_.push_back(r);
+        sent_to_.push_back(q);
+      }
     }
-    if (sent_requests_.empty()) sent_requests_.push_back(MPI_REQUEST_NULL);  // a process of one: mark it sent
+    if (sent_requests_.empty()) {  // a process of one: mark it sent
+      sent_requests_.push_back(MPI_REQUEST_NULL);
+      sent_to_.push_back(rank_);
+    }
   } catch (...) {
     // Best effort: the failure itself is what gets reported.
+  }
+}
+
+void MpiChannel::push_notices(std::chrono::milliseconds patience, const std::function<bool(int)>& needless) noexcept {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  try {
+    for (;;) {
+      bool open = false;
+      {
+        auto held = lock();
+        if (!mpi_usable()) return;
+        for (std::size_t i = 0; i < sent_requests_.size(); ++i) {
+          int flag = 0;
+          if (sent_requests_[i] != MPI_REQUEST_NULL &&
+              PMPI_Test(&sent_requests_[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag && !needless(sent_to_[i]))
+            open = true;
+        }
+      }
+      if (!open || std::chrono::steady_clock::now() >= until) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  } catch (...) {
+    // Best effort, as notify.
   }
 }
 

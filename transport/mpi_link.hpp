@@ -35,8 +35,10 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -108,8 +110,16 @@ class MpiChannel {
   std::unique_lock<std::mutex> lock() const;
 
   // Tells every other process of the communicator that this one failed
-  // (never throws, never waits for the messages to be received).
-  void notify(ErrorKind kind, const std::string& message) noexcept;
+  // (never throws, never waits for the messages to be received), except
+  // those `skip` names: processes known dead (Open MPI's TCP transport
+  // fails, and may hang, a send to a process that is gone).
+  void notify(ErrorKind kind, const std::string& message, const std::function<bool(int)>& skip = nullptr) noexcept;
+  // Keeps MPI progressing until every notice sent has left, or `patience`
+  // has passed: an eager send over TCP moves only while MPI is called (a
+  // failing rank may make no further call), and a first one must even
+  // connect. Notices to processes `needless` names (dead, or told
+  // otherwise) are not waited for. Never throws.
+  void push_notices(std::chrono::milliseconds patience, const std::function<bool(int)>& needless) noexcept;
   // Throws PeerFailure if a notice has arrived (call with lock() held).
   void poll_notice();
   // Whether this process sent or received a notice (looks once more).
@@ -126,6 +136,7 @@ class MpiChannel {
   std::vector<char> notice_buffer_;
   std::vector<std::vector<char>> sent_notices_;  // kept until the channel goes
   std::vector<MPI_Request> sent_requests_;
+  std::vector<int> sent_to_;  // per sent request: the process
   bool noticed_ = false;
   ErrorKind notice_kind_ = ErrorKind::failed;
   std::string notice_text_;

@@ -21,11 +21,12 @@
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
 //       locking paths run); every thread runs the matrix on its own Comm,
 //       and edge() with PRR and copse rank 1 late.
-//   copse_mpi_tests death | death-direct
+//   copse_mpi_tests death | death-direct [--victim R] [--ranks-per-node K]
 //       np 4, virtual nodes of 3 (death-direct: np 3, one node, a vector
-//       the direct reduce takes): process 1 is killed while it waits in an
-//       allreduce; every other process must fail with an error naming it
-//       (tests/mpi/process_death.sh checks what they print).
+//       the direct reduce takes): process R (default 1) is killed while it
+//       waits in an allreduce; every other process must fail with an error
+//       naming it (tests/mpi/process_death.sh checks what they print).
+//       --ranks-per-node 0: the hosts' own nodes.
 //
 // Every process checks its own results; the exit status is 1 if any check
 // failed anywhere. libcopse_mpi.so also holds the interposition library, so
@@ -55,6 +56,8 @@ namespace {
 struct Args {
   std::string mode;
   int ranks_per_node = 0;
+  bool ranks_per_node_given = false;
+  int victim = 1;  // death: the process killed
   std::vector<int> threads;
 };
 
@@ -65,6 +68,9 @@ Args parse(int argc, char** argv) {
     const std::string key = argv[i];
     if (key == "--ranks-per-node") {
       a.ranks_per_node = std::stoi(argv[i + 1]);
+      a.ranks_per_node_given = true;
+    } else if (key == "--victim") {
+      a.victim = std::stoi(argv[i + 1]);
     } else if (key == "--threads") {
       std::stringstream list(argv[i + 1]);
       for (std::string t; std::getline(list, t, ',');) a.threads.push_back(std::stoi(t));
@@ -361,37 +367,44 @@ void run_hybrid(const Args& a) {
   }
 }
 
-// Process 1 is killed in the middle of an allreduce: it has sent its part of
-// the first piece and waits for that piece's result, which cannot come before
-// process 2 (800 ms late) arrives; the pieces after it need process 1's data,
-// which never comes. (With cross-memory attach the allreduce runs whole, not
-// in pieces, and the peer that comes to read process 1's posted part finds
-// its process gone.) Node 0 is processes 0-2, node 1 process 3. Every other
+// The victim (process 1 unless --victim) is killed in the middle of an
+// allreduce: it has sent its part of the first piece and waits for that
+// piece's result, which cannot come before the next process (800 ms late)
+// arrives; the pieces after it need the victim's data, which never comes.
+// (With cross-memory attach the allreduce runs whole, not in pieces, and
+// the peer that comes to read the victim's posted part finds its process
+// gone.) On one host node 0 is processes 0-2, node 1 process 3. Every other
 // process prints how it failed, one line each, for process_death.sh.
 // `direct`: one node, and an allreduce small enough for the direct reduce
-// (death-direct); else virtual nodes of 3 and one that runs in pieces.
-void run_death(const Args&, bool direct) {
+// (death-direct); else virtual nodes of 3 (or --ranks-per-node) and one
+// that runs in pieces.
+void run_death(const Args& a, bool direct) {
   CommOptions o;
-  o.ranks_per_node = direct ? 0 : 3;
+  o.ranks_per_node = direct ? 0 : a.ranks_per_node_given ? a.ranks_per_node : 3;
   o.window_bytes = 64 << 10;  // pieces of 32 KiB: the allreduce below runs in 13
+  o.wait_report = std::chrono::seconds(2);
   Team team(MPI_COMM_WORLD, o);
   Comm& c = team.comm();
   const ReduceOp op = builtin_op("sum", DType::int32);
   const std::uint64_t n = direct ? 100 : 100000;
   Bytes x = input(op, c.rank(), n);
   c.allreduce(x.data(), x.data(), n, op);  // everyone is set up and has planned
-  std::printf("copse-death: pid %d is MPI rank %d\n", static_cast<int>(getpid()), g_world);
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  std::printf("copse-death: pid %d is MPI rank %d on host %s\n", static_cast<int>(getpid()), g_world, host);
   std::fflush(stdout);
   PMPI_Barrier(MPI_COMM_WORLD);
-  if (g_world == 1)
+  int p = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (g_world == a.victim)
     std::thread([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       raise(SIGKILL);
     }).detach();
-  if (g_world == 2) std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  // A direct reduce needs nothing of a peer once it has posted: rank 1 must
-  // die before it posts.
-  if (direct && g_world == 1) std::this_thread::sleep_for(std::chrono::seconds(10));
+  if (g_world == (a.victim + 1) % p) std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // A direct reduce needs nothing of a peer once it has posted: the victim
+  // must die before it posts.
+  if (direct && g_world == a.victim) std::this_thread::sleep_for(std::chrono::seconds(10));
   const auto start = std::chrono::steady_clock::now();
   try {
     c.allreduce(x.data(), x.data(), n, op);
@@ -405,7 +418,7 @@ void run_death(const Args&, bool direct) {
   // MPI_Finalize -- but not at once: mpirun ends the whole job as soon as
   // one process leaves that way, and the others must have had their chance
   // to notice the death themselves.
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   std::_Exit(0);
 }
 

@@ -4,28 +4,71 @@
 #include <bit>
 #include <sstream>
 
+#include "algorithms/step_cursor.hpp"
+
 namespace copse {
 
 namespace {
 
-// One rank's progress through its schedule. The current step stays in the
-// generator (valid until it resumes); matching reads only the peers and counts
-// cached here, so it touches two small records rather than two coroutine
-// frames -- at p = 2^20 the difference is a cache miss per access.
+// One rank's progress through its schedule. The current step stays with the
+// step source (a coroutine's frame, or a cursor that computes it again);
+// matching reads only the peers and counts cached here, so it touches two
+// small records rather than two coroutine frames -- at p = 2^20 the
+// difference is a cache miss per access.
 //
-// At p = 2^24 every byte here costs 16 MB: the flags are bits, and a rank's
-// schedule (its coroutine frames) is destroyed the moment it finishes.
+// At p = 2^24 every byte here costs 16 MB: the flags are bits.
 struct RankState {
-  RankSchedule schedule;
   RankClock clock;
   std::uint64_t steps = 0;  // steps begun
   std::uint64_t send_count = 0, recv_count = 0;
   std::uint64_t elements_received = 0;
+  Picos work = 0;  // the step's local work (CostModel::step_work)
   std::int32_t send_peer = -1, recv_peer = -1;
   bool send_open : 1 = false, recv_open : 1 = false;        // posted, not yet matched
   bool send_waiting : 1 = false, recv_waiting : 1 = false;  // unidirectional: not yet posted
   bool finished : 1 = false;
-  const Step& step() const { return schedule.value(); }
+  bool send_first : 1 = false;  // unidirectional: send_goes_first
+};
+
+// Each rank's steps from its coroutine: any plan. A rank's frames are freed
+// the moment its schedule ends, not at the end of the run.
+class CoroutineSteps {
+ public:
+  CoroutineSteps(const SchedulePlan& plan, int ranks) : schedules_(static_cast<std::size_t>(ranks)) {
+    for (int r = 0; r < ranks; ++r) schedules_[static_cast<std::size_t>(r)] = plan(r);
+  }
+  // Moves rank r to its next step and returns it; null once its schedule
+  // has ended. The step stays valid until next() is called again.
+  const Step* next(int r) {
+    auto& schedule = schedules_[static_cast<std::size_t>(r)];
+    if (schedule.next()) return &schedule.value();
+    schedule = RankSchedule();
+    return nullptr;
+  }
+  const Step& step(int r) const { return schedules_[static_cast<std::size_t>(r)].value(); }
+
+ private:
+  std::vector<RankSchedule> schedules_;
+};
+
+// Each rank's steps from a StepCursor (algorithms/step_cursor.hpp): four
+// bytes a rank. A step read again after next() is computed again.
+class CursorSteps {
+ public:
+  CursorSteps(const StepCursor& cursor, int ranks)
+      : cursor_(cursor), position_(static_cast<std::size_t>(ranks), kBefore) {}
+  const Step* next(int r) {
+    auto& position = position_[static_cast<std::size_t>(r)];
+    ++position;  // from kBefore to 0 at the first step
+    return cursor_.seek(r, position, next_) ? &next_ : nullptr;
+  }
+  Step step(int r) const { return cursor_.at(r, position_[static_cast<std::size_t>(r)]); }
+
+ private:
+  static constexpr std::uint32_t kBefore = ~std::uint32_t{0};  // no step begun yet
+  const StepCursor& cursor_;
+  std::vector<std::uint32_t> position_;
+  Step next_;  // the step next() returned last
 };
 
 // The model a run charges: `model` with the schedule's NicLoad when it shares
@@ -38,17 +81,18 @@ CostModel charged_model(const CostModel& model, const SchedulePlan& plan, int ra
   return model.for_schedule(plan, ranks, layout);
 }
 
+template <class Steps>
 class Simulation {
  public:
-  Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks)
-      : options_(options),
+  Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks, Steps steps)
+      : steps_(std::move(steps)),
+        options_(options),
         layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
         ranks_(static_cast<std::size_t>(ranks)) {
     for (int r = 0; r < ranks; ++r) {
       auto& st = at(r);
-      st.schedule = plan(r);
       st.clock = RankClock(options.model.ports());
       if (!options.start.empty()) arrive_at(st.clock, options.start[static_cast<std::size_t>(r)]);
     }
@@ -58,19 +102,18 @@ class Simulation {
   SimulationResult run() {
     const int p = static_cast<int>(ranks_.size());
     woken_.assign((ranks_.size() + 63) / 64, 0);
+    runnable_.reserve(ranks_.size());
     for (int r = 0; r < p; ++r) next_step(r);
-    for (int r = 0; r < p; ++r) wake(r);
-    // Sweep the woken ranks in rank order until none is left. Any order gives
-    // the same times (see the header); rank order walks memory forwards, and
-    // tree partners are mostly near each other, so the sweep stays in cache.
-    while (woken_count_ > 0) {
-      for (std::size_t w = 0; w < woken_.size(); ++w)
-        while (woken_[w] != 0) {
-          const int bit = std::countr_zero(woken_[w]);
-          woken_[w] &= woken_[w] - 1;
-          --woken_count_;
-          advance(static_cast<int>(w * 64) + bit);
-        }
+    for (int r = p; r-- > 0;) wake(r);
+    // Run the woken ranks, the last woken first, until none is left. Any
+    // order gives the same times (see the header); this one follows the
+    // partners of the transfer just matched, whose records are in cache, and
+    // starts from rank 0 upwards, as tree partners are mostly near each other.
+    while (!runnable_.empty()) {
+      const int r = runnable_.back();
+      runnable_.pop_back();
+      woken_[static_cast<std::size_t>(r) / 64] &= ~(std::uint64_t{1} << (r % 64));
+      advance(r);
       report_progress();
     }
     for (int r = 0; r < p; ++r)
@@ -86,8 +129,8 @@ class Simulation {
  private:
   RankState& at(int r) { return ranks_[static_cast<std::size_t>(r)]; }
 
-  // SimulationOptions::progress after a sweep, at most once per
-  // kProgressSteps steps simulated (a sweep can be a few steps long).
+  // SimulationOptions::progress at most once per kProgressSteps steps
+  // simulated.
   void report_progress() {
     static constexpr std::uint64_t kProgressSteps = std::uint64_t{1} << 20;
     if (!options_.progress || steps_begun_ < reported_steps_ + kProgressSteps) return;
@@ -98,29 +141,32 @@ class Simulation {
   void wake(int r) {
     auto& word = woken_[static_cast<std::size_t>(r) / 64];
     const std::uint64_t bit = std::uint64_t{1} << (r % 64);
-    woken_count_ += (word & bit) ? 0 : 1;
+    if (word & bit) return;
     word |= bit;
+    runnable_.push_back(r);
   }
 
   // Fetches and begins rank r's next step, posting what can be posted.
   void next_step(int r) {
     auto& st = at(r);
-    if (!st.schedule.next()) {
+    const Step* next = steps_.next(r);
+    if (!next) {
       st.finished = true;
-      st.schedule = RankSchedule();  // its frames are freed now, not at the end of the run
       ++finished_;
       return;
     }
     ++st.steps;
     ++steps_begun_;
     st.clock.begin_step();
-    const Step& s = st.step();
+    const Step& s = *next;
     check_peer(r, s.send, "sends to");
     check_peer(r, s.recv, "receives from");
     st.send_peer = s.send.peer;
     st.recv_peer = s.recv.peer;
     st.send_count = s.send.count;
     st.recv_count = s.recv.count;
+    st.work = options_.model.step_work(s, options_.element_bytes);
+    st.send_first = send_goes_first(r, s);
     if (options_.model.ports() == Ports::bidirectional) {
       if (s.send) post_send(r);
       if (s.recv) post_recv(r);
@@ -135,8 +181,7 @@ class Simulation {
   void post_next_unidirectional(int r) {
     auto& st = at(r);
     if (st.send_open || st.recv_open) return;
-    const bool send_first = send_goes_first(r, st.step());
-    if (st.send_waiting && (send_first || !st.recv_waiting)) {
+    if (st.send_waiting && (st.send_first || !st.recv_waiting)) {
       st.send_waiting = false;
       post_send(r);
     } else if (st.recv_waiting) {
@@ -162,8 +207,8 @@ class Simulation {
     auto& d = at(dst);
     if (!s.send_open || !d.recv_open || s.send_peer != dst || d.recv_peer != src) return;
     if (s.send_count != d.recv_count) {
-      const Transfer& send = s.step().send;
-      const Transfer& recv = d.step().recv;
+      const Transfer send = steps_.step(src).send;
+      const Transfer recv = steps_.step(dst).recv;
       std::ostringstream m;
       m << "size mismatch: rank " << src << " step " << s.steps - 1 << " sends " << send.count
         << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << d.steps - 1
@@ -176,7 +221,7 @@ class Simulation {
     const TransferEnds ends =
         model_.transfer_ends(layout_, src, dst, bytes, s.clock.send_ready(), d.clock.recv_ready());
     if (options_.timeline) record_transfer(src, dst, bytes, ends);
-    if (hooks_) hooks_->on_transfer(src, s.steps - 1, s.step().send, dst, d.steps - 1, d.step());
+    if (hooks_) hooks_->on_transfer(src, s.steps - 1, steps_.step(src).send, dst, d.steps - 1, steps_.step(dst));
     s.send_open = false;
     s.clock.send_done(ends.send_end);
     d.recv_open = false;
@@ -195,12 +240,10 @@ class Simulation {
     while (!st.finished) {
       if (options_.model.ports() == Ports::unidirectional) post_next_unidirectional(r);
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
-      const Step& s = st.step();
-      if (hooks_) hooks_->on_step_end(r, st.steps - 1, s);
-      const Picos work = options_.model.step_work(s, options_.element_bytes);
-      st.clock.end_step(work);
+      if (hooks_) hooks_->on_step_end(r, st.steps - 1, steps_.step(r));
+      st.clock.end_step(st.work);
       if (options_.timeline && r < options_.timeline_ranks)
-        add_local_work(*options_.timeline, r, st.steps - 1, s, st.clock.now() - work, st.clock.now());
+        add_local_work(*options_.timeline, r, st.steps - 1, steps_.step(r), st.clock.now() - st.work, st.clock.now());
       next_step(r);
     }
   }
@@ -213,10 +256,10 @@ class Simulation {
     auto& d = at(dst);
     Timeline& out = *options_.timeline;
     if (src < options_.timeline_ranks)
-      out.push_back(TimelineEvent{src, Activity::send, dst, s.steps - 1, s.step().send.offset, s.send_count,
+      out.push_back(TimelineEvent{src, Activity::send, dst, s.steps - 1, steps_.step(src).send.offset, s.send_count,
                                   bar_start(s.clock.send_ready(), ends.send_end, busy), ends.send_end, 0, 0});
     if (dst < options_.timeline_ranks)
-      out.push_back(TimelineEvent{dst, Activity::recv, src, d.steps - 1, d.step().recv.offset, d.recv_count,
+      out.push_back(TimelineEvent{dst, Activity::recv, src, d.steps - 1, steps_.step(dst).recv.offset, d.recv_count,
                                   bar_start(d.clock.recv_ready(), ends.recv_end, busy), ends.recv_end, 0, 0});
   }
 
@@ -240,7 +283,7 @@ class Simulation {
       if (st.finished) continue;
       ++blocked;
       if (shown++ >= 4) continue;
-      const Step& s = st.step();
+      const Step& s = steps_.step(static_cast<int>(r));
       m << " rank " << r << " is stuck in step " << st.steps - 1 << " (";
       if (st.send_open || st.send_waiting) m << "sending " << s.send.count << " elements to rank " << s.send.peer;
       if ((st.send_open || st.send_waiting) && (st.recv_open || st.recv_waiting)) m << ", ";
@@ -251,16 +294,17 @@ class Simulation {
     return m.str();
   }
 
+  Steps steps_;
   const SimulationOptions& options_;
   RankMap layout_;   // options_.layout, or every rank on a node of its own
   CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
   std::vector<RankState> ranks_;
-  std::vector<std::uint64_t> woken_;  // ranks that may be able to progress
-  std::size_t woken_count_ = 0;
-  std::uint64_t finished_ = 0;        // ranks whose schedule has ended
-  std::uint64_t steps_begun_ = 0;     // by all ranks
-  std::uint64_t reported_steps_ = 0;  // steps_begun_ at the last progress report
+  std::vector<std::uint64_t> woken_;    // ranks that may be able to progress: a bit each
+  std::vector<std::int32_t> runnable_;  // the same ranks, the last woken at the back
+  std::uint64_t finished_ = 0;          // ranks whose schedule has ended
+  std::uint64_t steps_begun_ = 0;       // by all ranks
+  std::uint64_t reported_steps_ = 0;    // steps_begun_ at the last progress report
   SimulationResult result_;
 };
 
@@ -293,7 +337,9 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
   check_start_offsets(options.start, ranks);
-  return Simulation(plan, ranks, options, hooks).run();
+  if (const StepCursor* cursor = cursor_of(plan))
+    return Simulation(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
+  return Simulation(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();
 }
 
 }  // namespace copse

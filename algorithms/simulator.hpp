@@ -6,6 +6,10 @@
 // matching needs no event queue: a transfer's time is fixed the moment both
 // sides have posted it, whatever order ranks are processed in.
 //
+// A plan that carries a StepCursor (algorithms/step_cursor.hpp) is walked
+// through it, four bytes a rank, rather than through a coroutine frame per
+// rank; its figures are the same bit for bit (tests/test_sim_scale.cpp).
+//
 // The simulator is this executor alone; the verifier adds a DataHooks that
 // moves symbolic values.
 

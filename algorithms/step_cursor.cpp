@@ -1,0 +1,202 @@
+#include "algorithms/step_cursor.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "algorithms/patterns.hpp"
+
+namespace copse {
+
+namespace {
+
+// Positions run over a fixed grid of slots, some of them void; seek() skips
+// the void ones, as the coroutines skip their empty steps. Derived supplies
+// positions(rank), the end of rank's grid, and fill(rank, position, step),
+// which sets `step` and returns true, or returns false for a void slot
+// without writing it (most slots of a leaf are void).
+template <class Derived>
+class GridCursor : public StepCursor {
+ public:
+  bool seek(int rank, std::uint32_t& position, Step& step) const final {
+    const auto& grid = static_cast<const Derived&>(*this);
+    for (const std::uint32_t end = grid.positions(rank); position < end; ++position)
+      if (grid.fill(rank, position, step)) return true;
+    return false;
+  }
+  Step at(int rank, std::uint32_t position) const final {
+    Step step;
+    static_cast<const Derived&>(*this).fill(rank, position, step);
+    return step;
+  }
+};
+
+// Sets `step` to a step of these transfers, or returns false if both are void.
+bool fill_step(Step& step, Transfer send, Transfer recv, Combine combine) {
+  if (!send && !recv) return false;
+  step.send = send;
+  step.recv = recv;
+  step.combine = combine;
+  step.copy = LocalCopy{};
+  return true;
+}
+
+// BlockPartition::transfer without its two divisions a call: the simulator
+// asks for a few million blocks a second.
+class Blocks {
+ public:
+  explicit Blocks(const BlockPartition& part)
+      : base_(part.base),
+        per_block_(part.count / static_cast<std::uint64_t>(part.blocks)),
+        longer_(part.count % static_cast<std::uint64_t>(part.blocks)),
+        blocks_(part.count > 0 ? part.blocks : 0) {}
+  Transfer transfer(long j, int peer) const {
+    if (j < 0 || j >= blocks_ || peer < 0) return {};
+    const auto uj = static_cast<std::uint64_t>(j);
+    return Transfer{peer, base_ + uj * per_block_ + std::min(uj, longer_), per_block_ + (uj < longer_ ? 1 : 0)};
+  }
+
+ private:
+  std::uint64_t base_, per_block_, longer_;  // the first `longer_` blocks hold one element more
+  long blocks_;                              // 0: no elements, every block void
+};
+
+// patterns::doubly_pipelined_allreduce over trees::dual_root, one rank's
+// tree links in compact arrays (16 bytes a rank, against some 250 for its
+// coroutine frame). Position 3j + s is round j's slot s: s = 0, 1 the
+// exchange with child s, s = 2 the one with the parent (or the dual root).
+class DualRootCursor final : public GridCursor<DualRootCursor> {
+ public:
+  DualRootCursor(int ranks, BlockPartition part)
+      : blocks_(part),
+        rounds_(part.blocks + 1),
+        parent_(to_size(ranks)),
+        child_(to_size(ranks) * 2, -1),
+        depth_(to_size(ranks)) {
+    const int lower_size = static_cast<int>((std::int64_t{ranks} + 1) / 2);
+    lower_root_ = lower_size - 1;
+    upper_root_ = ranks > 1 ? ranks - 1 : -1;
+    link(0, lower_root_, -1, 0);
+    if (ranks > 1) link(lower_size, ranks - 1, -1, 0);
+  }
+
+  std::uint32_t positions(int rank) const { return static_cast<std::uint32_t>(3 * (rounds_ + depth_[to_size(rank)])); }
+
+  bool fill(int rank, std::uint32_t position, Step& s) const {
+    const auto r = to_size(rank);
+    const long j = position / 3, d = depth_[r];
+    if (const auto slot = position % 3; slot < 2) {
+      const int child = child_[2 * r + slot];
+      return child >= 0 && fill_step(s, blocks_.transfer(j - (d + 1), child), blocks_.transfer(j, child),
+                                     patterns::side_of(child, rank));
+    }
+    if (const int parent = parent_[r]; parent >= 0)
+      return fill_step(s, blocks_.transfer(j, parent), blocks_.transfer(j - d, parent), Combine::replace);
+    // For a non-commutative operator the lower root computes Y ⊙ t, the upper root t ⊙ Y.
+    const int dual = rank == lower_root_ ? upper_root_ : rank == upper_root_ ? lower_root_ : -1;
+    return dual >= 0 &&
+           fill_step(s, blocks_.transfer(j, dual), blocks_.transfer(j, dual), patterns::side_of(dual, rank));
+  }
+
+ private:
+  static std::size_t to_size(int r) { return static_cast<std::size_t>(r); }
+
+  // trees::post_order_binary_range over [lo, hi] hung below `parent`: the
+  // root is hi, its children hi-1 (the upper part, when it has two) and the
+  // lower part's root; the lower part takes the extra rank.
+  void link(int lo, int hi, int parent, int depth) {
+    const auto root = to_size(hi);
+    parent_[root] = parent;
+    depth_[root] = static_cast<std::uint8_t>(depth);
+    const std::int64_t below_root = std::int64_t{hi} - lo;
+    if (below_root < 1) return;
+    const int lower_last = static_cast<int>(lo + (below_root + 1) / 2 - 1);
+    if (below_root >= 2) {
+      child_[2 * root] = hi - 1;
+      child_[2 * root + 1] = lower_last;
+      link(lower_last + 1, hi - 1, hi, depth + 1);
+    } else {
+      child_[2 * root] = lower_last;
+    }
+    link(lo, lower_last, hi, depth + 1);
+  }
+
+  Blocks blocks_;
+  long rounds_;  // a rank at depth d runs rounds_ + d rounds
+  std::vector<std::int32_t> parent_;
+  std::vector<std::int32_t> child_;  // [2r], [2r+1]: rank r's children, nearest first; -1 if absent
+  std::vector<std::uint8_t> depth_;
+  int lower_root_ = 0, upper_root_ = -1;
+};
+
+// builders::reduce_then_bcast over trees::binomial: patterns::tree_reduce's
+// steps, then patterns::tree_bcast's. Rank r's children are r + 2^k for
+// 2^k below both its span (r's lowest set bit; p for rank 0) and p - r, so
+// nothing per rank is stored. Reduce positions: a leaf's j (sending block j
+// up); an interior rank's j * children + c (receiving block j from child c).
+// Broadcast positions after them: j * max(children, 1) + slot, slot 0
+// receiving from the parent (the root has none: its slots are the children,
+// farthest first).
+class BinomialAllreduceCursor final : public GridCursor<BinomialAllreduceCursor> {
+ public:
+  BinomialAllreduceCursor(int ranks, BlockPartition part) : ranks_(ranks), blocks_(part), rounds_(part.blocks) {}
+
+  std::uint32_t positions(int rank) const {
+    const long b = rounds_, nc = children(rank);
+    const long bcast = rank == 0 ? b * nc : (b + 1) * std::max(nc, 1L);
+    return static_cast<std::uint32_t>(reduce_positions(nc) + bcast);
+  }
+
+  bool fill(int rank, std::uint32_t position, Step& s) const {
+    const long nc = children(rank), reduce = reduce_positions(nc);
+    const int parent = rank == 0 ? -1 : rank & (rank - 1);
+    const auto child = [rank](long c) { return rank + (1 << c); };
+    if (position < reduce) {
+      if (nc == 0) return fill_step(s, blocks_.transfer(position, parent), {}, Combine::replace);
+      const long j = position / nc, c = position % nc;
+      return fill_step(s, c == 0 ? blocks_.transfer(j - 1, parent) : Transfer{}, blocks_.transfer(j, child(c)),
+                       patterns::side_of(child(c), rank));
+    }
+    const long q = position - reduce;
+    if (parent < 0)  // the root: kid i is child nc-1-i
+      return fill_step(s, blocks_.transfer(q / nc, child(nc - 1 - q % nc)), {}, Combine::replace);
+    const long stride = std::max(nc, 1L), j = q / stride, slot = q % stride;
+    if (slot == 0)
+      return fill_step(s, nc > 0 ? blocks_.transfer(j - 1, child(0)) : Transfer{}, blocks_.transfer(j, parent),
+                       Combine::replace);
+    return fill_step(s, blocks_.transfer(j, child(nc - slot)), {}, Combine::replace);
+  }
+
+ private:
+  long children(int rank) const {
+    const auto r = static_cast<std::uint32_t>(rank);
+    const std::uint64_t span = r == 0 ? static_cast<std::uint64_t>(ranks_) : (r & (~r + 1));
+    const std::uint64_t reach = std::min<std::uint64_t>(span, static_cast<std::uint64_t>(ranks_) - r);
+    return std::bit_width(reach - 1);
+  }
+  long reduce_positions(long nc) const { return nc == 0 ? rounds_ : (rounds_ + 1) * nc; }
+
+  int ranks_;
+  Blocks blocks_;
+  long rounds_;  // the block count, void blocks included
+};
+
+}  // namespace
+
+namespace {
+// Positions are 32-bit: both grids hold fewer than 64 (blocks + 1) slots a
+// rank (a tree over an int's ranks is at most 31 deep, a binomial rank has at
+// most 31 children), which fits below this many blocks.
+constexpr int kMostCursorBlocks = 1 << 25;
+}  // namespace
+
+std::shared_ptr<const StepCursor> dual_root_cursor(int ranks, BlockPartition part) {
+  if (part.blocks >= kMostCursorBlocks) return nullptr;
+  return std::make_shared<const DualRootCursor>(ranks, part);
+}
+
+std::shared_ptr<const StepCursor> binomial_allreduce_cursor(int ranks, BlockPartition part) {
+  if (part.blocks >= kMostCursorBlocks) return nullptr;
+  return std::make_shared<const BinomialAllreduceCursor>(ranks, part);
+}
+
+}  // namespace copse

@@ -1,0 +1,57 @@
+#pragma once
+// Schedules whose steps can be computed from (rank, position) alone: the
+// simulator's fast path at millions of ranks (issue 20). A coroutine frame
+// per rank costs some 250 bytes and all of them are alive at once in an
+// allreduce (a leaf's first step comes before the root's last, its last after
+// it); a position costs 4 bytes.
+//
+// A builder that has one returns a CursorPlan: a SchedulePlan whose
+// coroutines are the builder's own (every other engine runs them unchanged),
+// with the cursor beside it. simulate() finds the cursor through
+// std::function::target and walks it instead; tests/test_step_cursor.cpp
+// checks that a cursor yields exactly its coroutine's steps.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/schedule.hpp"
+
+namespace copse {
+
+class StepCursor {
+ public:
+  virtual ~StepCursor() = default;
+  // Moves `position` forward to rank's first non-empty step at or after it
+  // and sets `step` to it; false if the schedule has none left. Positions
+  // are the cursor's own numbering: consecutive steps need not have
+  // consecutive positions.
+  virtual bool seek(int rank, std::uint32_t& position, Step& step) const = 0;
+  // The step at a position seek() stopped at.
+  virtual Step at(int rank, std::uint32_t position) const = 0;
+};
+
+struct CursorPlan {
+  SchedulePlan coroutines;
+  std::shared_ptr<const StepCursor> cursor;
+  RankSchedule operator()(int rank) const { return coroutines(rank); }
+};
+
+// The cursor behind a plan, or null if it has none.
+inline const StepCursor* cursor_of(const SchedulePlan& plan) {
+  const auto* c = plan.target<CursorPlan>();
+  return c ? c->cursor.get() : nullptr;
+}
+
+// The cursors below are null for a block count too large for their 32-bit
+// positions (2^25 blocks and more): such a plan runs on its coroutines.
+//
+// Träff's doubly pipelined allreduce over the dual-root pair of post-order
+// binary trees (builders/dual_root.cpp), cut into `part`.
+std::shared_ptr<const StepCursor> dual_root_cursor(int ranks, BlockPartition part);
+
+// A binomial tree's pipelined reduce to rank 0 then broadcast from it
+// (builders/binomial.cpp's allreduce).
+std::shared_ptr<const StepCursor> binomial_allreduce_cursor(int ranks, BlockPartition part);
+
+}  // namespace copse

@@ -109,6 +109,17 @@ class DirectReduce {
   void allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp& op,
                         const WaitPolicy& policy);
 
+  // The slots' exchange, for the collectives built on them
+  // (transport/direct_gather.hpp): copies the `bytes` of `vector` into
+  // me's slot for its next call, posts it as a call of collective `c`, and
+  // waits for every peer's post of that call. A peer that posted another
+  // collective, or another size, is a ScheduleError (sizes named in
+  // elements of `element_bytes`). Returns the call's number; posted(q,
+  // call) then holds rank q's vector until me's next call of the slots.
+  std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
+                         std::size_t element_bytes, const WaitPolicy& policy);
+  const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }
+
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come
   // between the reductions in any order.
@@ -125,8 +136,9 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
-  // Every peer's post of `call`, of `bytes` as ours (else ScheduleError).
-  void await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb, const WaitPolicy& policy);
+  // Every peer's post of `call`, of collective `c` and `bytes` as ours (else ScheduleError).
+  void await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
+                   const WaitPolicy& policy);
 
   int ranks_;
   FutexScope scope_;

@@ -90,7 +90,9 @@ void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch
 bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
   const int p = core_team.ranks;
   return core_team.direct &&
-         (sliced ? core_team.shares_memory && DirectReduce::slices(p, bytes) : DirectReduce::fits(p, bytes)) &&
+         (sliced                       ? core_team.shares_memory && DirectReduce::slices(p, bytes)
+          : c == Collective::allreduce ? DirectReduce::fits(p, bytes)
+                                       : DirectReduce::holds(p, bytes)) &&
          core_team.settings->leaves_choice(c);
 }
 

@@ -62,7 +62,7 @@ using namespace direct_gather_test;
 
 TEST_CASE("direct allgather: every rank's bits in rank order, any p and count, in place or not",
           "[comm][direct_gather]") {
-  constexpr std::size_t fits = DirectReduce::kSlotBytes / sizeof(float);
+  constexpr std::size_t fits = DirectReduce::kPostBytes / sizeof(float);
   for (int p : {1, 2, 3, 5, 7}) {
     Team team(options_for({p}));
     Verdicts verdicts(p);
@@ -107,13 +107,13 @@ TEST_CASE("direct reduce_scatter_block: the rank-order reduction's block, bitwis
       std::uint64_t call = 0;
       for (const ReduceOp* op : {&fsum, &affine}) {
         const std::size_t eb = op->element_bytes;
-        for (std::size_t n : gather_counts(DirectReduce::kSlotBytes / eb / up))
+        for (std::size_t n : gather_counts(DirectReduce::kPostBytes / eb / up))
           for (bool in_place : {false, true}) {
             ++call;
             // Floats only where the direct path runs: a schedule may
             // associate a commutative sum otherwise. The affine operator
             // keeps rank order on every path.
-            const bool direct = up * n * eb <= DirectReduce::kSlotBytes;
+            const bool direct = up * n * eb <= DirectReduce::kPostBytes;
             if (op == &fsum && !direct) continue;
             Bytes send(up * n * eb), want;
             if (op == &fsum) {

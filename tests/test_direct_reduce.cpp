@@ -193,6 +193,10 @@ TEST_CASE("direct reduce: refuses what does not fit", "[direct]") {
   CHECK_FALSE(DirectReduce::fits(DirectReduce::kMaxRanks + 1, 8));
   CHECK_FALSE(DirectReduce::fits(0, 8));
   CHECK_FALSE(DirectReduce::fits(2, DirectReduce::kSlotBytes + 1));
+  // The slots hold more than an allreduce takes: allgather's and reduce-scatter's posts.
+  CHECK(DirectReduce::holds(DirectReduce::kMaxRanks, DirectReduce::kPostBytes));
+  CHECK_FALSE(DirectReduce::holds(2, DirectReduce::kPostBytes + 1));
+  CHECK_FALSE(DirectReduce::holds(DirectReduce::kMaxRanks + 1, 8));
   HeapArena arena;
   CHECK_THROWS_AS(DirectReduce::create_shared(arena, DirectReduce::kMaxRanks + 1), UsageError);
   DirectReduce reducer(arena, DirectReduce::create_shared(arena, 1), 1, nullptr);

@@ -19,13 +19,14 @@
 // 14-21, three alternated runs each, copse's median over all of them): at
 // np 4 (oversubscribed) 8 B-2 KiB per rank 11-12 us against the schedules'
 // 24-26 us, allgather and reduce_scatter_block alike (Open MPI's tuned
-// 10-16 us); at np 2 8 B-2 KiB 0.8-1.5 us against 0.9-2.2 us.
+// 10-16 us); at np 2 8 B-2 KiB 0.8-1.5 us against 0.9-2.2 us. Up to 8 KiB
+// see DirectReduce::kPostBytes.
 //
 // The calls share the slots and their count with the direct reduce's
 // allreduces and barriers, in any order; each rank posts at most
-// DirectReduce::kSlotBytes (allgather: its block; reduce-scatter: its whole
+// DirectReduce::kPostBytes (allgather: its block; reduce-scatter: its whole
 // vector), so the callers choose this path only where that fits
-// (DirectReduce::fits). A call of 0 bytes still posts, so a mismatched call
+// (DirectReduce::holds). A call of 0 bytes still posts, so a mismatched call
 // is reported, not skipped.
 
 #include <cstddef>

@@ -49,7 +49,7 @@ Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
 
 // The slots and their buffers (a multiple of 64 bytes), then the broadcast's ring.
 std::size_t DirectReduce::reduce_bytes(int ranks) {
-  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kSlotBytes);
+  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kPostBytes);
 }
 std::size_t DirectReduce::shared_bytes(int ranks) { return reduce_bytes(ranks) + DirectBcast::shared_bytes(ranks); }
 
@@ -99,13 +99,13 @@ void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c,
 }
 
 std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
-  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kSlotBytes;
+  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kPostBytes;
 }
 
 std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                                      std::size_t element_bytes, const WaitPolicy& policy) {
-  if (bytes > kSlotBytes)
-    throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
+  if (bytes > kPostBytes)
+    throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
   const std::uint32_t call = ++me.calls;
   Slot& mine = slots_[me.rank];
@@ -121,6 +121,9 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
                              const ReduceOp* op, const WaitPolicy& policy) {
   const std::size_t eb = op ? op->element_bytes : 0;
   const std::size_t bytes = count * eb;
+  if (bytes > kSlotBytes)
+    throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
+                     std::to_string(bytes));
   const std::uint32_t call = exchange(me, op ? Collective::allreduce : Collective::barrier, send, bytes, eb, policy);
   if (bytes == 0) return;
 

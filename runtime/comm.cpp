@@ -215,6 +215,7 @@ void ThreadRank::barrier() {
 }
 
 void ThreadRank::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  if (allgather_direct(send, recv, count, dtype_size(dtype))) return;
   auto& e = entry(team->key_of(Collective::allgather, count, dtype_size(dtype), nullptr, 0), dtype, nullptr);
   const std::size_t bytes = count * dtype_size(dtype);
   // In place (send == recv): the contribution is already at its block.
@@ -223,6 +224,7 @@ void ThreadRank::allgather(const void* send, void* recv, std::size_t count, DTyp
 }
 
 void ThreadRank::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  if (reduce_scatter_block_direct(send, recv, count, op)) return;
   auto& e = entry(team->key_of(Collective::reduce_scatter, count, op.element_bytes, &op, 0), op.dtype, &op);
   const std::size_t bytes = count * op.element_bytes;
   run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(team->ranks)));
@@ -232,6 +234,7 @@ void ThreadRank::reduce_scatter_block(const void* send, void* recv, std::size_t 
 void ThreadRank::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
   const BlockCounts b = BlockCounts::of(counts, team->ranks);
   if (b.equal) return reduce_scatter_block(send, recv, b.block, op);
+  if (reduce_scatter_direct(send, recv, b, op)) return;
   auto& e = entry(team->key_of(Collective::reduce_scatter, b.block, op.element_bytes, &op, 0), op.dtype, &op);
   const std::size_t eb = op.element_bytes;
   // The blocks padded to the largest, in the work vector (in place: read

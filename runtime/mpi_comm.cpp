@@ -206,12 +206,14 @@ struct MpiRank final : RankCore {
   void barrier() override;
   void allgather(const void* send, void* recv, std::size_t count, DType dtype) override;
   void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) override {
+    if (reduce_scatter_block_direct(send, recv, count, op)) return;
     reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv),
                           BlockCounts::uniform(team->ranks, count), op);
   }
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) override {
-    reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv), BlockCounts::of(counts, team->ranks),
-                          op);
+    const BlockCounts blocks = BlockCounts::of(counts, team->ranks);
+    if (reduce_scatter_direct(send, recv, blocks, op)) return;
+    reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv), blocks, op);
   }
 };
 
@@ -319,6 +321,7 @@ void MpiRank::barrier() {
 
 void MpiRank::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
   const std::size_t eb = dtype_size(dtype);
+  if (allgather_direct(send, recv, count, eb)) return;
   const ReduceOp op = data_op(dtype, eb);
   const auto p = static_cast<std::size_t>(team->ranks);
   const auto me = static_cast<std::size_t>(rank);

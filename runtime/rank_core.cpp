@@ -90,7 +90,9 @@ void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch
 bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
   const int p = core_team.ranks;
   return core_team.direct &&
-         (sliced ? core_team.shares_memory && DirectReduce::slices(p, bytes) : DirectReduce::fits(p, bytes)) &&
+         (sliced                       ? core_team.shares_memory && DirectReduce::slices(p, bytes)
+          : c == Collective::allreduce ? DirectReduce::fits(p, bytes)
+                                       : DirectReduce::holds(p, bytes)) &&
          core_team.settings->leaves_choice(c);
 }
 
@@ -134,6 +136,35 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
   check_call(key, nullptr);  // a root that is not a rank
   run_direct(Collective::bcast, [&](TeamDirectReduce& d) { d.bcast(buffer, count * element_bytes, root); });
   return true;
+}
+
+bool RankCore::allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes) {
+  const std::size_t bytes = count * element_bytes;
+  if (!direct_fits(Collective::allgather, bytes, false)) return false;
+  // In place (send == recv): the contribution is already at its block.
+  const void* mine = send == recv ? bytes_of(recv) + static_cast<std::size_t>(rank) * bytes : send;
+  run_direct(Collective::allgather, [&](TeamDirectReduce& d) { d.allgather(mine, recv, count, element_bytes); });
+  return true;
+}
+
+bool RankCore::reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from,
+                                     std::size_t count, const ReduceOp& op) {
+  // Each rank posts its whole input.
+  if (!direct_fits(Collective::reduce_scatter, total * op.element_bytes, false)) return false;
+  run_direct(Collective::reduce_scatter,
+             [&](TeamDirectReduce& d) { d.reduce_scatter(send, recv, total, from, count, op); });
+  return true;
+}
+
+bool RankCore::reduce_scatter_block_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  const auto p = static_cast<std::size_t>(core_team.ranks);
+  return reduce_scatter_direct(send, recv, p * count, static_cast<std::size_t>(rank) * count, count, op);
+}
+
+bool RankCore::reduce_scatter_direct(const void* send, void* recv, const BlockCounts& blocks, const ReduceOp& op) {
+  const auto me = static_cast<std::size_t>(rank);
+  const std::size_t total = blocks.displs.empty() ? 0 : blocks.displs.back() + blocks.counts.back();
+  return reduce_scatter_direct(send, recv, total, blocks.displs[me], blocks.counts[me], op);
 }
 
 const ArrivalKey* RankCore::arrive(bool& warmup) {

@@ -45,6 +45,7 @@
 namespace copse {
 
 using RuntimeClock = std::chrono::steady_clock;
+struct BlockCounts;  // below
 
 // What a rank's core needs of its team; the thread Team's state and the MPI
 // Team's derive from it and fill it in at set-up.
@@ -133,6 +134,12 @@ class RankCore {
   // A broadcast of one node through the direct reduce's ring
   // (transport/direct_bcast.hpp), where the selection would choose.
   bool bcast_direct(void* buffer, std::size_t count, std::size_t element_bytes, int root);
+  // An allgather, and a reduce-scatter (equal blocks, or `blocks`), of one
+  // node through the direct reduce's slots (transport/direct_gather.hpp),
+  // where the selection would choose and what a rank posts fits a slot.
+  bool allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes);
+  bool reduce_scatter_block_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  bool reduce_scatter_direct(const void* send, void* recv, const BlockCounts& blocks, const ReduceOp& op);
   // A collective of `c` returned: the next computation phase begins.
   void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
 
@@ -158,6 +165,9 @@ class RankCore {
 
  private:
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
+  // Elements [from, from + count) of the reduction of every rank's `total`.
+  bool reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
+                             const ReduceOp& op);
   // Runs body(direct) as the next call of collective `c`.
   template <class Body>
   void run_direct(Collective c, Body&& body);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "transport/direct_gather.hpp"
 
 namespace copse {
 
@@ -73,6 +74,21 @@ void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
   const bool attach = engine_.config().cross_memory_attach;
   guarded(Collective::bcast,
           [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach); });
+}
+
+void TeamDirectReduce::allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes) {
+  guarded(Collective::allgather, [&] {
+    direct_allgather(reducer_, direct_, static_cast<const std::byte*>(mine), static_cast<std::byte*>(recv), count,
+                     element_bytes, policy_);
+  });
+}
+
+void TeamDirectReduce::reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from,
+                                      std::size_t count, const ReduceOp& op) {
+  guarded(Collective::reduce_scatter, [&] {
+    direct_reduce_scatter(reducer_, direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), total,
+                          from, count, op, policy_);
+  });
 }
 
 }  // namespace copse

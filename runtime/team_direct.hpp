@@ -1,6 +1,7 @@
 #pragma once
 // A team rank's side of the direct shared-memory reduce
-// (transport/direct_reduce.hpp), written once for the thread Team
+// (transport/direct_reduce.hpp; its broadcast, allgather and reduce-scatter
+// beside it), written once for the thread Team
 // (runtime/comm.hpp) and the MPI Team (runtime/mpi_comm.hpp): its call count, its
 // wait policy -- made once, so that a call allocates nothing -- and one call
 // run the way the link engine runs a schedule: published for peers' wait
@@ -42,6 +43,11 @@ class TeamDirectReduce {
   // One broadcast of `bytes` from `root` through the direct reduce's ring
   // (DirectReduce::bcast), as run() runs a reduction.
   void bcast(void* buffer, std::size_t bytes, int root);
+  // An allgather and a reduce-scatter through the direct reduce's slots
+  // (transport/direct_gather.hpp), as run() runs a reduction.
+  void allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes);
+  void reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
+                      const ReduceOp& op);
 
  private:
   // Runs body() as call link.round of collective `c`: published, under the

@@ -15,15 +15,17 @@
 
 #include "common/error.hpp"
 #include "common/reduce_op.hpp"
+#include "direct_floats.hpp"
 #include "support.hpp"
 #include "transport/direct_reduce.hpp"
 
 using namespace copse;
+using copse::testing::Bytes;
+using copse::testing::float_reference;
 using copse::testing::message_of;
+using copse::testing::random_floats;
 
 namespace {
-
-using Bytes = std::vector<std::byte>;
 
 // Runs body(rank, reducer) on p threads over one fresh set of slots; returns
 // each rank's exception (null if none).
@@ -49,33 +51,6 @@ WaitPolicy patient() {
   WaitPolicy policy;
   policy.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   return policy;
-}
-
-// Inexact float32 inputs: sums of these depend on their association.
-Bytes random_floats(int rank, std::size_t count, std::uint64_t seed) {
-  std::mt19937_64 gen(seed * 1000 + static_cast<std::uint64_t>(rank));
-  std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = value(gen) * (rank % 3 == 0 ? 1e-4f : 1.0f);
-  Bytes b(count * sizeof(float));
-  if (count > 0) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// ((x_0 + x_1) + x_2) + ...: the sequential reference, written out.
-Bytes float_reference(int p, std::size_t count, std::uint64_t seed) {
-  std::vector<float> acc(count, 0.0f);
-  for (int r = 0; r < p; ++r) {
-    const Bytes x = random_floats(r, count, seed);
-    for (std::size_t i = 0; i < count; ++i) {
-      float xi = 0;
-      std::memcpy(&xi, x.data() + i * sizeof(float), sizeof(float));
-      acc[i] = r == 0 ? xi : acc[i] + xi;
-    }
-  }
-  Bytes b(count * sizeof(float));
-  if (count > 0) std::memcpy(b.data(), acc.data(), b.size());
-  return b;
 }
 
 // "" if equal, else where they differ (a short message for Catch, whose
@@ -218,6 +193,10 @@ TEST_CASE("direct reduce: refuses what does not fit", "[direct]") {
   CHECK_FALSE(DirectReduce::fits(DirectReduce::kMaxRanks + 1, 8));
   CHECK_FALSE(DirectReduce::fits(0, 8));
   CHECK_FALSE(DirectReduce::fits(2, DirectReduce::kSlotBytes + 1));
+  // The slots hold more than an allreduce takes: allgather's and reduce-scatter's posts.
+  CHECK(DirectReduce::holds(DirectReduce::kMaxRanks, DirectReduce::kPostBytes));
+  CHECK_FALSE(DirectReduce::holds(2, DirectReduce::kPostBytes + 1));
+  CHECK_FALSE(DirectReduce::holds(DirectReduce::kMaxRanks + 1, 8));
   HeapArena arena;
   CHECK_THROWS_AS(DirectReduce::create_shared(arena, DirectReduce::kMaxRanks + 1), UsageError);
   DirectReduce reducer(arena, DirectReduce::create_shared(arena, 1), 1, nullptr);

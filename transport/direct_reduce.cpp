@@ -29,6 +29,8 @@ struct alignas(64) DirectReduce::Slot {
   // buffer, not rewritten while a peer may read it: the vector's size, and
   // for a sliced call the rank's send and receive vectors.
   std::uint64_t bytes[kBuffers] = {0, 0};
+  Collective collective[kBuffers] = {Collective::barrier,
+                                     Collective::barrier};  // the call's (a mixed-up call is an error)
   const std::byte* input[kBuffers] = {nullptr, nullptr};
   std::byte* output[kBuffers] = {nullptr, nullptr};
 };
@@ -47,7 +49,7 @@ Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
 
 // The slots and their buffers (a multiple of 64 bytes), then the broadcast's ring.
 std::size_t DirectReduce::reduce_bytes(int ranks) {
-  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kSlotBytes);
+  return static_cast<std::size_t>(ranks < 0 ? 0 : ranks) * (sizeof(Slot) + kBuffers * kPostBytes);
 }
 std::size_t DirectReduce::shared_bytes(int ranks) { return reduce_bytes(ranks) + DirectBcast::shared_bytes(ranks); }
 
@@ -78,22 +80,41 @@ void DirectReduce::await_all(DirectRank& me, Word word, Word sleepers, std::uint
   }
 }
 
-void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb,
+void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
                                const WaitPolicy& policy) {
   await_all(me, &Slot::posted, &Slot::sleepers, call, "to post its vector", policy);
+  const std::uint32_t b = call % kBuffers;
   for (int q = 0; q < ranks_; ++q) {
-    const std::uint64_t theirs = slots_[q].bytes[call % kBuffers];
-    if (theirs == bytes) continue;
-    auto size = [eb](std::uint64_t b) {
-      return eb > 0 && b % eb == 0 ? std::to_string(b / eb) + " elements" : std::to_string(b) + " bytes";
+    const std::uint64_t theirs = slots_[q].bytes[b];
+    const Collective their_call = slots_[q].collective[b];
+    if (theirs == bytes && their_call == c) continue;
+    auto size = [eb](std::uint64_t n) {
+      return eb > 0 && n % eb == 0 ? std::to_string(n / eb) + " elements" : std::to_string(n) + " bytes";
     };
-    throw ScheduleError("size mismatch in direct reduce " + std::to_string(call) + ": rank " + std::to_string(q) +
-                        " reduces " + size(theirs) + ", rank " + std::to_string(me.rank) + " reduces " + size(bytes));
+    throw ScheduleError(std::string(their_call == c ? "size mismatch" : "mismatched calls") + " in direct call " +
+                        std::to_string(call) + ": rank " + std::to_string(q) + " posts " + size(theirs) + " for " +
+                        std::string(to_string(their_call)) + ", rank " + std::to_string(me.rank) + " " + size(bytes) +
+                        " for " + std::string(to_string(c)));
   }
 }
 
 std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
-  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kSlotBytes;
+  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kPostBytes;
+}
+
+std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
+                                     std::size_t element_bytes, const WaitPolicy& policy) {
+  if (bytes > kPostBytes)
+    throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
+                     std::to_string(bytes));
+  const std::uint32_t call = ++me.calls;
+  Slot& mine = slots_[me.rank];
+  if (bytes > 0) std::memcpy(data(me.rank, call), vector, bytes);
+  mine.bytes[call % kBuffers] = bytes;
+  mine.collective[call % kBuffers] = c;
+  post(mine.posted, mine.sleepers, call);
+  await_posts(me, call, c, bytes, element_bytes, policy);
+  return call;
 }
 
 void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
@@ -103,12 +124,7 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
   if (bytes > kSlotBytes)
     throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
                      std::to_string(bytes));
-  const std::uint32_t call = ++me.calls;
-  Slot& mine = slots_[me.rank];
-  if (bytes > 0) std::memcpy(data(me.rank, call), send, bytes);
-  mine.bytes[call % kBuffers] = bytes;
-  post(mine.posted, mine.sleepers, call);
-  await_posts(me, call, bytes, eb, policy);
+  const std::uint32_t call = exchange(me, op ? Collective::allreduce : Collective::barrier, send, bytes, eb, policy);
   if (bytes == 0) return;
 
   // x_0 ⊙ x_1 ⊙ ... in rank order, on every rank alike.
@@ -136,10 +152,11 @@ void DirectReduce::allreduce_sliced(DirectRank& me, const std::byte* send, std::
   const std::uint32_t b = call % kBuffers;
   Slot& mine = slots_[me.rank];
   mine.bytes[b] = count * eb;
+  mine.collective[b] = Collective::allreduce;
   mine.input[b] = send;
   mine.output[b] = recv;
   post(mine.posted, mine.sleepers, call);
-  await_posts(me, call, count * eb, eb, policy);
+  await_posts(me, call, Collective::allreduce, count * eb, eb, policy);
 
   const BlockPartition slices(count, ranks_);
   // acc = x_0 ⊙ x_1 ⊙ ... over elements [from, from + len) of every input.

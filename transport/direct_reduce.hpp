@@ -66,6 +66,18 @@ class DirectReduce {
   static constexpr int kMaxRanks = 32;
   static bool serves(int ranks) { return ranks >= 1 && ranks <= kMaxRanks; }
   static bool fits(int ranks, std::size_t bytes) { return serves(ranks) && bytes <= kSlotBytes; }
+  // The room of each of a slot's two buffers: what one call posts at most
+  // (exchange()). More than an allreduce takes: an allgather posts a rank's
+  // block and a reduce-scatter its whole vector (transport/direct_gather.hpp),
+  // and each rank reads T blocks, not T reduced vectors. Measured under
+  // mpirun (scripts/bench-mpi.sh, two alternated runs, copse's medians):
+  // at 4 and 8 KiB per rank the slots beat the schedules at np 2 (allgather
+  // 2.8 and 4.5 against 3.1 and 5.3 us; reduce_scatter_block 2.1 and 3.2
+  // against 2.6 and 3.8 us) and more so at np 4 on 2 cores (allgather 17-20
+  // against 24-31 us, reduce_scatter_block 16-17 against 21-23 us). 16 KiB
+  // per rank and T ranks: 32 T KiB of the node's arena.
+  static constexpr std::size_t kPostBytes = 8192;
+  static bool holds(int ranks, std::size_t bytes) { return serves(ranks) && bytes <= kPostBytes; }
   // Vectors from this size on are reduced in slices (allreduce_sliced)
   // where the ranks are threads of one process. Measured on 2 cores against
   // the selected schedules (back-to-back float sums): level at T = 2 (the
@@ -109,6 +121,17 @@ class DirectReduce {
   void allreduce_sliced(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp& op,
                         const WaitPolicy& policy);
 
+  // The slots' exchange, for the collectives built on them
+  // (transport/direct_gather.hpp): copies the `bytes` of `vector` into
+  // me's slot for its next call, posts it as a call of collective `c`, and
+  // waits for every peer's post of that call. A peer that posted another
+  // collective, or another size, is a ScheduleError (sizes named in
+  // elements of `element_bytes`). Returns the call's number; posted(q,
+  // call) then holds rank q's vector until me's next call of the slots.
+  std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
+                         std::size_t element_bytes, const WaitPolicy& policy);
+  const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }
+
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come
   // between the reductions in any order.
@@ -125,8 +148,9 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
-  // Every peer's post of `call`, of `bytes` as ours (else ScheduleError).
-  void await_posts(DirectRank& me, std::uint32_t call, std::uint64_t bytes, std::size_t eb, const WaitPolicy& policy);
+  // Every peer's post of `call`, of collective `c` and `bytes` as ours (else ScheduleError).
+  void await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
+                   const WaitPolicy& policy);
 
   int ranks_;
   FutexScope scope_;

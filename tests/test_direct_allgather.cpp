@@ -1,0 +1,256 @@
+// The direct shared-memory allgather and reduce-scatter
+// (transport/direct_gather.hpp) through the thread Comm of one node: every
+// rank gets every rank's block, and its block of the rank-order reduction
+// bitwise as the sequential reference computes it (non-commutative
+// operators too), for any team size and count, in place and not, on both
+// sides of the slot's size (beyond it the schedules run); many calls in a
+// row share the slots with the direct reduce and the ring with the direct
+// bcast; a mismatched call is an error on every rank, not a hang; a named
+// algorithm still runs its schedule.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm_threads.hpp"
+#include "common/error.hpp"
+#include "common/reduce_op.hpp"
+#include "direct_floats.hpp"
+#include "runtime/comm.hpp"
+#include "support.hpp"
+#include "transport/direct_reduce.hpp"
+
+using namespace copse;
+using copse::testing::Bytes;
+using copse::testing::float_reference;
+using copse::testing::message_of;
+using copse::testing::on_every_rank;
+using copse::testing::options_for;
+using copse::testing::random_floats;
+
+namespace direct_gather_test {
+
+Bytes slice_of(const Bytes& v, std::size_t from, std::size_t bytes) {
+  return Bytes(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + bytes));
+}
+
+// Per rank, the first thing that went wrong ("" if none): Catch's checks
+// are not for the ranks' threads.
+struct Verdicts {
+  explicit Verdicts(int p) : first(static_cast<std::size_t>(p)) {}
+  void check(int rank, bool ok, const std::string& what) {
+    std::string& mine = first[static_cast<std::size_t>(rank)];
+    if (!ok && mine.empty()) mine = "rank " + std::to_string(rank) + ": " + what;
+  }
+  std::vector<std::string> first;
+};
+
+void check_gather_errors(const std::vector<std::exception_ptr>& errors, const Verdicts& verdicts) {
+  for (const auto& e : errors) CHECK(message_of(e) == "");
+  for (const std::string& v : verdicts.first) CHECK(v == "");
+}
+
+// Counts of floats per rank around the slot's size: all of an allgather's
+// block, and a reduce-scatter's p blocks, fit up to `fits` elements.
+std::vector<std::size_t> gather_counts(std::size_t fits) { return {0, 1, 7, 1001, fits - 1, fits, fits + 1}; }
+
+}  // namespace direct_gather_test
+
+using namespace direct_gather_test;
+
+TEST_CASE("direct allgather: every rank's bits in rank order, any p and count, in place or not",
+          "[comm][direct_gather]") {
+  constexpr std::size_t fits = DirectReduce::kPostBytes / sizeof(float);
+  for (int p : {1, 2, 3, 5, 7}) {
+    Team team(options_for({p}));
+    Verdicts verdicts(p);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::uint64_t call = 0;
+      for (std::size_t n : gather_counts(fits))
+        for (bool in_place : {false, true}) {
+          ++call;
+          const std::size_t bytes = n * sizeof(float);
+          Bytes want;
+          for (int q = 0; q < p; ++q) {
+            const Bytes b = random_floats(q, n, call);
+            want.insert(want.end(), b.begin(), b.end());
+          }
+          const Bytes mine = random_floats(c.rank(), n, call);
+          Bytes recv(want.size(), std::byte{0x5a});
+          if (in_place && bytes > 0)
+            std::memcpy(recv.data() + static_cast<std::size_t>(c.rank()) * bytes, mine.data(), bytes);
+          const std::size_t plans = c.cached_plans();
+          c.allgather(in_place ? recv.data() : mine.data(), recv.data(), n, DType::float32);
+          verdicts.check(c.rank(), recv == want,
+                         std::to_string(n) + " floats" + (in_place ? " in place" : "") + " differ");
+          // Beyond the slot a schedule runs; up to it nothing is planned.
+          if (n <= fits) verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
+        }
+    });
+    INFO("p = " << p);
+    check_gather_errors(errors, verdicts);
+  }
+}
+
+TEST_CASE("direct reduce_scatter_block: the rank-order reduction's block, bitwise, any p and count",
+          "[comm][direct_gather]") {
+  const ReduceOp fsum = builtin_op("sum", DType::float32);
+  const ReduceOp affine = builtin_op("affine", DType::uint32);  // not commutative; 8-byte elements
+  for (int p : {1, 2, 3, 5, 7}) {
+    Team team(options_for({p}));
+    Verdicts verdicts(p);
+    const auto up = static_cast<std::size_t>(p);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      const auto me = static_cast<std::size_t>(c.rank());
+      std::uint64_t call = 0;
+      for (const ReduceOp* op : {&fsum, &affine}) {
+        const std::size_t eb = op->element_bytes;
+        for (std::size_t n : gather_counts(DirectReduce::kPostBytes / eb / up))
+          for (bool in_place : {false, true}) {
+            ++call;
+            // Floats only where the direct path runs: a schedule may
+            // associate a commutative sum otherwise. The affine operator
+            // keeps rank order on every path.
+            const bool direct = up * n * eb <= DirectReduce::kPostBytes;
+            if (op == &fsum && !direct) continue;
+            Bytes send(up * n * eb), want;
+            if (op == &fsum) {
+              send = random_floats(c.rank(), up * n, call);
+              want = slice_of(float_reference(p, up * n, call), me * n * eb, n * eb);
+            } else {
+              if (n > 0) fill_input(affine, c.rank(), up * n, send.data());
+              want = slice_of(reference_result(affine, p, up * n), me * n * eb, n * eb);
+            }
+            Bytes recv(n * eb, std::byte{0x5a});
+            const std::size_t plans = c.cached_plans();
+            if (in_place) {
+              c.reduce_scatter_block(send.data(), send.data(), n, *op);
+              recv = slice_of(send, 0, n * eb);
+            } else {
+              c.reduce_scatter_block(send.data(), recv.data(), n, *op);
+            }
+            verdicts.check(
+                c.rank(), recv == want,
+                op->name + " of " + std::to_string(n) + " per block" + (in_place ? " in place" : "") + " differs");
+            if (direct) verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
+          }
+      }
+      // Blocks of different sizes (reduce_scatter), one of them empty.
+      std::vector<int> counts(up);
+      for (std::size_t v = 0; v < up; ++v) counts[v] = static_cast<int>((v * 5 + 3) % 7);
+      std::size_t total = 0, from = 0;  // all blocks' elements; those before ours
+      for (std::size_t v = 0; v < up; ++v) {
+        if (v == me) from = total;
+        total += static_cast<std::size_t>(counts[v]);
+      }
+      Bytes send(total * 8);
+      if (total > 0) fill_input(affine, c.rank(), total, send.data());
+      Bytes recv(static_cast<std::size_t>(counts[me]) * 8);
+      c.reduce_scatter(send.data(), recv.data(), counts.data(), affine);
+      verdicts.check(c.rank(), recv == slice_of(reference_result(affine, p, total), from * 8, recv.size()),
+                     "reduce_scatter of unequal blocks differs");
+    });
+    INFO("p = " << p);
+    check_gather_errors(errors, verdicts);
+  }
+}
+
+TEST_CASE("direct allgather and reduce_scatter: many calls share the region with allreduce, bcast and barrier",
+          "[comm][direct_gather]") {
+  const int p = 4;
+  Team team(options_for({p}));
+  const ReduceOp sum = builtin_op("sum", DType::int64);
+  Verdicts verdicts(p);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    const auto r = static_cast<std::int64_t>(c.rank());
+    for (std::int64_t call = 1; call <= 300; ++call) {
+      const auto n = static_cast<std::size_t>(call % 5 == 0 ? 0 : call % 60);
+      const std::string at = "call " + std::to_string(call) + ", " + std::to_string(n) + " elements: ";
+      std::vector<std::int64_t> mine(n, call * 100 + r), all(n * p, -1);
+      c.allgather(mine.data(), all.data(), n, DType::int64);
+      bool ok = true;
+      for (std::size_t i = 0; i < all.size(); ++i) ok = ok && all[i] == call * 100 + static_cast<std::int64_t>(i / n);
+      verdicts.check(c.rank(), ok, at + "allgather");
+      // Element i of every rank's vector is call + i; our block's sum p times that.
+      std::vector<std::int64_t> in(n * p), block(n, -1);
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = call + static_cast<std::int64_t>(i);
+      c.reduce_scatter_block(in.data(), block.data(), n, sum);
+      for (std::size_t i = 0; i < n; ++i) ok = ok && block[i] == p * (call + static_cast<std::int64_t>(r * n + i));
+      verdicts.check(c.rank(), ok, at + "reduce_scatter");
+      if (call % 3 == 0) {
+        std::int64_t one = 1, total = 0;
+        c.allreduce(&one, &total, 1, sum);
+        verdicts.check(c.rank(), total == p, at + "allreduce");
+      }
+      if (call % 4 == 1) {
+        std::vector<std::int64_t> b(n, r == call % p ? call : -1);
+        c.bcast(b.data(), n, DType::int64, static_cast<int>(call % p));
+        verdicts.check(c.rank(), std::all_of(b.begin(), b.end(), [&](std::int64_t x) { return x == call; }),
+                       at + "bcast");
+      }
+      if (call % 7 == 0) c.barrier();
+    }
+    verdicts.check(c.rank(), c.cached_plans() == 0, "planned a direct call");
+  });
+  check_gather_errors(errors, verdicts);
+}
+
+TEST_CASE("direct allgather and reduce_scatter: a mismatched call fails every rank instead of hanging",
+          "[comm][direct_gather]") {
+  TeamOptions o = options_for({3});
+  o.wait_timeout = std::chrono::milliseconds(2000);
+  SECTION("sizes") {
+    Team team(o);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(100, 1.0f), all(300);
+      c.allgather(v.data(), all.data(), c.rank() == 2 ? 50 : 100, DType::float32);
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THROWS_AS(std::rethrow_exception(e), ScheduleError);
+      CHECK_THAT(message_of(e), Catch::Contains("size mismatch") && Catch::Contains("50 elements") &&
+                                    Catch::Contains("100 elements") && Catch::Contains("allgather"));
+    }
+    // The team is broken from now on: every call says why.
+    std::vector<float> v(3);
+    CHECK_THROWS_AS(team.comm(1).allgather(v.data(), v.data(), 1, DType::float32), ScheduleError);
+  }
+  SECTION("collectives") {
+    // The same bytes posted for different collectives.
+    Team team(o);
+    const ReduceOp fsum = builtin_op("sum", DType::float32);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f), out(12);
+      if (c.rank() == 1)
+        c.allreduce(v.data(), out.data(), 12, fsum);
+      else
+        c.reduce_scatter_block(v.data(), out.data(), 4, fsum);
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THROWS_AS(std::rethrow_exception(e), ScheduleError);
+      CHECK_THAT(message_of(e), Catch::Contains("mismatched calls") && Catch::Contains("allreduce") &&
+                                    Catch::Contains("reduce_scatter"));
+    }
+  }
+}
+
+TEST_CASE("direct allgather and reduce_scatter: a named algorithm runs its schedule", "[comm][direct_gather]") {
+  TeamOptions named = options_for({3});
+  named.allgather = "binomial";
+  named.reduce_scatter = "binomial";
+  Team team(named);
+  const ReduceOp sum = builtin_op("sum", DType::int32);
+  Verdicts verdicts(3);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    std::vector<int> mine(2, c.rank()), all(6, -1), in(6, 1), block(2, 0);
+    c.allgather(mine.data(), all.data(), 2, DType::int32);
+    verdicts.check(c.rank(), all == std::vector<int>{0, 0, 1, 1, 2, 2}, "allgather");
+    c.reduce_scatter_block(in.data(), block.data(), 2, sum);
+    verdicts.check(c.rank(), block == std::vector<int>{3, 3}, "reduce_scatter_block");
+    verdicts.check(c.rank(), c.cached_plans() == 2, "planned no schedule");
+  });
+  check_gather_errors(errors, verdicts);
+}

@@ -1,0 +1,58 @@
+#pragma once
+// Allgather and reduce-scatter of small vectors among the ranks of one node
+// (issue 18, item 3), through the direct reduce's slots
+// (transport/direct_reduce.hpp): every rank copies its contribution into its
+// own slot and posts it (DirectReduce::exchange), waits once -- for the
+// last rank to post -- and then reads from the slots what it needs:
+//  - allgather: every rank's block, into its place in the receive vector;
+//  - reduce-scatter: its own block of every rank's vector, reduced in rank
+//    order (x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1}, as the direct reduce and the
+//    sequential reference compute it: any operator, commutative or not, and
+//    the same bits whichever path and rank computed a block).
+//
+// Why, beside the schedules: a schedule's exchanges are pairwise rounds,
+// each a wait for one particular peer (on an oversubscribed node a trip
+// through the scheduler) and a rendezvous; here one wait for the last
+// arrival, and no rendezvous at all -- a post never waits for readers (the
+// slots' two buffers per rank, see DirectReduce). Measured under mpirun
+// (scripts/bench-mpi.sh --quick, COPSE_MPI_TABLE=none, 2 cores at load
+// 14-21, three alternated runs each, copse's median over all of them): at
+// np 4 (oversubscribed) 8 B-2 KiB per rank 11-12 us against the schedules'
+// 24-26 us, allgather and reduce_scatter_block alike (Open MPI's tuned
+// 10-16 us); at np 2 8 B-2 KiB 0.8-1.5 us against 0.9-2.2 us. Up to 8 KiB
+// see DirectReduce::kPostBytes.
+//
+// The calls share the slots and their count with the direct reduce's
+// allreduces and barriers, in any order; each rank posts at most
+// DirectReduce::kPostBytes (allgather: its block; reduce-scatter: its whole
+// vector), so the callers choose this path only where that fits
+// (DirectReduce::holds). A call of 0 bytes still posts, so a mismatched call
+// is reported, not skipped.
+
+#include <cstddef>
+
+#include "common/reduce_op.hpp"
+#include "common/wait.hpp"
+#include "transport/direct_reduce.hpp"
+
+namespace copse {
+
+// Rank me.rank's part of an allgather of `count` elements of
+// `element_bytes` per rank: recv (T blocks of count elements, rank q's at
+// q * count) holds every rank's `mine` on return; mine may be recv's own
+// block (in place). Every rank must make the same calls (a different size
+// is a ScheduleError); waits under `policy`.
+void direct_allgather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
+                      std::size_t element_bytes, const WaitPolicy& policy);
+
+// Rank me.rank's part of a reduce-scatter: every rank's `send` has `total`
+// elements; this rank's `recv` gets elements [from, from + count) of their
+// rank-order reduction. Reduce_scatter_block is from = rank * count, total =
+// T * count; recv may be send (in place: the input is posted before recv is
+// written). Every rank must pass the same `total`; waits under `policy`;
+// throws what the operator throws.
+void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                           std::size_t total, std::size_t from, std::size_t count, const ReduceOp& op,
+                           const WaitPolicy& policy);
+
+}  // namespace copse

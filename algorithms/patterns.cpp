@@ -4,6 +4,7 @@
 #include <array>
 
 #include "algorithms/builders/power_of_two_fold.hpp"
+#include "common/error.hpp"
 
 namespace copse::patterns {
 
@@ -130,6 +131,23 @@ RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> c
     Step s;
     s.send = ranks_region(node.children[c], children[c], block);
     if (!s.empty()) co_yield s;
+  }
+}
+
+RankSchedule reversed(RankSchedule inner) {
+  std::vector<Step> steps;
+  while (inner.next()) {
+    const Step& s = inner.value();
+    if (s.copy.count > 0 || (s.recv && s.combine != Combine::replace))
+      throw ScheduleError("patterns::reversed: step " + std::to_string(steps.size()) +
+                          " combines or copies, which does not run backwards");
+    steps.push_back(s);
+  }
+  for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
+    Step back;
+    back.send = s->recv;
+    back.recv = s->send;
+    co_yield back;
   }
 }
 

@@ -44,6 +44,14 @@ RankSchedule tree_gather(int rank, trees::Node node, std::vector<trees::Node> ch
 // each child the child's range.
 RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> children, std::uint64_t block);
 
+// A data-movement schedule run backwards: the steps in reverse order, each
+// receiving what it sent and sending what it received. Reversing every rank
+// keeps each pair's transfers in matching order, so a deadlock-free schedule
+// stays deadlock-free, and a scatter becomes the gather that undoes it (the
+// gather's time is the scatter's, step for step, under Hockney). Steps must
+// not combine or copy (ScheduleError otherwise): neither runs backwards.
+RankSchedule reversed(RankSchedule inner);
+
 // Moves the whole of `part` from rank `from` to rank `to`, one block per step
 // (used to deliver a reduction to a root other than the tree's own).
 RankSchedule forward(int rank, int from, int to, BlockPartition part);

@@ -46,6 +46,12 @@ SchedulePlan bruck_allgather(const Shape&);
 SchedulePlan recursive_doubling_allgather(const Shape&);
 SchedulePlan recursive_halving_reduce_scatter(const Shape&);
 SchedulePlan pairwise_reduce_scatter(const Shape&);
+SchedulePlan binomial_scatter(const Shape&);
+SchedulePlan binomial_gather(const Shape&);
+SchedulePlan flat_scatter(const Shape&);
+SchedulePlan flat_gather(const Shape&);
+SchedulePlan pairwise_alltoall(const Shape&);
+SchedulePlan bruck_alltoall(const Shape&);
 }  // namespace builders
 
 namespace {
@@ -67,6 +73,13 @@ constexpr TreeTrait kDualRoot{dual_root_tree, true, TreeUse::doubly_pipelined};
 // A row built on `tree`.
 constexpr AlgorithmInfo on(TreeTrait tree, AlgorithmInfo row) {
   row.tree = tree;
+  return row;
+}
+
+// The data-movement collectives (issue 19) have flat schedules only so far:
+// neither a hierarchy nor lanes compose them yet.
+constexpr AlgorithmInfo flat_only(AlgorithmInfo row) {
+  row.forms = Forms{true, false, false};
   return row;
 }
 
@@ -174,6 +187,23 @@ constexpr std::array kAlgorithms = {
                   a::recursive_halving_reduce_scatter},
     AlgorithmInfo{C::reduce_scatter, "pairwise", "p-1 direct exchanges, each rank's block straight to its owner", true,
                   false, a::pairwise_reduce_scatter},
+    flat_only(AlgorithmInfo{C::scatter, "binomial",
+                            "the root's rank range halved ceil(log2 p) times, each half sent whole to a rank in it; "
+                            "any root",
+                            false, false, a::binomial_scatter}),
+    flat_only(AlgorithmInfo{C::scatter, "flat", "the root sends each rank its block in turn (linear)", false, false,
+                            a::flat_scatter}),
+    flat_only(AlgorithmInfo{C::gather, "binomial",
+                            "the binomial scatter backwards: halves gathered up ceil(log2 p) levels; any root", false,
+                            false, a::binomial_gather}),
+    flat_only(AlgorithmInfo{C::gather, "flat", "each rank sends the root its block in turn (linear)", false, false,
+                            a::flat_gather}),
+    flat_only(AlgorithmInfo{C::alltoall, "pairwise",
+                            "p-1 exchanges, the block for rank r+s straight to it in step s (large blocks)", false,
+                            false, a::pairwise_alltoall}),
+    flat_only(AlgorithmInfo{C::alltoall, "bruck",
+                            "Bruck's index algorithm: ceil(log2 p) rounds of about half the blocks (small blocks)",
+                            false, false, a::bruck_alltoall}),
 };
 // clang-format on
 
@@ -229,7 +259,10 @@ void check_form(const AlgorithmInfo& algorithm, Form form) {
 std::uint64_t vector_elements(Collective collective, const Shape& shape) {
   switch (collective) {
     case C::allgather:
-    case C::reduce_scatter: return shape.count * static_cast<std::uint64_t>(shape.ranks);
+    case C::reduce_scatter:
+    case C::scatter:
+    case C::gather: return shape.count * static_cast<std::uint64_t>(shape.ranks);
+    case C::alltoall: return 2 * shape.count * static_cast<std::uint64_t>(shape.ranks);  // send area, receive area
     case C::barrier: return 1;
     default: return shape.count;
   }
@@ -247,11 +280,14 @@ const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name
                    "' (known: " + known + "; or file:PATH, a schedule file)");
 }
 
+bool takes_root(Collective collective) {
+  return collective == C::reduce || collective == C::bcast || collective == C::scatter || collective == C::gather;
+}
+
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (shape.ranks < 1) throw UsageError("the rank count must be at least 1, got " + std::to_string(shape.ranks));
   if (shape.blocks < 1) throw UsageError("the block count must be at least 1, got " + std::to_string(shape.blocks));
-  if ((algorithm.collective == C::reduce || algorithm.collective == C::bcast) &&
-      (shape.root < 0 || shape.root >= shape.ranks))
+  if (takes_root(algorithm.collective) && (shape.root < 0 || shape.root >= shape.ranks))
     throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " + std::to_string(shape.ranks) +
                      ")");
 }

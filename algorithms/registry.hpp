@@ -81,6 +81,9 @@ std::span<const AlgorithmInfo> algorithms();
 // (algorithms/schedule_file.hpp, file_algorithm).
 const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name);
 
+// Whether the collective has a root (reduce, bcast, scatter, gather).
+bool takes_root(Collective collective);
+
 // Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in range.
 // Throws UsageError with one clear sentence.
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape);

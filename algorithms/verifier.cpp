@@ -11,6 +11,54 @@ namespace copse {
 
 namespace {
 
+// Every rank's vector of symbolic values and what the transfers under way
+// carry; the moves common to both kinds of symbol (a transfer's region as
+// the sender held it, a local copy, the range checks).
+template <class Value>
+class HeldValues : public DataHooks {
+ public:
+  void on_transfer(int src, std::uint64_t, const Transfer& send, int dst, std::uint64_t dst_step,
+                   const Step& dst_ops) override {
+    check_range(src, send.offset, send.count, "sends");
+    check_range(dst, dst_ops.recv.offset, dst_ops.recv.count, "receives into");
+    (void)dst_step;
+    // Receives land at the end of the receiver's step; the sender's region is
+    // untouched until its own step ends, so this is its value at step start.
+    const auto& from = held_[static_cast<std::size_t>(src)];
+    auto& to = pending_[static_cast<std::size_t>(dst)];
+    to.assign(from.begin() + static_cast<long>(send.offset),
+              from.begin() + static_cast<long>(send.offset + send.count));
+  }
+
+ protected:
+  HeldValues(int ranks, std::uint64_t n)
+      : n_(n), held_(static_cast<std::size_t>(ranks)), pending_(static_cast<std::size_t>(ranks)) {}
+
+  // The step's local copy (after its receive), overlapping regions included.
+  void apply_copy(int rank, const Step& ops) {
+    if (ops.copy.count == 0) return;
+    check_range(rank, ops.copy.from, ops.copy.count, "copies from");
+    check_range(rank, ops.copy.to, ops.copy.count, "copies to");
+    auto& mine = held_[static_cast<std::size_t>(rank)];
+    std::vector<Value> tmp(mine.begin() + static_cast<long>(ops.copy.from),
+                           mine.begin() + static_cast<long>(ops.copy.from + ops.copy.count));
+    std::copy(tmp.begin(), tmp.end(), mine.begin() + static_cast<long>(ops.copy.to));
+  }
+
+  void check_range(int rank, std::uint64_t offset, std::uint64_t count, const char* verb) const {
+    if (offset + count > n_ || offset + count < offset) {
+      std::ostringstream m;
+      m << "rank " << rank << " " << verb << " elements [" << offset << ", " << offset + count
+        << ") outside its vector of " << n_;
+      throw ScheduleError(m.str());
+    }
+  }
+
+  std::uint64_t n_;  // elements in each rank's vector
+  std::vector<std::vector<Value>> held_;
+  std::vector<std::vector<Value>> pending_;
+};
+
 // x_lo ⊙ x_{lo+1} ⊙ ... (len ranks, wrapping modulo p in cyclic mode);
 // len == 0 marks data that no rank's input produced (a bcast receiver's
 // initial buffer), which must never be combined or survive to the end.
@@ -26,16 +74,14 @@ struct Sym {
   bool is_set() const { return lo < 0; }
 };
 
-class SymbolicData final : public DataHooks {
+class SymbolicData final : public HeldValues<Sym> {
  public:
   SymbolicData(const AlgorithmInfo& algorithm, const Shape& shape)
-      : shape_(shape),
+      : HeldValues(shape.ranks, vector_elements(algorithm.collective, shape)),
+        shape_(shape),
         collective_(algorithm.collective),
-        n_(vector_elements(algorithm.collective, shape)),
         cyclic_(algorithm.needs_commutative),
-        part_(n_, shape.blocks),
-        held_(static_cast<std::size_t>(shape.ranks)),
-        pending_(static_cast<std::size_t>(shape.ranks)) {
+        part_(n_, shape.blocks) {
     for (int r = 0; r < shape.ranks; ++r) {
       auto& mine = held_[static_cast<std::size_t>(r)];
       const bool has_input = collective_ != Collective::bcast || r == shape.root;
@@ -44,19 +90,6 @@ class SymbolicData final : public DataHooks {
         for (std::uint64_t e = 0; e < n_; ++e)
           if (owner(e) != r) mine[e] = Sym{};
     }
-  }
-
-  void on_transfer(int src, std::uint64_t, const Transfer& send, int dst, std::uint64_t dst_step,
-                   const Step& dst_ops) override {
-    check_range(src, send.offset, send.count, "sends");
-    check_range(dst, dst_ops.recv.offset, dst_ops.recv.count, "receives into");
-    (void)dst_step;
-    // Receives land at the end of the receiver's step; the sender's region is
-    // untouched until its own step ends, so this is its value at step start.
-    const auto& from = held_[static_cast<std::size_t>(src)];
-    auto& to = pending_[static_cast<std::size_t>(dst)];
-    to.assign(from.begin() + static_cast<long>(send.offset),
-              from.begin() + static_cast<long>(send.offset + send.count));
   }
 
   void on_step_end(int rank, std::uint64_t step, const Step& ops) override {
@@ -72,13 +105,7 @@ class SymbolicData final : public DataHooks {
         }
       }
     }
-    if (ops.copy.count) {
-      check_range(rank, ops.copy.from, ops.copy.count, "copies from");
-      check_range(rank, ops.copy.to, ops.copy.count, "copies to");
-      std::vector<Sym> tmp(mine.begin() + static_cast<long>(ops.copy.from),
-                           mine.begin() + static_cast<long>(ops.copy.from + ops.copy.count));
-      std::copy(tmp.begin(), tmp.end(), mine.begin() + static_cast<long>(ops.copy.to));
-    }
+    apply_copy(rank, ops);
   }
 
   // The final state: returns an empty string when correct.
@@ -177,15 +204,6 @@ class SymbolicData final : public DataHooks {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.lo)) << 32) | static_cast<std::uint32_t>(s.len);
   }
 
-  void check_range(int rank, std::uint64_t offset, std::uint64_t count, const char* verb) const {
-    if (offset + count > n_ || offset + count < offset) {
-      std::ostringstream m;
-      m << "rank " << rank << " " << verb << " elements [" << offset << ", " << offset + count
-        << ") outside its vector of " << n_;
-      throw ScheduleError(m.str());
-    }
-  }
-
   // The rank whose block holds element e (allgather, reduce_scatter).
   int owner(std::uint64_t e) const { return shape_.count ? static_cast<int>(e / shape_.count) : 0; }
 
@@ -221,16 +239,103 @@ class SymbolicData final : public DataHooks {
 
   Shape shape_;
   Collective collective_;
-  std::uint64_t n_;  // elements in each rank's vector
   bool cyclic_;
   BlockPartition part_;
-  std::vector<std::vector<Sym>> held_;
-  std::vector<std::vector<Sym>> pending_;
   // Commutative products that are not cyclic intervals (Sym::is_set).
   std::vector<std::vector<std::uint64_t>> sets_;
   std::map<std::vector<std::uint64_t>, std::int32_t> set_index_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::optional<Sym>> joined_;
 };
+
+bool moves_data_only(Collective c) {
+  return c == Collective::scatter || c == Collective::gather || c == Collective::alltoall;
+}
+
+// The data-movement collectives (scatter, gather, alltoall): nothing
+// combines, so an element's symbol is where it started -- element e of
+// rank s's vector -- and the end state names each element's exact origin:
+// every block at its place, its elements in order.
+class MovementData final : public HeldValues<std::uint64_t> {
+ public:
+  MovementData(Collective collective, const Shape& shape)
+      : HeldValues(shape.ranks, vector_elements(collective, shape)), collective_(collective), shape_(shape) {
+    const std::uint64_t c = shape.count, all = c * static_cast<std::uint64_t>(shape.ranks);
+    for (int r = 0; r < shape.ranks; ++r) {
+      auto& mine = held_[static_cast<std::size_t>(r)];
+      mine.assign(n_, kNothing);
+      // The input: the root's every block (scatter), the rank's own block
+      // (gather), the rank's send area (alltoall).
+      std::uint64_t lo = 0, hi = 0;
+      if (collective == Collective::scatter && r == shape.root) hi = all;
+      if (collective == Collective::gather) lo = static_cast<std::uint64_t>(r) * c, hi = lo + c;
+      if (collective == Collective::alltoall) hi = all;
+      for (std::uint64_t e = lo; e < hi; ++e) mine[e] = origin(r, e);
+    }
+  }
+
+  void on_step_end(int rank, std::uint64_t step, const Step& ops) override {
+    if (ops.recv) {
+      if (ops.combine != Combine::replace) {
+        std::ostringstream m;
+        m << "rank " << rank << " step " << step << " combines what it receives, in a " << to_string(collective_)
+          << ", which only moves data";
+        throw ScheduleError(m.str());
+      }
+      const auto& got = pending_[static_cast<std::size_t>(rank)];
+      std::copy(got.begin(), got.end(),
+                held_[static_cast<std::size_t>(rank)].begin() + static_cast<long>(ops.recv.offset));
+    }
+    apply_copy(rank, ops);
+  }
+
+  // The final state: returns an empty string when correct.
+  std::string check_final() const {
+    const std::uint64_t c = shape_.count, all = c * static_cast<std::uint64_t>(shape_.ranks);
+    for (int r = 0; r < shape_.ranks; ++r) {
+      const auto& mine = held_[static_cast<std::size_t>(r)];
+      const auto block = static_cast<std::uint64_t>(r) * c;
+      auto wrong = [&](std::uint64_t e, std::uint64_t expected) {
+        std::ostringstream m;
+        m << "rank " << r << " ends holding " << describe(mine[e]) << " at element " << e << ", expected "
+          << describe(expected);
+        return m.str();
+      };
+      if (collective_ == Collective::scatter)  // its own block of the root's vector
+        for (std::uint64_t e = block; e < block + c; ++e)
+          if (mine[e] != origin(shape_.root, e)) return wrong(e, origin(shape_.root, e));
+      if (collective_ == Collective::gather && r == shape_.root)  // every rank's own block
+        for (std::uint64_t e = 0; e < all; ++e)
+          if (mine[e] != origin(static_cast<int>(e / c), e)) return wrong(e, origin(static_cast<int>(e / c), e));
+      if (collective_ == Collective::alltoall)  // receive block s: rank s's send block r
+        for (std::uint64_t e = all; e < 2 * all; ++e) {
+          const std::uint64_t expected = origin(static_cast<int>((e - all) / c), block + (e - all) % c);
+          if (mine[e] != expected) return wrong(e, expected);
+        }
+    }
+    return {};
+  }
+
+ private:
+  static constexpr std::uint64_t kNothing = 0;
+  // Element e of rank r's vector as it started (e < 2^32: the verifier's size limit).
+  static std::uint64_t origin(int r, std::uint64_t e) { return (static_cast<std::uint64_t>(r) + 1) << 32 | e; }
+  static std::string describe(std::uint64_t symbol) {
+    if (symbol == kNothing) return "nothing";
+    return "rank " + std::to_string((symbol >> 32) - 1) + "'s element " + std::to_string(symbol & 0xffffffffU);
+  }
+
+  Collective collective_;
+  Shape shape_;
+};
+
+// Runs `plan` against `data`, returning its verdict.
+template <class Data>
+VerifyResult prove(const SchedulePlan& plan, const Shape& shape, Data& data) {
+  SimulationOptions options;
+  simulate(plan, shape.ranks, options, &data);
+  auto failure = data.check_final();
+  return {failure.empty(), failure};
+}
 
 }  // namespace
 
@@ -251,11 +356,12 @@ VerifyResult verify(const AlgorithmInfo& algorithm, const SchedulePlan& plan, co
         std::to_string(kMaxSymbols) + " (got " + std::to_string(shape.ranks) + " ranks, " +
         std::to_string(shape.count) + " elements each)");
   try {
+    if (moves_data_only(algorithm.collective)) {
+      MovementData data(algorithm.collective, shape);
+      return prove(plan, shape, data);
+    }
     SymbolicData data(algorithm, shape);
-    SimulationOptions options;
-    simulate(plan, shape.ranks, options, &data);
-    auto failure = data.check_final();
-    return {failure.empty(), failure};
+    return prove(plan, shape, data);
   } catch (const ScheduleError& e) {
     return {false, e.what()};
   } catch (const std::logic_error& e) {

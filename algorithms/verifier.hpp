@@ -6,7 +6,10 @@
 // overlap: a set of ranks that is no interval is kept as a set). Proves: sends and receives match with equal sizes, no
 // deadlock, and at the end every rank (allreduce) or the root (reduce) holds
 // x_0 ⊙ ... ⊙ x_{p-1} in every element, or every rank holds the root's data
-// (bcast). A failure names the rank, step and block/element.
+// (bcast). The data-movement collectives (scatter, gather, alltoall) track
+// instead where each element started (rank s's element e), and prove that
+// every rank ends with exactly its blocks, each element in its place, and
+// that nothing is combined. A failure names the rank, step and block/element.
 
 #include <string>
 

@@ -149,8 +149,8 @@ int run_selection(const CostModel& model, bool json) {
   }
   std::cout << "Selection (copse sim --algorithm auto): the fastest algorithm in simulation, pipelined ones at their "
                "best block count;\n"
-            << "bytes per rank (allgather, reduce_scatter: per block), one element per byte, a commutative "
-               "operator; ranks on one node, or NODESxRANKS.\n"
+            << "bytes per rank (allgather, reduce_scatter, scatter, gather, alltoall: per block), one element per "
+               "byte, a commutative operator; ranks on one node, or NODESxRANKS.\n"
             << "Cost model: " << model_summary(model) << "\n\n";
   std::vector<std::size_t> width(2 + std::size(kGridSizes), 0);
   width[0] = collective_width() - 2, width[1] = 5;

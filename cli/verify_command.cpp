@@ -30,7 +30,7 @@ int run_verify(const VerifyArgs& args) {
     std::cout << "proven: " << to_string(algorithm.collective) << " " << algorithm.name << " on " << shape.ranks
               << " ranks, " << shape.count << " elements, " << shape.blocks
               << (shape.blocks == 1 ? " block" : " blocks");
-    if (algorithm.collective != Collective::allreduce) std::cout << ", root " << shape.root;
+    if (takes_root(algorithm.collective)) std::cout << ", root " << shape.root;
     std::cout << ": sends and receives match, no deadlock, the result is correct\n";
   }
   if (!result.proven) throw RunFailure("not proven: " + result.message);

@@ -1,5 +1,6 @@
 #include "common/schedule.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -10,10 +11,21 @@ namespace copse {
 
 namespace {
 constexpr std::array kCollectives = {Collective::allreduce, Collective::reduce,    Collective::bcast,
-                                     Collective::barrier,   Collective::allgather, Collective::reduce_scatter};
+                                     Collective::barrier,   Collective::allgather, Collective::reduce_scatter,
+                                     Collective::scatter,   Collective::gather,    Collective::alltoall};
+// The first six: the runtime serves them.
+constexpr std::size_t kServed = 6;
 }  // namespace
 
 std::span<const Collective> all_collectives() { return kCollectives; }
+std::span<const Collective> served_collectives() { return std::span<const Collective>(kCollectives).first(kServed); }
+bool served(Collective c) { return std::ranges::find(served_collectives(), c) != served_collectives().end(); }
+
+void require_served(Collective c, std::string_view by) {
+  if (!served(c))
+    throw UsageError(std::string(to_string(c)) + " is not served yet by " + std::string(by) +
+                     ": copse has its schedules only (copse sim, copse verify); issue 19");
+}
 
 std::string_view to_string(Collective c) {
   switch (c) {
@@ -23,6 +35,9 @@ std::string_view to_string(Collective c) {
     case Collective::barrier: return "barrier";
     case Collective::allgather: return "allgather";
     case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::scatter: return "scatter";
+    case Collective::gather: return "gather";
+    case Collective::alltoall: return "alltoall";
   }
   return "?";
 }

@@ -59,8 +59,29 @@ struct Step {
 // bcast work on a vector of that length; allgather and reduce_scatter on
 // ranks * count elements (rank r's block at r * count); a barrier is an
 // allreduce of one element (of zero bytes, on a real engine).
-enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter };
+// The data-movement collectives (issue 19) combine nothing:
+//  - scatter: ranks * count elements; the root starts with every block (rank
+//    r's at r * count), and rank r ends with its block at r * count (what it
+//    holds elsewhere is scratch);
+//  - gather: the reverse: rank r starts with its block at r * count, and the
+//    root ends with every block in rank order;
+//  - alltoall: 2 * ranks * count elements, MPI's two buffers one after the
+//    other: the send area [0, ranks * count), block d for rank d at d * count,
+//    then the receive area, where block s from rank s must end at
+//    (ranks + s) * count. Schedules may use the send area as scratch once
+//    they have sent from it (an engine gives them a copy of the user's).
+enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter, scatter, gather, alltoall };
+// Every collective that has schedules (the registry, the verifier, the
+// simulator, `copse sim` and `copse verify` take them all).
 std::span<const Collective> all_collectives();
+// Those the runtime serves (the Comms, the planner, the configuration, the
+// MPI interposer): all but the data-movement collectives, which have
+// schedules only so far (issue 19).
+std::span<const Collective> served_collectives();
+bool served(Collective c);
+// Throws UsageError naming `by` (what refuses it: "the planner", "a Comm")
+// unless the runtime serves `c`.
+void require_served(Collective c, std::string_view by);
 std::string_view to_string(Collective c);
 Collective parse_collective(std::string_view name);  // throws UsageError
 
@@ -93,7 +114,7 @@ struct Shape {
   int ranks = 1;
   std::uint64_t count = 0;                           // elements per rank
   int blocks = 1;                                    // pipeline blocks (algorithms that do not pipeline ignore it)
-  int root = 0;                                      // reduce / bcast root
+  int root = 0;                                      // reduce / bcast / scatter / gather root
   std::shared_ptr<const PlanHints> hints = nullptr;  // null: none (see PlanHints)
 };
 

@@ -96,6 +96,8 @@ class Cluster {
   void prepare(LinkRank& c, std::byte* y);
   void barrier(LinkRank& c);
   void verify(LinkRank& c, const std::byte* y);
+  // What rank `rank` should hold at element e (of those it is verified on).
+  const std::byte* expected_at(int rank, std::uint64_t e) const;
 
   const AlgorithmInfo& algorithm_;
   SchedulePlan plan_;
@@ -144,9 +146,11 @@ void Cluster::materialise() {
   first_[static_cast<std::size_t>(p_)] = steps_.size();
 }
 
-// What a verified rank holds: the root's input (bcast), every rank's block in
-// rank order (allgather), or the reduction of every rank's whole vector (the
-// others; a reduce_scatter rank checks only its own block of it).
+// What a verified rank holds: the root's input (bcast; a scatter rank checks
+// only its own block of it), every rank's block in rank order (allgather, and
+// a gather's root), every rank's send area in rank order (alltoall: rank r's
+// receive block s is block r of rank s's), or the reduction of every rank's
+// whole vector (the others; a reduce_scatter rank checks only its own block).
 void Cluster::compute_reference() {
   if (given_) {
     expected_ = *given_;
@@ -154,10 +158,17 @@ void Cluster::compute_reference() {
   }
   switch (algorithm_.collective) {
     case Collective::bcast:
+    case Collective::scatter:
       reference_.resize(bytes_);
       fill_input(op_, shape_.root, n_, reference_.data());
       break;
+    case Collective::alltoall:
+      reference_.resize(static_cast<std::size_t>(p_) * bytes_ / 2);
+      for (int s = 0; s < p_; ++s)
+        fill_input(op_, s, n_ / 2, reference_.data() + static_cast<std::size_t>(s) * bytes_ / 2);
+      break;
     case Collective::allgather:
+    case Collective::gather:
       reference_.resize(bytes_);
       for (int b = 0; b < p_; ++b)
         fill_input(op_, b, shape_.count, reference_.data() + static_cast<std::size_t>(b) * shape_.count * eb_);
@@ -181,10 +192,14 @@ void Cluster::barrier(LinkRank& c) {
 // half the memory); a bcast non-root starts from poison.
 void Cluster::prepare(LinkRank& c, std::byte* y) {
   if (bytes_ == 0) return;
-  if (algorithm_.collective == Collective::allgather) {  // only its own block is a rank's input
+  const Collective collective = algorithm_.collective;
+  if (collective == Collective::allgather || collective == Collective::gather) {  // only its own block is its input
     std::memset(y, 0xA5, bytes_);
     fill_input(op_, c.rank, shape_.count, y + static_cast<std::size_t>(c.rank) * shape_.count * eb_);
-  } else if (algorithm_.collective != Collective::bcast) {
+  } else if (collective == Collective::alltoall) {  // its send area; the receive area starts as poison
+    fill_input(op_, c.rank, n_ / 2, y);
+    std::memset(y + bytes_ / 2, 0xA5, bytes_ / 2);
+  } else if (collective != Collective::bcast && collective != Collective::scatter) {
     fill_input(op_, c.rank, n_, y);
   } else if (c.rank == shape_.root) {
     fill_input(op_, shape_.root, n_, y);
@@ -193,19 +208,33 @@ void Cluster::prepare(LinkRank& c, std::byte* y) {
   }
 }
 
+const std::byte* Cluster::expected_at(int rank, std::uint64_t e) const {
+  if (algorithm_.collective != Collective::alltoall || given_) return expected_.data() + e * eb_;
+  const std::uint64_t area = n_ / 2, s = (e - area) / shape_.count;  // e in the receive area: from rank s
+  return expected_.data() +
+         (s * area + static_cast<std::uint64_t>(rank) * shape_.count + (e - area) % shape_.count) * eb_;
+}
+
 void Cluster::verify(LinkRank& c, const std::byte* y) {
-  if (algorithm_.collective == Collective::reduce && c.rank != shape_.root) return;
-  // A reduce_scatter rank is only responsible for its own block.
+  const Collective collective = algorithm_.collective;
+  if ((collective == Collective::reduce || collective == Collective::gather) && c.rank != shape_.root) return;
+  // A reduce_scatter or scatter rank is only responsible for its own block,
+  // an alltoall rank for its receive area.
   std::uint64_t first = 0, last = n_;
-  if (algorithm_.collective == Collective::reduce_scatter)
+  if (collective == Collective::reduce_scatter || collective == Collective::scatter)
     first = static_cast<std::uint64_t>(c.rank) * shape_.count, last = first + shape_.count;
-  const std::size_t from = static_cast<std::size_t>(first) * eb_, length = static_cast<std::size_t>(last - first) * eb_;
-  if (length == 0 || std::memcmp(y + from, expected_.data() + from, length) == 0) return;
+  if (collective == Collective::alltoall) first = n_ / 2;
+  // Compared in runs contiguous in the reference: an alltoall's blocks one by one.
+  const std::uint64_t run = collective == Collective::alltoall ? shape_.count : last - first;
+  bool right = true;
+  for (std::uint64_t e = first; right && e < last; e += run)
+    right = std::memcmp(y + e * eb_, expected_at(c.rank, e), static_cast<std::size_t>(run) * eb_) == 0;
+  if (right) return;
   RankOutcome& out = outcome_[static_cast<std::size_t>(c.rank)];
   if (out.bad_repetition >= 0) return;
   out.bad_repetition = c.round;
   for (std::uint64_t e = first; e < last; ++e) {
-    if (std::memcmp(y + e * eb_, expected_.data() + e * eb_, eb_) != 0) {
+    if (std::memcmp(y + e * eb_, expected_at(c.rank, e), eb_) != 0) {
       out.bad_element = e;
       out.bad_value = format_element(op_, y + e * eb_);
       break;
@@ -269,6 +298,8 @@ void widen_futex_hash(int threads) {
 }
 
 EmulationResult Cluster::run() {
+  if (given_ && algorithm_.collective == Collective::alltoall)
+    throw UsageError("an alltoall's expected result is every rank's own: the emulator computes it");
   if (given_ && given_->size() != bytes_)
     throw UsageError("the expected result has " + std::to_string(given_->size()) + " bytes, but each rank holds " +
                      std::to_string(bytes_));
@@ -342,7 +373,7 @@ EmulationResult Cluster::run() {
     const RankOutcome& o = outcome_[static_cast<std::size_t>(bad_rank)];
     std::ostringstream m;
     m << "repetition " << bad_rep << ": rank " << bad_rank << " holds a wrong result at element " << o.bad_element
-      << ": " << o.bad_value << ", expected " << format_element(op_, expected_.data() + o.bad_element * eb_);
+      << ": " << o.bad_value << ", expected " << format_element(op_, expected_at(bad_rank, o.bad_element));
     result.failure = m.str();
   } else if (changed_rank >= 0) {
     result.failure = "rank " + std::to_string(changed_rank) + "'s virtual finish time differs between repetitions";

@@ -169,7 +169,9 @@ RankSchedule combined_tree_rank(std::shared_ptr<const HierarchicalTree> tree, Tr
   const trees::Node node = tree->node(rank);
   switch (collective) {
     case Collective::barrier:  // plan_hierarchical plans a barrier as a one-element allreduce
-      break;
+    case Collective::scatter:  // the data-movement collectives take the flat form only (check_form)
+    case Collective::gather:
+    case Collective::alltoall: break;
     case Collective::allgather:
       for (auto g = patterns::tree_gather(rank, node, children_of(*tree, node), shape.count); g.next();)
         co_yield g.value();

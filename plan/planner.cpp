@@ -46,7 +46,7 @@ void PlanOptions::check() const {
   // A named algorithm that cannot take a leader form fails here, before any
   // call, rather than at the first call of its collective.
   const Form in_effect = form_in_effect();
-  for (Collective c : all_collectives())
+  for (Collective c : served_collectives())
     if (algorithm(c) != kSelectAlgorithm) {
       const AlgorithmInfo& a = find_algorithm(c, algorithm(c));
       if (in_effect == Form::leader || in_effect == Form::multi_leader) try {
@@ -152,6 +152,7 @@ CompiledPlan Planner::plan_form(Form form, const CallKey& key) const {
 }
 
 CompiledPlan Planner::plan(const CallKey& key) const {
+  require_served(key.collective, "the planner");
   if (key.runtime_default && key.form == Form::leader && layout().nodes() == 1 && !key.arrival) {
     CallKey flat = key;
     flat.algorithm = kSelectAlgorithm;

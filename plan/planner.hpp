@@ -85,6 +85,9 @@ const std::string& configured_name(const Options& options, Collective c) {
     case Collective::barrier: return options.barrier;
     case Collective::allgather: return options.allgather;
     case Collective::reduce_scatter: return options.reduce_scatter;
+    case Collective::scatter:
+    case Collective::gather:
+    case Collective::alltoall: require_served(c, "the configuration"); break;
   }
   return options.allreduce;
 }

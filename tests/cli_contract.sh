@@ -41,7 +41,8 @@ json_check 'all(set(a) >= {"collective", "name", "description", "needs_commutati
   "every algorithm has collective, name, description, needs_commutative, pipelined"
 json_check 'all(isinstance(a["needs_commutative"], bool) and isinstance(a["pipelined"], bool) for a in d)' \
   "needs_commutative and pipelined are booleans"
-json_check 'all(a["collective"] in ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter") for a in d)' "known collectives"
+json_check 'all(a["collective"] in ("allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter", "scatter",
+  "gather", "alltoall") for a in d)' "known collectives"
 json_check 'any(a["collective"] == "allreduce" for a in d)' "at least one allreduce algorithm"
 json_check 'len({(a["collective"], a["name"]) for a in d}) == len(d)' "(collective, name) pairs are unique"
 cp "$out" "$tmp/algorithms.json"
@@ -61,6 +62,13 @@ while read -r collective name _; do
   expect 0 verify --collective "$collective" --algorithm "$name" --ranks 6 --root 5 --blocks 2 --count 13 --json &&
     json_check 'd["proven"] is True and d["count"] == 13 and d["blocks"] == 2 and d["ranks"] == 6'
 done <<<"$registered"
+# Scatter, gather and alltoall (issue 19): schedules only; the selection picks among them flat.
+expect 0 sim --collective alltoall --algorithm auto --ranks 64 --bytes 8 --json &&
+  json_check 'd["algorithm"] == "bruck"' "a small alltoall selects bruck"
+expect 0 sim --collective gather --algorithm auto --ranks 16 --ranks-per-node 4 --root 3 --bytes 1000 --json &&
+  json_check 'd["algorithm"] == "binomial"' "a gather on nodes is chosen flat"
+expect 2 emulate --collective scatter --algorithm binomial --nodes 2 --ranks-per-node 2 --bytes 40 &&
+  stderr_has "scatter is not served yet"
 allreduce=$(awk '$1 == "allreduce" { print $2 }' <<<"$registered")
 pipelined=$(python3 -c 'import json,sys
 print(next(a["name"] for a in json.load(open(sys.argv[1])) if a["collective"] == "allreduce" and a["pipelined"]))' \
@@ -111,11 +119,11 @@ expect 0 sim --algorithm "$pipelined" --ranks 8 --bytes 1KiB --json && json_chec
 expect 0 emulate --nodes 1 --ranks-per-node 4 --repetitions 1 --algorithm auto --bytes 4KiB --op affine --dtype int16 --json &&
   json_check 'd["selected"] is True and d["verified"] is True' "emulate auto with a non-commutative operator"
 expect 0 algorithms --selection --json &&
-  json_check 'len(d["selection"]) == 120 and all(r["algorithm"] for r in d["selection"])' "the selection table"
+  json_check 'len(d["selection"]) == 180 and all(r["algorithm"] for r in d["selection"])' "the selection table"
 
 # Bad input: exit 2, one line.
 expect 2 sim --algorithm no-such-algorithm --ranks 4 --bytes 1KiB && stderr_has "no-such-algorithm"
-expect 2 sim --algorithm "$pipelined" --collective gather --ranks 4 --bytes 1KiB && stderr_has "gather"
+expect 2 sim --algorithm "$pipelined" --collective scatterv --ranks 4 --bytes 1KiB && stderr_has "scatterv"
 expect 2 sim --algorithm "$pipelined" --ranks 4 --bytes 1XB && stderr_has "1XB"
 expect 2 sim --algorithm "$pipelined" --ranks 4 --bytes -5 && stderr_has "negative"
 expect 2 sim --algorithm "$pipelined" --ranks 4 --bytes 1.5 && stderr_has "1.5"

@@ -114,11 +114,12 @@ TEST_CASE("block autotuning finds the simulated optimum near the pipelining form
   CHECK(best_blocks(find_algorithm(Collective::allreduce, "ring"), Shape{8, 1u << 20, 1, 0}, o) == 1);
 }
 
-TEST_CASE("p = 1 and empty vectors take no time; a barrier always synchronises") {
+TEST_CASE("p = 1 and empty vectors take no time, and a barrier always synchronises") {
   const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (const auto& a : algorithms()) {
     INFO(to_string(a.collective) << ":" << a.name);
-    CHECK(simulate(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
+    // An alltoall's one rank still copies its block from its send area to its receive area.
+    if (a.collective != Collective::alltoall) CHECK(simulate(a.plan(Shape{1, 1000, 4, 0}), 1, o).time == 0);
     const auto empty = simulate(a.plan(Shape{9, 0, 4, 3}), 9, o).time;
     if (a.collective == Collective::barrier)
       CHECK(empty >= 4 * to_picos(kAlpha));  // at least log2(9) rounds

@@ -39,7 +39,7 @@ TEST_CASE("arrival estimator: linear extrapolation from the edge, corrected by w
   for (double bad : {0.0, -0.5, 1.5}) CHECK_THROWS_AS(e.edge(3600, bad), UsageError);
 }
 
-TEST_CASE("arrival monitor: the warm-up only collects; one value published per allreduce") {
+TEST_CASE("arrival monitor: the warm-up only collects, one value published per allreduce") {
   ArrivalOptions o;
   o.warmup = 2;
   ArrivalMonitor m(o, true);
@@ -77,7 +77,7 @@ TEST_CASE("arrival monitor: the warm-up only collects; one value published per a
   CHECK_THROWS_AS(check_arrival_options(ArrivalOptions{1, 0.5, 0, 0}), UsageError);
 }
 
-TEST_CASE("arrival keys: order and coarse gaps; jitter below the resolution is simultaneous arrival") {
+TEST_CASE("arrival keys: order and coarse gaps, jitter below the resolution is simultaneous arrival") {
   const Picos ms = 1'000'000'000;
   const ArrivalKey a = arrival_key({5 * ms, 5 * ms + 3, 105 * ms, 5 * ms + 7}, 1000);
   CHECK(a.level == std::vector<std::int32_t>{0, 0, ArrivalKey::kLevels, 0});
@@ -228,7 +228,7 @@ TEST_CASE("thread Comm edge(): the late rank moves, one plan kept per shape, ove
   }
 }
 
-TEST_CASE("thread Comm edge(): other algorithms ignore it; bad fractions are refused") {
+TEST_CASE("thread Comm edge(): other algorithms ignore it, bad fractions are refused") {
   Team team(arrival_team({1, 1}, "ring", 0, 8));
   const auto planned = run_late(
       team, 2, [](int) { return 0; }, std::chrono::milliseconds(5), 10);

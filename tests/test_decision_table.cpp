@@ -49,7 +49,7 @@ std::string error_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("decision table: the first matching row decides, in file order; unmatched calls take the default") {
+TEST_CASE("decision table: the first matching row decides, in file order, unmatched calls take the default") {
   const DecisionTable t = parse_decision_table(kTable, "t.toml");
   REQUIRE(t.rows.size() == 4);
   CHECK(t.fallback == Provider::mpi);

@@ -128,7 +128,7 @@ TEST_CASE("direct bcast: a mismatched size fails every rank instead of hanging",
   CHECK_THROWS_AS(team.comm(1).bcast(v.data(), 4, DType::float32, 0), ScheduleError);
 }
 
-TEST_CASE("direct bcast: a bad root is a UsageError; a named algorithm runs its schedule", "[comm][direct_bcast]") {
+TEST_CASE("direct bcast: a bad root is a UsageError, a named algorithm runs its schedule", "[comm][direct_bcast]") {
   Team team(options_for({3}));
   std::vector<int> v(4, 1);
   CHECK_THROWS_AS(team.comm(0).bcast(v.data(), 4, DType::int32, 3), UsageError);

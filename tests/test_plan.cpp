@@ -264,7 +264,7 @@ TEST_CASE("auto on package:2 l3:2 core:4 pu:1: groups of four under each L3, the
   CHECK(members_of(small.levels[0][0]).size() == 6);
 }
 
-TEST_CASE("no L3: auto falls back to size:max_group; an absent level is refused", "[plan]") {
+TEST_CASE("no L3: auto falls back to size:max_group, an absent level is refused", "[plan]") {
   const Machine m = Machine::synthetic("package:2 core:4 pu:1");
   CHECK_FALSE(m.has_level("l3"));
   CHECK(m.container("l3", 0) == -1);

@@ -22,7 +22,7 @@ constexpr const char* kNode = "core:4 pu:1";
 
 }  // namespace
 
-TEST_CASE("planner: forms parse and print; unknown forms are refused naming the choices", "[planner]") {
+TEST_CASE("planner: forms parse and print, unknown forms are refused naming the choices", "[planner]") {
   for (Form f : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic})
     CHECK(parse_form(to_string(f)) == f);
   CHECK(to_string(Form::multi_leader) == "multi-leader");
@@ -147,7 +147,7 @@ TEST_CASE("plan cache: least recently used first out, arrival keys bounded per s
   CHECK(keyed.find(latest, DType::int32, nullptr));
 }
 
-TEST_CASE("config: hierarchy.form from the file, the environment and set(); default leader", "[planner][config]") {
+TEST_CASE("config: hierarchy.form from the file, the environment and set(), default leader", "[planner][config]") {
   using Env = std::vector<std::pair<std::string, std::string>>;
   LoadArgs args;
   args.environment = Env{};

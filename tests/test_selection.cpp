@@ -89,7 +89,7 @@ TEST_CASE("the chosen algorithm is never slower than any candidate at its tuned 
         }
 }
 
-TEST_CASE("a non-commutative operator never gets a commutative-only algorithm; arrival-aware and flat ones are out") {
+TEST_CASE("a non-commutative operator never gets a commutative-only algorithm, arrival-aware and flat ones are out") {
   const SimulationOptions options = one_node_default_model(16);
   for (Collective c : all_collectives())
     for (std::uint64_t m : {std::uint64_t{8}, std::uint64_t{1} << 20}) {
@@ -170,7 +170,7 @@ TEST_CASE("an emulated hierarchy: only what it composes is weighed, and the choi
     }
 }
 
-TEST_CASE("one-node team: the selection unless an algorithm is configured; auto is a configured value") {
+TEST_CASE("one-node team: the selection unless an algorithm is configured, auto is a configured value") {
   auto planner_for = [](const RankMap& layout) {
     PlanContext context;
     context.layout = layout;

@@ -80,7 +80,7 @@ TEST_CASE("van de Geijn bcast: (log2 p + p - 1) alpha + 2 (p-1)/p m beta") {
   }
 }
 
-TEST_CASE("allgather: recursive doubling takes log2 p rounds and (p-1) blocks at a power of two; Bruck any p") {
+TEST_CASE("allgather: recursive doubling takes log2 p rounds and (p-1) blocks at a power of two, Bruck any p") {
   const auto o = uniform_model(kAlpha, kBeta, kGamma);
   for (int p : {2, 4, 8, 32}) {
     const std::uint64_t c = 1000;

@@ -104,7 +104,7 @@ TEST_CASE("studies: depth's flat points are the simulator's time at the chosen b
   CHECK_THROWS_AS(run_depth_study(o), UsageError);
 }
 
-TEST_CASE("studies: flat-hier forms parse and print back; its emulated points are verified") {
+TEST_CASE("studies: flat-hier forms parse and print back, its emulated points are verified") {
   for (const HierarchyForm& form : default_flat_hier_forms())
     CHECK(flat_hier_form_name(parse_flat_hier_form(flat_hier_form_name(form))) == flat_hier_form_name(form));
   CHECK(default_flat_hier_forms().size() == 16);

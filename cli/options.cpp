@@ -14,10 +14,19 @@ void add_config_file_option(CLI::App* command) {
 
 void add_collective_options(CLI::App* command, std::string& collective, int& root, std::string& blocks,
                             bool blocks_auto) {
-  command->add_option("--collective", collective, "allreduce, reduce, bcast, barrier, allgather or reduce_scatter")
-      ->type_name("C")
+  // The choices from the schedule types' own list, so that help cannot lag
+  // behind it: "allreduce, reduce, ... or alltoall".
+  std::string choices;
+  const auto collectives = all_collectives();
+  for (std::size_t i = 0; i < collectives.size(); ++i)
+    choices += std::string(i == 0                        ? ""
+                           : i + 1 == collectives.size() ? " or "
+                                                         : ", ") +
+               std::string(to_string(collectives[i]));
+  command->add_option("--collective", collective, choices)->type_name("C")->capture_default_str();
+  command->add_option("--root", root, "root rank of reduce, bcast, scatter and gather")
+      ->type_name("R")
       ->capture_default_str();
-  command->add_option("--root", root, "root rank of reduce and bcast")->type_name("R")->capture_default_str();
   command
       ->add_option(
           "--blocks", blocks,

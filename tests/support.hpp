@@ -1,13 +1,13 @@
 #pragma once
 // Small helpers the Catch2 suites share.
 
-#include <stdlib.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -34,13 +34,18 @@ inline std::vector<int> inclusive_range(int first, int last) {
   return ranks;
 }
 
-// A fresh directory under the system's temp dir, removed afterwards.
+// A fresh directory under the system's temp dir, removed afterwards. Its
+// name is digits only (copse-test-PID-N): tests match words in messages that
+// quote its paths, and mkdtemp's random letters once spelled "8w" there.
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "copse-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
+    static std::atomic<int> serial{0};
+    const std::string stem = "copse-test-" + std::to_string(getpid()) + "-";
+    for (;;) {
+      path_ = std::filesystem::temp_directory_path() / (stem + std::to_string(++serial));
+      if (std::filesystem::create_directory(path_)) return;  // false: it exists; throws on other errors
+    }
   }
   ~TempDir() {
     std::error_code ec;

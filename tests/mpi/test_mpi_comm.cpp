@@ -16,6 +16,12 @@
 //       from the same predictions, rank 1 last; cross-memory attach on
 //       (large messages read from node peers' memory, or the kernel's
 //       refusal named) and off.
+//   copse_mpi_tests matrix [--ranks-per-node K]
+//       the same without the per-feature checks (slow rank, deadline,
+//       mismatch, thread level, edge(), cross-memory attach): the data matrix
+//       at another shape. Those checks are two thirds sleeps and a
+//       p-independent path; the suite runs them at one shape per layout
+//       kind (CMakeLists.txt) and the matrix at every shape.
 //   copse_mpi_tests hybrid --threads T0,T1,... [--ranks-per-node K]
 //       process q brings Tq thread ranks (MPI_THREAD_MULTIPLE when every
 //       process has the same count, else MPI_THREAD_SERIALIZED, so both
@@ -260,7 +266,11 @@ void phase(const char* name) {
   last = now;
 }
 
-void run_all(const Args& a) {
+void run_feature_checks(const Args& a, MPI_Comm dup, MPI_Comm reverse, MPI_Comm round_robin);
+
+// The data matrix on the world and three sub-communicators; with `features`,
+// the per-feature checks after it.
+void run_all(const Args& a, bool features) {
   MPI_Comm world = MPI_COMM_WORLD;
   int p = 0;
   PMPI_Comm_size(world, &p);
@@ -299,6 +309,13 @@ void run_all(const Args& a) {
     check_bitwise(team.comm());
     phase("sub-communicator");
   }
+  if (features) run_feature_checks(a, dup, reverse, round_robin);
+  for (MPI_Comm* sub : {&dup, &reverse, &round_robin}) PMPI_Comm_free(sub);
+}
+
+// The per-feature checks, on the sub-communicators run_all made.
+void run_feature_checks(const Args& a, MPI_Comm dup, MPI_Comm reverse, MPI_Comm round_robin) {
+  MPI_Comm world = MPI_COMM_WORLD;
   check_mismatch(reverse, a);
   phase("mismatch");
   check_slow_rank(round_robin, a);
@@ -311,7 +328,6 @@ void run_all(const Args& a) {
   phase("arrival");
   check_cross_memory_attach(round_robin, a);
   phase("cross-memory attach");
-  for (MPI_Comm* sub : {&dup, &reverse, &round_robin}) PMPI_Comm_free(sub);
 }
 
 void run_hybrid(const Args& a) {
@@ -439,8 +455,8 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   try {
     if (provided < required) fail("MPI does not provide the thread level this test needs");
-    if (a.mode == "all")
-      run_all(a);
+    if (a.mode == "all" || a.mode == "matrix")
+      run_all(a, a.mode == "all");
     else if (a.mode == "hybrid")
       run_hybrid(a);
     else if (a.mode == "death-direct")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "algorithms/builders/power_of_two_fold.hpp"
 #include "common/error.hpp"
@@ -149,6 +150,10 @@ RankSchedule reversed(RankSchedule inner) {
     back.recv = s->send;
     co_yield back;
   }
+}
+
+SchedulePlan reversed(SchedulePlan plan) {
+  return [plan = std::move(plan)](int rank) { return reversed(plan(rank)); };
 }
 
 RankSchedule forward(int rank, int from, int to, BlockPartition part) {

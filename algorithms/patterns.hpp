@@ -51,6 +51,9 @@ RankSchedule tree_scatter(int rank, trees::Node node, std::vector<trees::Node> c
 // gather's time is the scatter's, step for step, under Hockney). Steps must
 // not combine or copy (ScheduleError otherwise): neither runs backwards.
 RankSchedule reversed(RankSchedule inner);
+// Every rank's schedule of `plan` reversed: e.g. a gather from the scatter
+// it undoes.
+SchedulePlan reversed(SchedulePlan plan);
 
 // Moves the whole of `part` from rank `from` to rank `to`, one block per step
 // (used to deliver a reduction to a root other than the tree's own).

@@ -26,10 +26,7 @@ void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte*
   const std::size_t eb = op.element_bytes;
   const std::uint32_t call = slots.exchange(me, Collective::reduce_scatter, send, total * eb, eb, policy);
   if (count == 0) return;
-  // x_0 ⊙ x_1 ⊙ ... over our block, in rank order, from the slots (in place
-  // the input in recv is overwritten: the slot holds our copy of it).
-  std::memcpy(recv, slots.posted(0, call) + from * eb, count * eb);
-  for (int q = 1; q < slots.ranks(); ++q) op.combine(recv, slots.posted(q, call) + from * eb, count, Combine::right);
+  slots.fold_posts(call, from, count, op, recv);  // our block, as the direct allreduce reduces the whole
 }
 
 }  // namespace copse

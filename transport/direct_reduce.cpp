@@ -127,9 +127,14 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
   const std::uint32_t call = exchange(me, op ? Collective::allreduce : Collective::barrier, send, bytes, eb, policy);
   if (bytes == 0) return;
 
-  // x_0 ⊙ x_1 ⊙ ... in rank order, on every rank alike.
-  std::memcpy(recv, data(0, call), bytes);
-  for (int q = 1; q < ranks_; ++q) op->combine(recv, data(q, call), count, Combine::right);
+  fold_posts(call, 0, count, *op, recv);
+}
+
+void DirectReduce::fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op,
+                              std::byte* recv) const {
+  const std::size_t at = from * op.element_bytes;
+  std::memcpy(recv, data(0, call) + at, count * op.element_bytes);
+  for (int q = 1; q < ranks_; ++q) op.combine(recv, data(q, call) + at, count, Combine::right);
 }
 
 // Worked for T = 3 and 7 elements: slices of 3, 2, 2 (BlockPartition).

@@ -131,6 +131,12 @@ class DirectReduce {
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                          std::size_t element_bytes, const WaitPolicy& policy);
   const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }
+  // recv = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from + count) of
+  // every rank's post of `call`, in rank order: the sequential reference's
+  // order, so every rank and every collective built on the slots computes
+  // the same bits for the same elements. recv may be this rank's input (the
+  // slot holds its copy).
+  void fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op, std::byte* recv) const;
 
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come

@@ -86,8 +86,6 @@ RankSchedule halving_scatter_rank(Shape shape, int rank) {
 SchedulePlan binomial_scatter(const Shape& shape) {
   return [shape](int rank) { return halving_scatter_rank(shape, rank); };
 }
-SchedulePlan binomial_gather(const Shape& shape) {
-  return [shape](int rank) { return patterns::reversed(halving_scatter_rank(shape, rank)); };
-}
+SchedulePlan binomial_gather(const Shape& shape) { return patterns::reversed(binomial_scatter(shape)); }
 
 }  // namespace copse::builders

@@ -34,8 +34,6 @@ RankSchedule flat_scatter_rank(Shape shape, int rank) {
 SchedulePlan flat_scatter(const Shape& shape) {
   return [shape](int rank) { return flat_scatter_rank(shape, rank); };
 }
-SchedulePlan flat_gather(const Shape& shape) {
-  return [shape](int rank) { return patterns::reversed(flat_scatter_rank(shape, rank)); };
-}
+SchedulePlan flat_gather(const Shape& shape) { return patterns::reversed(flat_scatter(shape)); }
 
 }  // namespace copse::builders

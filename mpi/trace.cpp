@@ -18,7 +18,7 @@ namespace copse::mpi {
 
 namespace {
 
-thread_local bool t_served = false;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_served = false;  // see t_nested (interposer.cpp)
 
 const char* op_name(MPI_Op op) {
   if (op == MPI_OP_NULL) return "";
@@ -138,8 +138,9 @@ void Tracer::flush() {
 
 TraceScope::TraceScope(Tracer* tracer, MpiCollective c, MPI_Comm comm, long long count, MPI_Datatype type, MPI_Op op,
                        int root)
-    : tracer_(tracer), outer_served_(t_served) {
+    : tracer_(tracer) {
   if (!tracer_) return;
+  outer_served_ = t_served;
   call_.collective = c;
   call_.comm = comm;
   call_.count = count;

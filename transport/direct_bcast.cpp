@@ -43,7 +43,7 @@ void DirectBcast::create_at(std::byte* base, int ranks) {
 }
 
 DirectBcast::DirectBcast(std::byte* base, int ranks, FutexScope scope, const SpinPolicy* spin)
-    : ranks_(ranks), scope_(scope), spin_(spin) {
+    : ranks_(ranks), scope_(scope), spin_(spin), pid_(static_cast<std::int32_t>(getpid())) {
   readers_ = std::launder(reinterpret_cast<Reader*>(base));
   base += static_cast<std::size_t>(ranks) * sizeof(Reader);
   chunks_ = std::launder(reinterpret_cast<Chunk*>(base));
@@ -89,7 +89,7 @@ void DirectBcast::publish(Chunk& chunk, std::uint32_t c, std::size_t bytes, int 
   chunk.call_bytes = bytes;
   chunk.root = root;
   chunk.source = source;
-  chunk.pid = static_cast<std::int32_t>(getpid());
+  chunk.pid = pid_;
   chunk.written.store(c, std::memory_order_release);
   wake_all(chunk.written, scope_, &chunk.sleepers);
 }

@@ -101,6 +101,7 @@ class DirectBcast {
   int ranks_;
   FutexScope scope_;
   const SpinPolicy* spin_;
+  std::int32_t pid_;  // this process's, asked once: getpid() is a system call per root's chunk otherwise
   Reader* readers_;
   Chunk* chunks_;
   std::byte* data_;

@@ -117,7 +117,7 @@ class Recorder {
 class UnwrittenInput {
  public:
   UnwrittenInput(LinkRank& c, std::byte* y, RunInput input)
-      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb) {
+      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb), result_read_(input.result_read) {
     ranges_.clear();
     if (data_ && data_ != y && input.count > 0 && eb_ > 0) ranges_.emplace_back(0, input.count);
   }
@@ -143,8 +143,10 @@ class UnwrittenInput {
     if (!ranges_.empty() && count > 0) written(offset, count, false);
   }
 
-  // The run is over: y takes whatever is still unwritten.
-  void finish() { written(0, ~std::uint64_t{0} / 2, true); }
+  // The run is over: y takes whatever is still unwritten, if anyone reads it.
+  void finish() {
+    if (result_read_) written(0, ~std::uint64_t{0} / 2, true);
+  }
 
  private:
   // Removes [offset, offset + count) from the unwritten ranges, copying the
@@ -178,6 +180,7 @@ class UnwrittenInput {
   std::byte* y_;
   const std::byte* data_;
   std::size_t eb_;
+  bool result_read_;
 };
 
 // Where a step's receive lands: straight in its region of y, combined there

@@ -48,9 +48,13 @@ namespace copse {
 // -- half a copy where the up-front copy was a whole one. `data` must be
 // memory the links can send from (any memory for thread ranks and for
 // staged sends, LinkConfig::staged_sends), and must not overlap y.
+// `result_read` false says the caller discards y (a reduce's non-root works
+// in private memory): the regions no step wrote are then not copied in at
+// the end -- a leaf of the reduction tree, which only sends, copies nothing.
 struct RunInput {
   const std::byte* data = nullptr;  // none: y holds the input already
   std::uint64_t count = 0;          // elements
+  bool result_read = true;
 };
 
 // The events a run records (algorithms/timeline.hpp).

@@ -194,9 +194,11 @@ void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, cons
 }
 
 void ThreadRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  if (reduce_direct(send, recv, count, op, root)) return;
   auto& e = entry(team->key_of(Collective::reduce, count, op.element_bytes, &op, root), op.dtype, &op);
-  run(e, e.work, op, input_of(send, e.work, count));
-  if (rank == root) copy_bytes(recv, e.work, count * op.element_bytes);
+  // The root works in its receive buffer, the others in private memory.
+  std::byte* y = rank == root ? bytes_of(recv) : e.work;
+  run(e, y, op, input_of(send, y, count, rank == root));
 }
 
 void ThreadRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {

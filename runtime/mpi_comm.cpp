@@ -290,12 +290,13 @@ void MpiRank::allreduce(const void* send, void* recv, std::size_t count, const R
 }
 
 void MpiRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  if (reduce_direct(send, recv, count, op, root)) return;
   const std::size_t eb = op.element_bytes;
   in_pieces(count, piece(eb), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
     // The root works in its receive buffer, the others in private memory.
     std::byte* y = rank == root ? bytes_of(recv) + at * eb : work_vector(n * eb);
-    run(e.steps, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n));
+    run(e.steps, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n, rank == root));
   });
   returned(Collective::reduce);
 }

@@ -49,8 +49,11 @@ RankCore::RankCore(CoreTeam& team, int r)
     : core_team(team), rank(r), monitor(team.settings->arrival, team.arrival_aware) {
   link.rank = r;
   const CommOptionsBase& o = *team.settings;
-  if (team.direct)
+  if (team.direct) {
     direct.emplace(*team.engine, *team.direct, link, o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report));
+    for (Collective c : served_collectives())
+      if (o.leaves_choice(c)) direct_choices_ |= 1u << static_cast<unsigned>(c);
+  }
   monitor.returned(now(), false);  // the first phase begins
 }
 
@@ -89,11 +92,10 @@ void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch
 // schedule).
 bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
   const int p = core_team.ranks;
-  return core_team.direct &&
+  return leaves_choice_to_direct(c) &&
          (sliced                       ? core_team.shares_memory && DirectReduce::slices(p, bytes)
           : c == Collective::allreduce ? DirectReduce::fits(p, bytes)
-                                       : DirectReduce::holds(p, bytes)) &&
-         core_team.settings->leaves_choice(c);
+                                       : DirectReduce::holds(p, bytes));
 }
 
 template <class Body>
@@ -129,7 +131,7 @@ bool RankCore::barrier_direct() {
 }
 
 bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element_bytes, int root) {
-  if (!core_team.direct || !core_team.settings->leaves_choice(Collective::bcast)) return false;
+  if (!leaves_choice_to_direct(Collective::bcast)) return false;
   CallKey key;
   key.collective = Collective::bcast;
   key.root = root;
@@ -165,6 +167,16 @@ bool RankCore::reduce_scatter_direct(const void* send, void* recv, const BlockCo
   const auto me = static_cast<std::size_t>(rank);
   const std::size_t total = blocks.displs.empty() ? 0 : blocks.displs.back() + blocks.counts.back();
   return reduce_scatter_direct(send, recv, total, blocks.displs[me], blocks.counts[me], op);
+}
+
+bool RankCore::reduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  if (!direct_fits(Collective::reduce, count * op.element_bytes, false)) return false;
+  CallKey key;
+  key.collective = Collective::reduce;
+  key.root = root;
+  check_call(key, nullptr);  // a root that is not a rank
+  run_direct(Collective::reduce, [&](TeamDirectReduce& d) { d.reduce(send, recv, count, op, root); });
+  return true;
 }
 
 const ArrivalKey* RankCore::arrive(bool& warmup) {

@@ -140,6 +140,9 @@ class RankCore {
   bool allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes);
   bool reduce_scatter_block_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op);
   bool reduce_scatter_direct(const void* send, void* recv, const BlockCounts& blocks, const ReduceOp& op);
+  // A reduce to `root` of one node through the same slots (every rank posts
+  // its whole vector, the root folds them), where they hold it.
+  bool reduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
   // A collective of `c` returned: the next computation phase begins.
   void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
 
@@ -164,6 +167,10 @@ class RankCore {
   virtual void cancel_collect() noexcept {}
 
  private:
+  // The team has a direct reduce and the configuration leaves `c`'s
+  // algorithm to the selection (asked once, not per call).
+  bool leaves_choice_to_direct(Collective c) const { return (direct_choices_ >> static_cast<unsigned>(c)) & 1u; }
+  std::uint32_t direct_choices_ = 0;
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
   // Elements [from, from + count) of the reduction of every rank's `total`.
   bool reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
@@ -183,10 +190,11 @@ inline void copy_bytes(void* to, const void* from, std::size_t bytes) {
 }
 // An out-of-place collective's input, for the executor to read where the
 // working vector has not been written yet (RunInput) instead of a copy of
-// all of it up front. None in place.
-inline RunInput input_of(const void* send, const void* y, std::size_t count) {
+// all of it up front. None in place. `result_read` false: y is the caller's
+// scratch, discarded after the run (RunInput::result_read).
+inline RunInput input_of(const void* send, const void* y, std::size_t count, bool result_read = true) {
   if (send == y) return {};
-  return {static_cast<const std::byte*>(send), count};
+  return {static_cast<const std::byte*>(send), count, result_read};
 }
 // The operator of the collectives that only move data (bcast, allgather,
 // barrier): element size only (replace never combines).

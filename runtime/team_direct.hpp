@@ -48,6 +48,8 @@ class TeamDirectReduce {
   void allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes);
   void reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
                       const ReduceOp& op);
+  // A reduce to `root` through the same slots.
+  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
 
  private:
   // Runs body() as call link.round of collective `c`: published, under the

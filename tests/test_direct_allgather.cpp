@@ -1,8 +1,9 @@
-// The direct shared-memory allgather and reduce-scatter
+// The direct shared-memory allgather, reduce-scatter and reduce
 // (transport/direct_gather.hpp) through the thread Comm of one node: every
 // rank gets every rank's block, and its block of the rank-order reduction
-// bitwise as the sequential reference computes it (non-commutative
-// operators too), for any team size and count, in place and not, on both
+// (the root: all of it) bitwise as the sequential reference computes it
+// (non-commutative operators too), for any team size, count and root, in
+// place and not, on both
 // sides of the slot's size (beyond it the schedules run); many calls in a
 // row share the slots with the direct reduce and the ring with the direct
 // bcast; a mismatched call is an error on every rank, not a hang; a named
@@ -157,6 +158,49 @@ TEST_CASE("direct reduce_scatter_block: the rank-order reduction's block, bitwis
   }
 }
 
+TEST_CASE("direct reduce: the root gets the rank-order reduction bitwise, any p, count and root",
+          "[comm][direct_gather]") {
+  const ReduceOp fsum = builtin_op("sum", DType::float32);
+  const ReduceOp affine = builtin_op("affine", DType::uint32);  // not commutative; 8-byte elements
+  for (int p : {1, 2, 3, 5, 7}) {
+    Team team(options_for({p}));
+    Verdicts verdicts(p);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::uint64_t call = 0;
+      for (const ReduceOp* op : {&fsum, &affine}) {
+        const std::size_t eb = op->element_bytes;
+        for (std::size_t n : gather_counts(DirectReduce::kPostBytes / eb))
+          for (int root : {0, p - 1, p / 2})
+            for (bool in_place : {false, true}) {
+              ++call;
+              const bool direct = n * eb <= DirectReduce::kPostBytes;
+              if (op == &fsum && !direct) continue;  // a schedule may associate a sum otherwise
+              Bytes send(n * eb), want;
+              if (op == &fsum) {
+                send = random_floats(c.rank(), n, call);
+                want = float_reference(p, n, call);
+              } else {
+                if (n > 0) fill_input(affine, c.rank(), n, send.data());
+                want = reference_result(affine, p, n);
+              }
+              const Bytes untouched(n * eb, std::byte{0x5a});
+              Bytes recv = untouched;
+              const std::size_t plans = c.cached_plans();
+              const bool root_in_place = in_place && c.rank() == root;
+              c.reduce(send.data(), root_in_place ? send.data() : recv.data(), n, *op, root);
+              if (root_in_place) recv = send;
+              const std::string what = op->name + " of " + std::to_string(n) + " to root " + std::to_string(root) +
+                                       (in_place ? " in place" : "");
+              verdicts.check(c.rank(), recv == (c.rank() == root ? want : untouched), what + " differs");
+              if (direct) verdicts.check(c.rank(), c.cached_plans() == plans, what + ": planned a direct call");
+            }
+      }
+    });
+    INFO("p = " << p);
+    check_gather_errors(errors, verdicts);
+  }
+}
+
 TEST_CASE("direct allgather and reduce_scatter: many calls share the region with allreduce, bcast and barrier",
           "[comm][direct_gather]") {
   const int p = 4;
@@ -191,13 +235,21 @@ TEST_CASE("direct allgather and reduce_scatter: many calls share the region with
                        at + "bcast");
       }
       if (call % 7 == 0) c.barrier();
+      if (call % 5 == 2) {
+        const int root = static_cast<int>(call % p);
+        std::vector<std::int64_t> summed(n, -1);
+        c.reduce(in.data(), summed.data(), n, sum, root);
+        for (std::size_t i = 0; i < n; ++i)
+          ok = ok && summed[i] == (c.rank() == root ? p * (call + static_cast<std::int64_t>(i)) : -1);
+        verdicts.check(c.rank(), ok, at + "reduce");
+      }
     }
     verdicts.check(c.rank(), c.cached_plans() == 0, "planned a direct call");
   });
   check_gather_errors(errors, verdicts);
 }
 
-TEST_CASE("direct allgather and reduce_scatter: a mismatched call fails every rank instead of hanging",
+TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails every rank instead of hanging",
           "[comm][direct_gather]") {
   TeamOptions o = options_for({3});
   o.wait_timeout = std::chrono::milliseconds(2000);
@@ -216,6 +268,20 @@ TEST_CASE("direct allgather and reduce_scatter: a mismatched call fails every ra
     // The team is broken from now on: every call says why.
     std::vector<float> v(3);
     CHECK_THROWS_AS(team.comm(1).allgather(v.data(), v.data(), 1, DType::float32), ScheduleError);
+  }
+  SECTION("roots") {
+    Team team(o);
+    const ReduceOp fsum = builtin_op("sum", DType::float32);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f), out(12);
+      c.reduce(v.data(), out.data(), 12, fsum, c.rank() == 2 ? 1 : 0);
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THROWS_AS(std::rethrow_exception(e), ScheduleError);
+      CHECK_THAT(message_of(e), Catch::Contains("mismatched roots") && Catch::Contains("root 1") &&
+                                    Catch::Contains("root 0"));
+    }
   }
   SECTION("collectives") {
     // The same bytes posted for different collectives.

@@ -29,4 +29,11 @@ void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte*
   slots.fold_posts(call, from, count, op, recv);  // our block, as the direct allreduce reduces the whole
 }
 
+void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                   int root, const ReduceOp& op, const WaitPolicy& policy) {
+  const std::size_t eb = op.element_bytes;
+  const std::uint32_t call = slots.exchange(me, Collective::reduce, send, count * eb, eb, policy, root);
+  if (me.rank == root && count > 0) slots.fold_posts(call, 0, count, op, recv);
+}
+
 }  // namespace copse

@@ -1,6 +1,6 @@
 #pragma once
-// Allgather and reduce-scatter of small vectors among the ranks of one node
-// (issue 18, item 3), through the direct reduce's slots
+// Allgather, reduce-scatter and reduce to a root of small vectors among the
+// ranks of one node (issue 18, item 3), through the direct reduce's slots
 // (transport/direct_reduce.hpp): every rank copies its contribution into its
 // own slot and posts it (DirectReduce::exchange), waits once -- for the
 // last rank to post -- and then reads from the slots what it needs:
@@ -8,7 +8,10 @@
 //  - reduce-scatter: its own block of every rank's vector, reduced in rank
 //    order (x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1}, as the direct reduce and the
 //    sequential reference compute it: any operator, commutative or not, and
-//    the same bits whichever path and rank computed a block).
+//    the same bits whichever path and rank computed a block);
+//  - reduce: the root, every element of every rank's vector in rank order;
+//    the others read nothing (their one wait keeps the slots' reuse rule:
+//    nobody posts call n + 1 before it has seen every post of call n).
 //
 // Why, beside the schedules: a schedule's exchanges are pairwise rounds,
 // each a wait for one particular peer (on an oversubscribed node a trip
@@ -54,5 +57,13 @@ void direct_allgather(DirectReduce& slots, DirectRank& me, const std::byte* mine
 void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                            std::size_t total, std::size_t from, std::size_t count, const ReduceOp& op,
                            const WaitPolicy& policy);
+
+// Rank me.rank's part of a reduce of `count` elements to `root`: the root's
+// recv gets the rank-order reduction of every rank's `send` (recv may be
+// send); the others' recv is not touched. Every rank must pass the same
+// count and root (else ScheduleError); waits under `policy`; throws what
+// the operator throws.
+void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                   int root, const ReduceOp& op, const WaitPolicy& policy);
 
 }  // namespace copse

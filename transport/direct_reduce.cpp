@@ -31,6 +31,7 @@ struct alignas(64) DirectReduce::Slot {
   std::uint64_t bytes[kBuffers] = {0, 0};
   Collective collective[kBuffers] = {Collective::barrier,
                                      Collective::barrier};  // the call's (a mixed-up call is an error)
+  std::int32_t root[kBuffers] = {-1, -1};  // a reduce's (else -1): ranks that disagree are an error
   const std::byte* input[kBuffers] = {nullptr, nullptr};
   std::byte* output[kBuffers] = {nullptr, nullptr};
 };
@@ -81,13 +82,17 @@ void DirectReduce::await_all(DirectRank& me, Word word, Word sleepers, std::uint
 }
 
 void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
-                               const WaitPolicy& policy) {
+                               const WaitPolicy& policy, int root) {
   await_all(me, &Slot::posted, &Slot::sleepers, call, "to post its vector", policy);
   const std::uint32_t b = call % kBuffers;
   for (int q = 0; q < ranks_; ++q) {
     const std::uint64_t theirs = slots_[q].bytes[b];
     const Collective their_call = slots_[q].collective[b];
-    if (theirs == bytes && their_call == c) continue;
+    if (theirs == bytes && their_call == c && slots_[q].root[b] == root) continue;
+    if (theirs == bytes && their_call == c)
+      throw ScheduleError("mismatched roots in direct call " + std::to_string(call) + ": rank " + std::to_string(q) +
+                          " reduces to root " + std::to_string(slots_[q].root[b]) + ", rank " +
+                          std::to_string(me.rank) + " to root " + std::to_string(root));
     auto size = [eb](std::uint64_t n) {
       return eb > 0 && n % eb == 0 ? std::to_string(n / eb) + " elements" : std::to_string(n) + " bytes";
     };
@@ -103,7 +108,7 @@ std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
 }
 
 std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                                     std::size_t element_bytes, const WaitPolicy& policy) {
+                                     std::size_t element_bytes, const WaitPolicy& policy, int root) {
   if (bytes > kPostBytes)
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
@@ -112,8 +117,9 @@ std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::by
   if (bytes > 0) std::memcpy(data(me.rank, call), vector, bytes);
   mine.bytes[call % kBuffers] = bytes;
   mine.collective[call % kBuffers] = c;
+  mine.root[call % kBuffers] = root;
   post(mine.posted, mine.sleepers, call);
-  await_posts(me, call, c, bytes, element_bytes, policy);
+  await_posts(me, call, c, bytes, element_bytes, policy, root);
   return call;
 }
 
@@ -158,6 +164,7 @@ void DirectReduce::allreduce_sliced(DirectRank& me, const std::byte* send, std::
   Slot& mine = slots_[me.rank];
   mine.bytes[b] = count * eb;
   mine.collective[b] = Collective::allreduce;
+  mine.root[b] = -1;
   mine.input[b] = send;
   mine.output[b] = recv;
   post(mine.posted, mine.sleepers, call);

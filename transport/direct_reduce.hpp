@@ -125,11 +125,12 @@ class DirectReduce {
   // (transport/direct_gather.hpp): copies the `bytes` of `vector` into
   // me's slot for its next call, posts it as a call of collective `c`, and
   // waits for every peer's post of that call. A peer that posted another
-  // collective, or another size, is a ScheduleError (sizes named in
-  // elements of `element_bytes`). Returns the call's number; posted(q,
-  // call) then holds rank q's vector until me's next call of the slots.
+  // collective, another size or another `root` (a reduce's; -1 for the
+  // rest) is a ScheduleError (sizes named in elements of `element_bytes`).
+  // Returns the call's number; posted(q, call) then holds rank q's vector
+  // until me's next call of the slots.
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                         std::size_t element_bytes, const WaitPolicy& policy);
+                         std::size_t element_bytes, const WaitPolicy& policy, int root = -1);
   const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }
   // recv = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from + count) of
   // every rank's post of `call`, in rank order: the sequential reference's
@@ -154,9 +155,9 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
-  // Every peer's post of `call`, of collective `c` and `bytes` as ours (else ScheduleError).
+  // Every peer's post of `call`, of collective `c`, `bytes` and `root` as ours (else ScheduleError).
   void await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
-                   const WaitPolicy& policy);
+                   const WaitPolicy& policy, int root = -1);
 
   int ranks_;
   FutexScope scope_;

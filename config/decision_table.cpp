@@ -152,18 +152,21 @@ std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int
   return out;
 }
 
-std::string DecisionTable::describe() const {
+std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) const {
   std::ostringstream o;
+  const auto counted = [&](std::size_t i) {
+    return calls.size() > i ? ", " + std::to_string(calls[i]) + (calls[i] == 1 ? " call" : " calls") : std::string();
+  };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DecisionRow& r = rows[i];
-    o << "row " << i + 1 << (r.line ? " (line " + std::to_string(r.line) + ")" : std::string()) << ": "
+    o << "row " << i + 1 << (r.line ? " (line " + std::to_string(r.line) + ")" : std::string()) << counted(i) << ": "
       << (r.collective ? std::string(to_string(*r.collective)) : std::string("every collective"))
       << range<std::uint64_t>("bytes", r.min_bytes, r.max_bytes, std::numeric_limits<std::uint64_t>::max(), show_bytes)
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
       << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int) << " -> "
       << to_string(r.use) << (r.note.empty() ? "" : "  # " + r.note) << "\n";
   }
-  o << "no row matches -> " << to_string(fallback) << "\n";
+  o << "no row matches" << counted(rows.size()) << " -> " << to_string(fallback) << "\n";
   return o.str();
 }
 

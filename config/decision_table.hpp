@@ -90,8 +90,10 @@ struct DecisionTable {
     const std::size_t i = find(call);
     return i < rows.size() ? rows[i].use : fallback;
   }
-  // One line per row, for `copse config` and error messages.
-  std::string describe() const;
+  // One line per row, for `copse config` and error messages; with `calls`
+  // (per row, then the calls no row matched: a stats file's counts) each
+  // line says how many calls the row decided.
+  std::string describe(const std::vector<std::uint64_t>& calls = {}) const;
 };
 
 // Parses a table's text; `source` names it in errors ("decision table

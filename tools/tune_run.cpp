@@ -93,6 +93,11 @@ int run_logged(const std::vector<std::string>& argv, const std::string& log, int
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Where copse's side of `shape` counts the calls it served and passed.
+std::string stats_file(const std::string& raw, const TuneShape& shape) {
+  return (fs::path(raw).parent_path() / ("stats-" + shape.name + ".jsonl")).string();
+}
+
 // One side's run of one shape: the launcher's command line.
 std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasurement& m, const TuneShape& shape,
                                       bool copse, const std::string& raw) {
@@ -106,7 +111,8 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
       argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"});
   }
   if (copse) {
-    argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + p.library, "-x", "COPSE_MPI_TABLE=none"});
+    argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + p.library, "-x", "COPSE_MPI_TABLE=none", "-x",
+                             "COPSE_MPI_STATS=" + stats_file(raw, shape)});
     if (shape.ranks_per_node)
       argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_RANKS_PER_NODE=" + std::to_string(shape.ranks_per_node)});
   }
@@ -152,6 +158,7 @@ std::string measure_for_tune(const TunePrograms& programs, const TuneMeasurement
   const std::string work = fs::absolute(m.work).string();  // rank 0 writes raw.jsonl from its own directory
   const std::string raw = work + "/raw.jsonl", log = work + "/runs.log", csv = work + "/pooled.csv";
   for (const std::string& file : {raw, log, work + "/report.txt"}) std::ofstream(file, std::ios::trunc);
+  for (const TuneShape& shape : m.shapes) fs::remove(stats_file(raw, shape), error);
   if (::getuid() == 0) {  // Open MPI refuses root unless told
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -176,7 +183,11 @@ std::string measure_for_tune(const TunePrograms& programs, const TuneMeasurement
           throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " failed with exit status " +
                            std::to_string(status) + " (see " + log + ")");
       }
-  const int status = run_logged({programs.bench, "--report", raw, "--csv", csv}, work + "/report.txt", 300);
+  // The report says how many calls copse served and passed on: ratios of
+  // calls it passed compare the library with itself.
+  std::vector<std::string> report = {programs.bench, "--report", raw, "--csv", csv, "--stats"};
+  for (const TuneShape& shape : m.shapes) report.push_back(stats_file(raw, shape));
+  const int status = run_logged(report, work + "/report.txt", 300);
   if (status != 0)
     throw RunFailure("the benchmark's report of " + raw + " failed (exit status " + std::to_string(status) + ", see " +
                      work + "/report.txt): a wrong result, or no results");

@@ -8,8 +8,9 @@
 // scripts/bench-mpi.sh's method, without the build and the report's extras.
 //
 // Files in `work` (created if absent): raw.jsonl (every run's results),
-// runs.log (each run's command and output), report.txt (the side-by-side
-// report) and pooled.csv.
+// runs.log (each run's command and output), stats-SHAPE.jsonl (copse's
+// stats file: the calls it served and passed on), report.txt (the
+// side-by-side report, with those counts) and pooled.csv.
 
 #include <functional>
 #include <string>

@@ -110,10 +110,13 @@ int run_tune(const TuneArgs& a) {
   }
   DecisionTable table = tune_table(ratios, a.threshold, previous);
   std::vector<std::string> kept;
+  std::size_t unshaped = 0;  // rows by hand (or by scripts/decision-table.py): they decide first
   if (previous)
-    for (const DecisionRow& r : table.rows)
+    for (const DecisionRow& r : table.rows) {
+      unshaped += r.shape.empty();
       if (!r.shape.empty() && !ratios.contains(r.shape) && (kept.empty() || kept.back() != r.shape))
         kept.push_back(r.shape);
+    }
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
   std::string header = "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() +
@@ -137,7 +140,10 @@ int run_tune(const TuneArgs& a) {
   std::cout << "decision table: " << a.out << ": " << table.rows.size() << " rows (" << served << " give calls to copse, "
             << table.rows.size() - served << " to the MPI library); measured shapes " << join(shapes, ", ")
             << (kept.empty() ? "" : "; kept " + join(kept, ", ")) << "\nuse it with COPSE_MPI_TABLE=" << a.out
-            << " (check it with: COPSE_MPI_TABLE=" << a.out << " copse config)\n";
+            << " (check it with: COPSE_MPI_TABLE=" << a.out << " copse config)\n";  if (unshaped)
+    std::cout << "note: the " << unshaped << " row(s) of " << a.out
+              << " without a shape (written by hand, or before copse tune) were kept first: they decide before "
+                 "the measured rows (--replace drops them)\n";
   return 0;
 }
 

@@ -15,6 +15,13 @@
 #include "common/text.hpp"
 #include "tools/tune_run.hpp"
 
+// Where `cmake --install` puts libcopse_mpi.so and mpi_collectives under the
+// prefix (CMakeLists.txt defines both).
+#ifndef COPSE_INSTALL_LIBDIR
+#define COPSE_INSTALL_LIBDIR "lib"
+#define COPSE_INSTALL_LIBEXECDIR "libexec/copse"
+#endif
+
 namespace copse {
 namespace {
 
@@ -96,7 +103,7 @@ int run_tune(const TuneArgs& a) {
     std::error_code error;
     const TunePrograms programs =
         locate_tune_programs(std::filesystem::read_symlink("/proc/self/exe", error).string(), a.mpirun, a.bench,
-                             a.library);
+                             a.library, {COPSE_INSTALL_LIBDIR, COPSE_INSTALL_LIBEXECDIR});
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
               << " round(s) of the MPI library and copse alternated; measurements in " << m.work << "\n"
               << std::flush;
@@ -167,7 +174,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_option("--sizes", a->sizes, "bytes per process to measure (multiples of 4)")
       ->type_name("LIST")
       ->capture_default_str();
-  cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")
+      ->type_name("N")
+      ->capture_default_str();
   cmd->add_option("--threshold", a->threshold,
                   "copse serves where tuned/copse by median is at least this (within noise: no slower)")
       ->type_name("R")
@@ -183,9 +192,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->capture_default_str();
   cmd->add_option("--host", a->host, "given to mpirun as --host")->type_name("LIST");
   cmd->add_option("--hostfile", a->hostfile, "given to mpirun as --hostfile")->type_name("FILE");
-  cmd->add_option("--bench", a->bench, "the benchmark (default: mpi_collectives beside copse, or ../libexec/copse/)")
+  cmd->add_option("--bench", a->bench, "the benchmark (default: mpi_collectives beside copse, or in PREFIX/" COPSE_INSTALL_LIBEXECDIR ")")
       ->type_name("FILE");
-  cmd->add_option("--library", a->library, "the interposer (default: libcopse_mpi.so beside copse, or ../lib/)")
+  cmd->add_option("--library", a->library, "the interposer (default: libcopse_mpi.so beside copse, or in PREFIX/" COPSE_INSTALL_LIBDIR ")")
       ->type_name("FILE");
   cmd->add_option("--work", a->work, "where the measurements go (default: FILE's stem + -runs/DATE-TIME beside it)")
       ->type_name("DIR");

@@ -124,25 +124,25 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
 }  // namespace
 
 TunePrograms locate_tune_programs(const std::string& self, const std::string& mpirun, const std::string& bench,
-                                  const std::string& library) {
-  const fs::path dir = fs::path(self).parent_path();
+                                  const std::string& library, const TuneInstallDirs& installed) {
+  const fs::path dir = fs::path(self).parent_path(), prefix = dir / "..";
   TunePrograms p;
   for (const std::string& word : split(mpirun, ' '))
     if (!word.empty()) p.mpirun.push_back(word);
   if (p.mpirun.empty() || !on_path(p.mpirun.front()))
     throw UsageError("cannot find the launcher '" + mpirun +
                      "' (an MPI's mpirun on PATH, or name it with --mpirun COMMAND)");
-  p.bench = bench.empty() ? first_existing({dir / "mpi_collectives", dir / "../libexec/copse/mpi_collectives"}) : bench;
+  p.bench = bench.empty() ? first_existing({dir / "mpi_collectives", prefix / installed.libexec / "mpi_collectives"})
+                          : bench;
   if (p.bench.empty() || ::access(p.bench.c_str(), X_OK) != 0)
     throw UsageError("cannot find the benchmark mpi_collectives " +
-                     (bench.empty() ? "beside " + self + " or in ../libexec/copse/" : "at " + bench) +
+                     (bench.empty() ? "beside " + self + " or in PREFIX/" + installed.libexec : "at " + bench) +
                      " (CMake builds it with libcopse_mpi.so when it finds MPI; or name it with --bench FILE)");
-  p.library = library.empty() ? first_existing({dir / "libcopse_mpi.so", dir / "../lib/libcopse_mpi.so",
-                                                dir / "../lib64/libcopse_mpi.so"})
+  p.library = library.empty() ? first_existing({dir / "libcopse_mpi.so", prefix / installed.lib / "libcopse_mpi.so"})
                               : library;
   if (p.library.empty() || !fs::is_regular_file(p.library))
     throw UsageError("cannot find libcopse_mpi.so " +
-                     (library.empty() ? "beside " + self + " or in ../lib/" : "at " + library) +
+                     (library.empty() ? "beside " + self + " or in PREFIX/" + installed.lib : "at " + library) +
                      " (CMake builds it when it finds MPI; or name it with --library FILE)");
   // mpirun hands the preload to processes that may start elsewhere: absolute paths.
   p.bench = fs::absolute(p.bench).string();

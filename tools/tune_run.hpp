@@ -26,14 +26,20 @@ struct TunePrograms {
   std::string library;              // libcopse_mpi.so
 };
 
+// Where an installation puts the library and the benchmark, relative to
+// its prefix (GNUInstallDirs' CMAKE_INSTALL_LIBDIR, CMAKE_INSTALL_LIBEXECDIR/copse).
+struct TuneInstallDirs {
+  std::string lib = "lib", libexec = "libexec/copse";
+};
+
 // The programs beside `self` (this executable): in a build tree
 // mpi_collectives and libcopse_mpi.so sit next to copse; installed, copse is
-// in bin/, the library in lib/ and the benchmark in libexec/copse/. Empty
+// in PREFIX/bin, the others in `installed`'s folders of PREFIX. Empty
 // `bench`/`library` arguments are looked up so; `mpirun` (a command line,
 // split at spaces) is looked up on PATH. A UsageError names what is missing
 // and how to provide it.
 TunePrograms locate_tune_programs(const std::string& self, const std::string& mpirun, const std::string& bench,
-                                  const std::string& library);
+                                  const std::string& library, const TuneInstallDirs& installed);
 
 struct TuneMeasurement {
   std::vector<TuneShape> shapes;

@@ -107,8 +107,9 @@ void add_config_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->type_name("KEY=VALUE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--stats")
-      ->description("a run's stats file (mpi.stats): the calls each row of the table decided, beside the row "
-                    "(repeatable; summed)")
+      ->description(
+          "a run's stats file (mpi.stats): the calls each row of the table decided, beside the row "
+          "(repeatable; summed)")
       ->type_name("FILE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--json")->description("print one JSON object");

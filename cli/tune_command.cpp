@@ -1,6 +1,6 @@
 // copse tune: measures copse against the MPI library under mpirun and writes
 // the decision table (config/decision_table.hpp) that gives each call to the
-// faster (issue 18, item 1): tools/tune_run.hpp measures, tools/tune.hpp
+// faster (issue 18, item 1): cli/tune_run.hpp measures, config/tune.hpp
 // makes the rows, write_decision_table writes them. With --from CSV it only
 // makes the rows, from measurements made before.
 
@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "cli/options.hpp"
+#include "cli/tune_run.hpp"
 #include "common/text.hpp"
-#include "tools/tune_run.hpp"
 
 // Where `cmake --install` puts libcopse_mpi.so and mpi_collectives under the
 // prefix (CMakeLists.txt defines both).
@@ -127,8 +127,8 @@ int run_tune(const TuneArgs& a) {
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
   std::string header = "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() +
-                       " (" + now_text("%Y-%m-%d") + ")\ncopse serves a call where tuned/copse by median >= " +
-                       threshold +
+                       " (" + now_text("%Y-%m-%d") +
+                       ")\ncopse serves a call where tuned/copse by median >= " + threshold +
                        " at the nearest measured\nshape and size; the MPI library serves the rest. Each row's note "
                        "gives the ratios it stands for.";
   if (!kept.empty()) header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
@@ -144,10 +144,12 @@ int run_tune(const TuneArgs& a) {
   for (const auto& [shape, by_collective] : ratios) shapes.push_back(shape);
   std::size_t served = 0;
   for (const DecisionRow& r : table.rows) served += r.use == Provider::copse;
-  std::cout << "decision table: " << a.out << ": " << table.rows.size() << " rows (" << served << " give calls to copse, "
-            << table.rows.size() - served << " to the MPI library); measured shapes " << join(shapes, ", ")
-            << (kept.empty() ? "" : "; kept " + join(kept, ", ")) << "\nuse it with COPSE_MPI_TABLE=" << a.out
-            << " (check it with: COPSE_MPI_TABLE=" << a.out << " copse config)\n";  if (unshaped)
+  std::cout << "decision table: " << a.out << ": " << table.rows.size() << " rows (" << served
+            << " give calls to copse, " << table.rows.size() - served << " to the MPI library); measured shapes "
+            << join(shapes, ", ") << (kept.empty() ? "" : "; kept " + join(kept, ", "))
+            << "\nuse it with COPSE_MPI_TABLE=" << a.out << " (check it with: COPSE_MPI_TABLE=" << a.out
+            << " copse config)\n";
+  if (unshaped)
     std::cout << "note: the " << unshaped << " row(s) of " << a.out
               << " without a shape (written by hand, or before copse tune) were kept first: they decide before "
                  "the measured rows (--replace drops them)\n";
@@ -161,8 +163,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   auto* cmd = app.add_subcommand("tune",
                                  "measure copse against the MPI library under mpirun and write the decision table "
                                  "that gives each call to the faster (mpi.table)");
-  cmd->add_option("--out", a->out, "the table to write; an existing one is merged: a shape measured again replaces "
-                                   "its rows, the others stay")
+  cmd->add_option("--out", a->out,
+                  "the table to write; an existing one is merged: a shape measured again replaces "
+                  "its rows, the others stay")
       ->type_name("FILE")
       ->capture_default_str();
   cmd->add_flag("--replace", a->replace, "write the table anew instead of merging with an existing --out");
@@ -181,8 +184,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
                   "copse serves where tuned/copse by median is at least this (within noise: no slower)")
       ->type_name("R")
       ->capture_default_str();
-  cmd->add_option("--from", a->from, "make the table from these pooled measurements (pooled.csv of an earlier run, "
-                                     "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring")
+  cmd->add_option("--from", a->from,
+                  "make the table from these pooled measurements (pooled.csv of an earlier run, "
+                  "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring")
       ->type_name("CSV")
       ->excludes(cmd->get_option("--shapes"))
       ->excludes(cmd->get_option("--sizes"))
@@ -192,9 +196,11 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->capture_default_str();
   cmd->add_option("--host", a->host, "given to mpirun as --host")->type_name("LIST");
   cmd->add_option("--hostfile", a->hostfile, "given to mpirun as --hostfile")->type_name("FILE");
-  cmd->add_option("--bench", a->bench, "the benchmark (default: mpi_collectives beside copse, or in PREFIX/" COPSE_INSTALL_LIBEXECDIR ")")
+  cmd->add_option("--bench", a->bench,
+                  "the benchmark (default: mpi_collectives beside copse, or in PREFIX/" COPSE_INSTALL_LIBEXECDIR ")")
       ->type_name("FILE");
-  cmd->add_option("--library", a->library, "the interposer (default: libcopse_mpi.so beside copse, or in PREFIX/" COPSE_INSTALL_LIBDIR ")")
+  cmd->add_option("--library", a->library,
+                  "the interposer (default: libcopse_mpi.so beside copse, or in PREFIX/" COPSE_INSTALL_LIBDIR ")")
       ->type_name("FILE");
   cmd->add_option("--work", a->work, "where the measurements go (default: FILE's stem + -runs/DATE-TIME beside it)")
       ->type_name("DIR");

@@ -123,7 +123,8 @@ std::string show_int(int v) { return std::to_string(v); }
 // rest as an integer of bytes.
 std::string size_text(std::uint64_t bytes) {
   if (bytes == 0 || bytes % 1024) return std::to_string(bytes);
-  return bytes % (1 << 20) ? "\"" + std::to_string(bytes >> 10) + "KiB\"" : "\"" + std::to_string(bytes >> 20) + "MiB\"";
+  return bytes % (1 << 20) ? "\"" + std::to_string(bytes >> 10) + "KiB\""
+                           : "\"" + std::to_string(bytes >> 20) + "MiB\"";
 }
 std::string show_bytes(std::uint64_t v) { return format_bytes(v); }
 

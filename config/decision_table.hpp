@@ -60,7 +60,7 @@ struct DecisionRow {
   Provider use = Provider::mpi;
   std::string note;
   std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
-  int line = 0;  // in the file (0: made in code)
+  int line = 0;       // in the file (0: made in code)
 
   // Whether the row can decide calls of `c` on a communicator of this shape
   // (its bytes aside).

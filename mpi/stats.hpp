@@ -56,7 +56,7 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
   std::vector<std::atomic<std::uint64_t>> decided_;  // per table row, then "no row"; empty: no table
   std::string table_source_;
-  mutable std::mutex cma_mutex_;                     // Teams end rarely: a lock keeps the four together
+  mutable std::mutex cma_mutex_;  // Teams end rarely: a lock keeps the four together
   std::uint64_t cma_teams_ = 0, cma_off_ = 0, cma_bytes_ = 0;
   std::string cma_note_;
 };

@@ -3,7 +3,7 @@
 # machine with the release build: builds copse, libcopse_mpi.so and the
 # benchmark mpi_collectives (build/release), then runs `copse tune` with the
 # arguments given (see `build/release/copse tune --help`; the rules are in
-# tools/tune.hpp). For the table copse ships, measure every shape at once and
+# config/tune.hpp). For the table copse ships, measure every shape at once and
 # write it anew on a quiet machine:
 #
 #   scripts/tune-table.sh --out config/default_decisions.toml --replace

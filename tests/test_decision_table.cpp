@@ -86,7 +86,7 @@ TEST_CASE("decision table: the writer's text reads back as the same table, and d
   t.fallback = Provider::copse;
   t.rows[1].shape = "np2";
   t.rows[1].note = "a \"quoted\" note \\ with a backslash";
-  t.rows[2].min_bytes = 1000;                 // not whole KiB: an integer
+  t.rows[2].min_bytes = 1000;                    // not whole KiB: an integer
   t.rows[2].max_bytes = std::uint64_t{3} << 20;  // whole MiB
   t.rows[3].min_ranks = 2;
   t.rows[3].max_nodes = 9;

@@ -1,11 +1,11 @@
-// copse tune's rules (tools/tune.hpp) on small inputs whose rows are worked
+// copse tune's rules (config/tune.hpp) on small inputs whose rows are worked
 // out by hand; tests/cli_tune.sh checks them against the Python script's rows
 // on a larger CSV.
 #include <catch2/catch.hpp>
 #include <sstream>
 
 #include "common/error.hpp"
-#include "tools/tune.hpp"
+#include "config/tune.hpp"
 
 using namespace copse;
 
@@ -63,9 +63,8 @@ TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge
 }
 
 TEST_CASE("tune: shapes cover ranks up to the next measured one, multi-node ones every node count from 2") {
-  const TuneRatios r =
-      ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
-                csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2));
+  const TuneRatios r = ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
+                                 csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2));
   const DecisionTable t = tune_table(r, 0.95, std::nullopt);
   REQUIRE(t.rows.size() == 4);
   // Rows by shape name: np2, np4, np4-vn2, np8-h2.

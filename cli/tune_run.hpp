@@ -1,5 +1,5 @@
 #pragma once
-// `copse tune`'s measurement (tools/tune.hpp makes the table from it): the
+// `copse tune`'s measurement (config/tune.hpp makes the table from it): the
 // unmodified MPI benchmark bench/mpi_collectives run under mpirun twice per
 // shape and round -- on the MPI library alone ("tuned") and with
 // LD_PRELOAD=libcopse_mpi.so and no decision table, so that copse serves
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/tune.hpp"
+#include "config/tune.hpp"
 
 namespace copse {
 
@@ -43,7 +43,7 @@ TunePrograms locate_tune_programs(const std::string& self, const std::string& mp
 
 struct TuneMeasurement {
   std::vector<TuneShape> shapes;
-  std::string sizes;                       // mpi_collectives --sizes LIST; empty: its full sweep
+  std::string sizes;  // mpi_collectives --sizes LIST; empty: its full sweep
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun

@@ -1,4 +1,4 @@
-#include "tools/tune.hpp"
+#include "config/tune.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -34,25 +34,25 @@ std::uint64_t integer_sqrt(std::uint64_t n) {
   return r;
 }
 
-double median(std::vector<double> v) {
+double ratios_median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // The rank and node ranges of each shape (the header's "Shapes" rule).
-struct Cover {
+struct TuneCover {
   int min_ranks, max_ranks, min_nodes, max_nodes;
 };
 
-std::map<std::string, Cover> covers(const std::set<std::string>& names) {
+std::map<std::string, TuneCover> covers(const std::set<std::string>& names) {
   constexpr int none = std::numeric_limits<int>::max();
   std::vector<std::pair<int, std::string>> groups[2];  // one node, several
   for (const std::string& name : names) {
     const TuneShape s = parse_tune_shape(name);
     groups[s.multi_node()].emplace_back(s.ranks, name);
   }
-  std::map<std::string, Cover> out;
+  std::map<std::string, TuneCover> out;
   for (int multi = 0; multi < 2; ++multi) {
     auto& group = groups[multi];
     std::sort(group.begin(), group.end());
@@ -63,7 +63,7 @@ std::map<std::string, Cover> covers(const std::set<std::string>& names) {
   return out;
 }
 
-std::string two_places(double x) {
+std::string ratio_text(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", x);
   return text;
@@ -81,15 +81,15 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
   if (barrier) {
     std::vector<double> all;
     for (const auto& [bytes, r] : measured) all.push_back(r);
-    bands.push_back({0, std::numeric_limits<std::uint64_t>::max(), {median(all)}});
+    bands.push_back({0, std::numeric_limits<std::uint64_t>::max(), {ratios_median(all)}});
   } else {
     std::uint64_t previous = 0;
     for (auto it = measured.begin(); it != measured.end(); ++it) {
       const auto next = std::next(it);
-      bands.push_back({it == measured.begin() ? 0 : integer_sqrt(previous * it->first) + 1,
-                       next == measured.end() ? std::numeric_limits<std::uint64_t>::max()
-                                              : integer_sqrt(it->first * next->first),
-                       {it->second}});
+      bands.push_back(
+          {it == measured.begin() ? 0 : integer_sqrt(previous * it->first) + 1,
+           next == measured.end() ? std::numeric_limits<std::uint64_t>::max() : integer_sqrt(it->first * next->first),
+           {it->second}});
       previous = it->first;
     }
   }
@@ -111,7 +111,7 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::string> shown;
-    for (double x : ratios[i]) shown.push_back(two_places(x));
+    for (double x : ratios[i]) shown.push_back(ratio_text(x));
     rows[i].note = "tuned/copse " + join(shown, ", ") + " by median";
   }
   return rows;
@@ -229,8 +229,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::
         try {
           parse_tune_shape(r.shape);
         } catch (const UsageError& e) {
-          throw UsageError("decision table " + previous->source + ", line " + std::to_string(r.line) + ": " +
-                           e.what());
+          throw UsageError("decision table " + previous->source + ", line " + std::to_string(r.line) + ": " + e.what());
         }
         shapes.insert(r.shape);
         kept[r.shape].push_back(r);
@@ -238,12 +237,12 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::
     }
   }
   for (const auto& [shape, measured] : ratios) shapes.insert(shape);
-  const std::map<std::string, Cover> cover = covers(shapes);
+  const std::map<std::string, TuneCover> cover = covers(shapes);
   for (const std::string& shape : shapes) {
     const auto measured = ratios.find(shape);
     std::vector<DecisionRow> rows =
         measured != ratios.end() ? shape_rows(shape, measured->second, threshold) : kept.at(shape);
-    const Cover& c = cover.at(shape);
+    const TuneCover& c = cover.at(shape);
     for (DecisionRow& r : rows) {
       r.min_ranks = c.min_ranks, r.max_ranks = c.max_ranks, r.min_nodes = c.min_nodes, r.max_nodes = c.max_nodes;
       r.line = 0;

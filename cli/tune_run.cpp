@@ -1,4 +1,4 @@
-#include "tools/tune_run.hpp"
+#include "cli/tune_run.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -132,14 +132,14 @@ TunePrograms locate_tune_programs(const std::string& self, const std::string& mp
   if (p.mpirun.empty() || !on_path(p.mpirun.front()))
     throw UsageError("cannot find the launcher '" + mpirun +
                      "' (an MPI's mpirun on PATH, or name it with --mpirun COMMAND)");
-  p.bench = bench.empty() ? first_existing({dir / "mpi_collectives", prefix / installed.libexec / "mpi_collectives"})
-                          : bench;
+  p.bench =
+      bench.empty() ? first_existing({dir / "mpi_collectives", prefix / installed.libexec / "mpi_collectives"}) : bench;
   if (p.bench.empty() || ::access(p.bench.c_str(), X_OK) != 0)
     throw UsageError("cannot find the benchmark mpi_collectives " +
                      (bench.empty() ? "beside " + self + " or in PREFIX/" + installed.libexec : "at " + bench) +
                      " (CMake builds it with libcopse_mpi.so when it finds MPI; or name it with --bench FILE)");
-  p.library = library.empty() ? first_existing({dir / "libcopse_mpi.so", prefix / installed.lib / "libcopse_mpi.so"})
-                              : library;
+  p.library =
+      library.empty() ? first_existing({dir / "libcopse_mpi.so", prefix / installed.lib / "libcopse_mpi.so"}) : library;
   if (p.library.empty() || !fs::is_regular_file(p.library))
     throw UsageError("cannot find libcopse_mpi.so " +
                      (library.empty() ? "beside " + self + " or in PREFIX/" + installed.lib : "at " + library) +

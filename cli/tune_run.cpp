@@ -170,6 +170,7 @@ std::string measure_for_tune(const TunePrograms& programs, const TuneMeasurement
         const std::vector<std::string> argv = side_command(programs, m, shape, copse, raw);
         std::ofstream(log, std::ios::app) << "== " << shape.name << (copse ? " copse" : " tuned") << " round "
                                           << round + 1 << ": " << join(argv, " ") << "\n";
+        const auto results_before = fs::exists(raw) ? fs::file_size(raw) : 0;
         const auto start = std::chrono::steady_clock::now();
         const int status = run_logged(argv, log, m.timeout_seconds);
         const auto seconds =
@@ -182,6 +183,9 @@ std::string measure_for_tune(const TunePrograms& programs, const TuneMeasurement
         if (status != 0)
           throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " failed with exit status " +
                            std::to_string(status) + " (see " + log + ")");
+        if (fs::file_size(raw) == results_before)
+          throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " wrote no results to " + raw +
+                           " (did the launcher run the program? rank 0 must see that folder; see " + log + ")");
       }
   // The report says how many calls copse served and passed on: ratios of
   // calls it passed compare the library with itself.

@@ -111,6 +111,13 @@ expect 2 tune --sizes 8,6 && stderr_has "6 is not a positive multiple of 4"
 expect 2 tune --rounds 0 && stderr_has "--rounds"
 expect 2 tune --mpirun /nonexistent/mpirun && stderr_has "cannot find the launcher"
 expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot find the benchmark mpi_collectives at /nonexistent/bench"
+# A launcher that runs nothing: the run is a failure (exit 1) naming the log,
+# which holds the command: one host's options, more ranks than cores oversubscribed.
+expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.csv" --shapes np512 --sizes 8 \
+  --rounds 1 --work "$tmp/w" --out x.toml && stderr_has "np512 tuned wrote no results" && stderr_has "$tmp/w/runs.log"
+checks=$((checks + 1))
+grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8$" \
+  "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
 
 # ------------------------------------------------------------------ copse config --stats: the calls per row
 printf 'default = "mpi"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n[[row]]\ncollective = "*"\nuse = "copse"\n' >s.toml

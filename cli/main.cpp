@@ -58,7 +58,7 @@ int run(int argc, char** argv) {
   RunParsed run_parsed;
   for (auto add : {add_algorithms_command, add_sim_command, add_emulate_command, add_verify_command, add_demo_command,
                    add_topo_command, add_config_command, add_study_command, add_replay_command, add_calibrate_command,
-                   add_tree_command})
+                   add_tree_command, add_tune_command})
     add(app, config, run_parsed);
 
   // CLI11 reports a mistyped subcommand as a missing one; name it instead.

@@ -35,6 +35,7 @@ void add_study_command(CLI::App& app, const Config& config, RunParsed& run_parse
 void add_replay_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 void add_calibrate_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 void add_tree_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
+void add_tune_command(CLI::App& app, const Config& config, RunParsed& run_parsed);
 
 inline constexpr const char* kSizeHelp = "SIZE: bytes, e.g. 1000, 1e6, 4KB (4000), 4KiB (4096), 1.5MiB";
 inline constexpr const char* kTimeHelp = "TIME: seconds, or with a unit s, ms, us, ns, ps, e.g. 1.5us, 0.1ns, 1e-6";

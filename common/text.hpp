@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace copse {
 
@@ -29,6 +30,18 @@ std::string join(const Items& items, std::string_view separator) {
       out += to_string(item);
   }
   return out;
+}
+
+// join's inverse: the pieces of `text` between the `separator`s, empty
+// pieces kept ("a,,b" -> a, "", b; "" -> one empty piece).
+inline std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t end = text.find(separator, at);
+    out.emplace_back(text.substr(at, end == std::string_view::npos ? text.npos : end - at));
+    if (end == std::string_view::npos) return out;
+    at = end + 1;
+  }
 }
 
 // n rounded up to a multiple of `to` (> 0): round_up(100, 64) == 128.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/units.hpp"
 
 namespace copse {
@@ -22,7 +23,7 @@ constexpr std::string_view kBuiltinTable =
     ;
 
 constexpr std::string_view kRowKeys[] = {"collective", "min_bytes", "max_bytes", "min_ranks", "max_ranks",
-                                         "min_nodes",  "max_nodes", "use",       "note"};
+                                         "min_nodes",  "max_nodes", "use",       "note",      "shape"};
 
 class Reader {
  public:
@@ -78,7 +79,7 @@ class Reader {
       if (std::find(std::begin(kRowKeys), std::end(kRowKeys), key.str()) == std::end(kRowKeys))
         fail(&node, "unknown key '" + std::string(key.str()) +
                         "' in a row (known: collective, min_bytes, "
-                        "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, use, note)");
+                        "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, use, note, shape)");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");
@@ -92,6 +93,10 @@ class Reader {
     if (const auto* n = table.get("note")) {
       if (!n->is_string()) fail(n, "note must be a string");
       r.note = *n->value<std::string>();
+    }
+    if (const auto* n = table.get("shape")) {
+      if (!n->is_string()) fail(n, "shape must be a string");
+      r.shape = *n->value<std::string>();
     }
     if (r.min_bytes > r.max_bytes) fail(&table, "min_bytes is above max_bytes: no call could match");
     if (r.min_ranks > r.max_ranks) fail(&table, "min_ranks is above max_ranks: no call could match");
@@ -113,6 +118,14 @@ std::string range(const char* what, T lo, T hi, T none, std::string (*show)(T)) 
 }
 
 std::string show_int(int v) { return std::to_string(v); }
+
+// A bound as the table's text has it: whole KiB or MiB as SIZE text, the
+// rest as an integer of bytes.
+std::string size_text(std::uint64_t bytes) {
+  if (bytes == 0 || bytes % 1024) return std::to_string(bytes);
+  return bytes % (1 << 20) ? "\"" + std::to_string(bytes >> 10) + "KiB\""
+                           : "\"" + std::to_string(bytes >> 20) + "MiB\"";
+}
 std::string show_bytes(std::uint64_t v) { return format_bytes(v); }
 
 }  // namespace
@@ -140,18 +153,21 @@ std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int
   return out;
 }
 
-std::string DecisionTable::describe() const {
+std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) const {
   std::ostringstream o;
+  const auto counted = [&](std::size_t i) {
+    return calls.size() > i ? ", " + std::to_string(calls[i]) + (calls[i] == 1 ? " call" : " calls") : std::string();
+  };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DecisionRow& r = rows[i];
-    o << "row " << i + 1 << (r.line ? " (line " + std::to_string(r.line) + ")" : std::string()) << ": "
+    o << "row " << i + 1 << (r.line ? " (line " + std::to_string(r.line) + ")" : std::string()) << counted(i) << ": "
       << (r.collective ? std::string(to_string(*r.collective)) : std::string("every collective"))
       << range<std::uint64_t>("bytes", r.min_bytes, r.max_bytes, std::numeric_limits<std::uint64_t>::max(), show_bytes)
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
       << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int) << " -> "
       << to_string(r.use) << (r.note.empty() ? "" : "  # " + r.note) << "\n";
   }
-  o << "no row matches -> " << to_string(fallback) << "\n";
+  o << "no row matches" << counted(rows.size()) << " -> " << to_string(fallback) << "\n";
   return o.str();
 }
 
@@ -182,6 +198,30 @@ DecisionTable parse_decision_table(std::string_view text, const std::string& sou
     }
   }
   return table;
+}
+
+std::string write_decision_table(const DecisionTable& table, std::string_view header) {
+  std::ostringstream o;
+  for (std::size_t at = 0; at < header.size();) {
+    const std::size_t end = std::min(header.find('\n', at), header.size());
+    o << "# " << header.substr(at, end - at) << "\n";
+    at = end + 1;
+  }
+  o << "default = \"" << to_string(table.fallback) << "\"\n";
+  constexpr int none = std::numeric_limits<int>::max();
+  for (const DecisionRow& r : table.rows) {
+    o << "\n[[row]]\ncollective = " << json_string(r.collective ? to_string(*r.collective) : "*") << "\n";
+    if (r.min_bytes) o << "min_bytes = " << size_text(r.min_bytes) << "\n";
+    if (r.max_bytes != std::numeric_limits<std::uint64_t>::max()) o << "max_bytes = " << size_text(r.max_bytes) << "\n";
+    if (r.min_ranks) o << "min_ranks = " << r.min_ranks << "\n";
+    if (r.max_ranks != none) o << "max_ranks = " << r.max_ranks << "\n";
+    if (r.min_nodes) o << "min_nodes = " << r.min_nodes << "\n";
+    if (r.max_nodes != none) o << "max_nodes = " << r.max_nodes << "\n";
+    o << "use = \"" << to_string(r.use) << "\"\n";
+    if (!r.note.empty()) o << "note = " << json_string(r.note) << "\n";
+    if (!r.shape.empty()) o << "shape = " << json_string(r.shape) << "\n";
+  }
+  return o.str();
 }
 
 DecisionTable load_decision_table(const std::string& path) {

@@ -21,6 +21,9 @@
 //   max_nodes = 1                #   virtual nodes when set), inclusive
 //   use = "mpi"                  # "copse" or "mpi"
 //   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
+//   shape = "np4"                # the measured shape the row stands for (written
+//                                #   by `copse tune`, which replaces a shape's rows
+//                                #   when it measures the shape again)
 //
 // Every bound is optional (absent: any). A row for a shape the job does not
 // have never matches, so a table measured on one machine runs anywhere.
@@ -56,7 +59,8 @@ struct DecisionRow {
   int min_nodes = 0, max_nodes = std::numeric_limits<int>::max();
   Provider use = Provider::mpi;
   std::string note;
-  int line = 0;  // in the file (0: made in code)
+  std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
+  int line = 0;       // in the file (0: made in code)
 
   // Whether the row can decide calls of `c` on a communicator of this shape
   // (its bytes aside).
@@ -86,13 +90,20 @@ struct DecisionTable {
     const std::size_t i = find(call);
     return i < rows.size() ? rows[i].use : fallback;
   }
-  // One line per row, for `copse config` and error messages.
-  std::string describe() const;
+  // One line per row, for `copse config` and error messages; with `calls`
+  // (per row, then the calls no row matched: a stats file's counts) each
+  // line says how many calls the row decided.
+  std::string describe(const std::vector<std::uint64_t>& calls = {}) const;
 };
 
 // Parses a table's text; `source` names it in errors ("decision table
 // FILE, line N: reason").
 DecisionTable parse_decision_table(std::string_view text, const std::string& source);
+// The text parse_decision_table reads back as `table` (its rows' lines
+// aside): `header` first, each of its lines as a comment, then `default`
+// and the rows, every bound that is not the default written, sizes of whole
+// KiB as SIZE text ("128KiB"), others as integers.
+std::string write_decision_table(const DecisionTable& table, std::string_view header);
 // Reads and parses a file (UsageError when it cannot be read).
 DecisionTable load_decision_table(const std::string& path);
 // The table copse ships, measured on its development machine

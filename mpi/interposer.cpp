@@ -51,7 +51,7 @@ struct Record {
 struct State {
   State(const Options& o, std::optional<DecisionTable> t)
       : options(o), comm_options(make_comm_options(o)), table(std::move(t)) {
-    stats.table_rows(table ? table->rows.size() : 0);
+    if (table) stats.table_rows(table->rows.size(), table->source);
     const auto keeps = [&](Collective c) { return !options.collectives.algorithm(c).needs_commutative; };
     keeps_order.fill(true);
     keeps_order[index(MpiCollective::allreduce)] = keeps(Collective::allreduce);

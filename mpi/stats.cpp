@@ -30,7 +30,7 @@ std::string Stats::json_line(int rank, int size) const {
   }
   std::string table;
   if (!decided_.empty()) {
-    table = ", \"table\": {\"rows\": [";
+    table = ", \"table\": {\"source\": " + json_string(table_source_) + ", \"rows\": [";
     for (std::size_t i = 0; i + 1 < decided_.size(); ++i) table += (i ? ", " : "") + std::to_string(decided_[i].load());
     table += "], \"unmatched\": " + std::to_string(decided_.back().load()) + "}";
   }

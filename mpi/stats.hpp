@@ -4,10 +4,12 @@
 // one line to the stats file (mpi.stats, COPSE_MPI_STATS):
 //   {"rank": 0, "size": 4, "served": {"allreduce": 12, ...}, "passed": {"allreduce": 1, ...},
 //    "cma": {"teams": 1, "off": 0, "bytes": 123456, "note": ""},
-//    "table": {"rows": [3, 0, 12], "unmatched": 1}}
+//    "table": {"source": "built-in", "rows": [3, 0, 12], "unmatched": 1}}
 // with every collective of config.hpp's MpiCollective in both objects, the
-// calls each row of the decision table decided (mpi.table; `rows` in the
-// table's order, `unmatched` those no row matched; absent without a table),
+// calls each row of the decision table decided (mpi.table, `source` its file
+// or "built-in"; `rows` in the table's order, `unmatched` those no row
+// matched; absent without a table: `copse config --stats FILE` shows the
+// counts beside the rows),
 // and cross-memory attach (mpi.cma) over the process's Teams: how many read
 // large messages from their node peers' memory, how many did not (`note`:
 // why, for the first), and the bytes this process read that way.
@@ -34,7 +36,10 @@ class Stats {
   std::uint64_t passed_count(MpiCollective c) const noexcept { return passed_[index(c)].load(); }
   // The decision table's rows (set once, before any call): decided(i)
   // counts a call row i decided, decided(rows) one no row matched.
-  void table_rows(std::size_t rows) { decided_ = std::vector<std::atomic<std::uint64_t>>(rows + 1); }
+  void table_rows(std::size_t rows, std::string source) {
+    decided_ = std::vector<std::atomic<std::uint64_t>>(rows + 1);
+    table_source_ = std::move(source);
+  }
   void decided(std::size_t row) noexcept {
     if (row < decided_.size()) decided_[row].fetch_add(1, std::memory_order_relaxed);
   }
@@ -50,7 +55,8 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> served_{};
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
   std::vector<std::atomic<std::uint64_t>> decided_;  // per table row, then "no row"; empty: no table
-  mutable std::mutex cma_mutex_;                     // Teams end rarely: a lock keeps the four together
+  std::string table_source_;
+  mutable std::mutex cma_mutex_;  // Teams end rarely: a lock keeps the four together
   std::uint64_t cma_teams_ = 0, cma_off_ = 0, cma_bytes_ = 0;
   std::string cma_note_;
 };

@@ -13,7 +13,8 @@
 #   runtime    communicators: thread ranks, MPI processes (set-up, segment, failure)
 #   emulator   the emulated cluster: ranks as fibers, virtual clocks
 #   tools      experiments, calibration, replay
-#   config     configuration (file, environment, explicit) and TeamOptions from it
+#   config     configuration (file, environment, explicit) and TeamOptions from it;
+#              the decision table: read, written, made from measurements
 #   cli mpi    two siblings on top: the copse program; the MPI interposition
 #              library (libcopse_mpi.so) and the C API
 # bench/ and tests/ sit above all of them. Prints every violation; exit 1 if any.

@@ -81,6 +81,34 @@ TEST_CASE("decision table: the first matching row decides, in file order, unmatc
   CHECK_THAT(text, Catch::Contains("no row matches -> mpi"));
 }
 
+TEST_CASE("decision table: the writer's text reads back as the same table, and describe shows a run's counts") {
+  DecisionTable t = parse_decision_table(kTable, "t.toml");
+  t.fallback = Provider::copse;
+  t.rows[1].shape = "np2";
+  t.rows[1].note = "a \"quoted\" note \\ with a backslash";
+  t.rows[2].min_bytes = 1000;                    // not whole KiB: an integer
+  t.rows[2].max_bytes = std::uint64_t{3} << 20;  // whole MiB
+  t.rows[3].min_ranks = 2;
+  t.rows[3].max_nodes = 9;
+  const std::string text = write_decision_table(t, "made here\nsecond line");
+  CHECK(text.starts_with("# made here\n# second line\ndefault = \"copse\"\n"));
+  CHECK_THAT(text, Catch::Contains("max_bytes = \"3MiB\"\n") && Catch::Contains("min_bytes = 1000\n") &&
+                       Catch::Contains("max_bytes = 128\n") && Catch::Contains("shape = \"np2\"\n"));
+  DecisionTable back = parse_decision_table(text, "w.toml");
+  CHECK(back.fallback == Provider::copse);
+  REQUIRE(back.rows.size() == t.rows.size());
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    back.rows[i].line = t.rows[i].line;
+    CHECK(back.rows[i] == t.rows[i]);
+  }
+  CHECK(back.rows[1].shape == "np2");
+  // A stats file's counts: per row, then the unmatched calls.
+  const std::string counted = t.describe({7, 1, 0, 2, 5});
+  CHECK_THAT(counted, Catch::Contains("row 1 (line 3), 7 calls: bcast bytes <= 128 B -> mpi"));
+  CHECK_THAT(counted, Catch::Contains("row 2 (line 8), 1 call: bcast"));
+  CHECK_THAT(counted, Catch::Contains("no row matches, 5 calls -> copse"));
+}
+
 TEST_CASE("decision table: the default default is mpi, and an empty table defers everything") {
   const DecisionTable t = parse_decision_table("", "empty.toml");
   CHECK(t.rows.empty());
@@ -100,6 +128,7 @@ TEST_CASE("decision table: mistakes name the file, the line and the reason") {
              Catch::Contains("line 3: min_ranks must be a whole number >= 1"));
   CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmax_bytes = \"lots\""), Catch::Contains("line 3: max_bytes: "));
   CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_bytes = -1"), Catch::Contains("line 3: min_bytes must not be"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nshape = 4"), Catch::Contains("line 3: shape must be a string"));
   CHECK_THAT(error_of("rows = 3"), Catch::Contains("line 1: unknown key 'rows'"));
   CHECK_THAT(error_of("row = 3"), Catch::Contains("row must be an array of tables"));
   CHECK_THAT(error_of("[[row]\nuse = 1"), Catch::StartsWith("decision table t.toml, line 1: "));

@@ -145,7 +145,7 @@ case "$what" in
     preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
     check_stats "$tmp/expect.jsonl" || exit 1
-    python3 - "$tmp/stats.jsonl" <<'EOF'
+    python3 - "$tmp/stats.jsonl" "$tmp/table.toml" <<'EOF'
 import json, sys
 bad = []
 for line in map(json.loads, open(sys.argv[1])):
@@ -155,6 +155,8 @@ for line in map(json.loads, open(sys.argv[1])):
         continue
     # Every bcast the table saw went to MPI by its one row; every call copse
     # served passed the table unmatched (the default, copse).
+    if t.get("source") != sys.argv[2]:
+        bad.append(f"rank {line['rank']}: the counts name the table {t.get('source')!r}, not {sys.argv[2]!r}")
     if len(t["rows"]) != 1 or not 0 < t["rows"][0] <= line["passed"]["bcast"]:
         bad.append(f"rank {line['rank']}: row counts {t['rows']}, bcasts passed {line['passed']['bcast']}")
     if t["unmatched"] != sum(line["served"].values()):

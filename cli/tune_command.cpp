@@ -1,0 +1,222 @@
+// copse tune: measures copse against the MPI library under mpirun and writes
+// the decision table (config/decision_table.hpp) that gives each call to the
+// faster (issue 18, item 1): cli/tune_run.hpp measures, config/tune.hpp
+// makes the rows, write_decision_table writes them. With --from CSV it only
+// makes the rows, from measurements made before.
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/options.hpp"
+#include "cli/tune_run.hpp"
+#include "common/text.hpp"
+
+// Where `cmake --install` puts libcopse_mpi.so and mpi_collectives under the
+// prefix (CMakeLists.txt defines both).
+#ifndef COPSE_INSTALL_LIBDIR
+#define COPSE_INSTALL_LIBDIR "lib"
+#define COPSE_INSTALL_LIBEXECDIR "libexec/copse"
+#endif
+
+namespace copse {
+namespace {
+
+struct TuneArgs {
+  std::string out = "copse-table.toml";
+  std::string shapes = "np2,np4,np4-vn2";
+  std::string sizes = "8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,16MiB";
+  int rounds = 2;
+  double threshold = 0.95;
+  std::vector<std::string> from;
+  bool replace = false;
+  std::string mpirun = "mpirun", host, hostfile, bench, library, work;
+  int timeout = 1800;
+};
+
+// This process's command line, for the table's header.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> words;
+  for (std::string word; std::getline(in, word, '\0');) words.push_back(word);
+  return words.empty() ? "copse tune" : join(words, " ");
+}
+
+std::string now_text(const char* format) {
+  const std::time_t t = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof text, format, std::gmtime(&t));
+  return text;
+}
+
+// The pieces of a list given with commas or spaces.
+std::vector<std::string> list_items(const std::string& text) {
+  std::vector<std::string> items;
+  for (const std::string& piece : split(text, ','))
+    for (const std::string& item : split(piece, ' '))
+      if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+TuneMeasurement measurement(const TuneArgs& a) {
+  TuneMeasurement m;
+  for (const std::string& name : list_items(a.shapes)) {
+    m.shapes.push_back(option_value("--shapes", [&] { return parse_tune_shape(name); }));
+    if (m.shapes.back().hosts > 1 && a.host.empty() && a.hostfile.empty() && a.mpirun == "mpirun")
+      throw UsageError("--shapes: " + name + " runs on " + std::to_string(m.shapes.back().hosts) +
+                       " hosts: name them with --host or --hostfile, or give a launcher with --mpirun");
+  }
+  if (m.shapes.empty()) throw UsageError("--shapes: no shape given");
+  // The benchmark reads sizes its own way: it gets whole bytes.
+  std::vector<std::string> bytes;
+  for (const std::string& item : list_items(a.sizes)) {
+    const std::uint64_t n = size_option("--sizes", item);
+    if (n == 0 || n % 4) throw UsageError("--sizes: " + item + " is not a positive multiple of 4 bytes (floats)");
+    bytes.push_back(std::to_string(n));
+  }
+  if (bytes.empty()) throw UsageError("--sizes: no size given");
+  m.sizes = join(bytes, ",");
+  require_at_least("--rounds", a.rounds, 1);
+  m.rounds = a.rounds;
+  require_at_least("--timeout", a.timeout, 1);
+  m.timeout_seconds = a.timeout;
+  if (!a.host.empty()) m.launcher_args.insert(m.launcher_args.end(), {"--host", a.host});
+  if (!a.hostfile.empty()) m.launcher_args.insert(m.launcher_args.end(), {"--hostfile", a.hostfile});
+  const std::filesystem::path out(a.out);
+  m.work = a.work.empty() ? (out.parent_path() / (out.stem().string() + "-runs") / now_text("%Y%m%d-%H%M%S")).string()
+                          : a.work;
+  return m;
+}
+
+int run_tune(const TuneArgs& a) {
+  if (!(a.threshold > 0)) throw UsageError("--threshold: expected a ratio above 0, got " + std::to_string(a.threshold));
+  // Everything that can be wrong with the input is found before measuring.
+  std::optional<DecisionTable> previous;
+  if (!a.replace && std::filesystem::exists(a.out)) previous = load_decision_table(a.out);
+  TuneRatios ratios;
+  std::string measured;
+  if (a.from.empty()) {
+    const TuneMeasurement m = measurement(a);
+    std::error_code error;
+    const TunePrograms programs =
+        locate_tune_programs(std::filesystem::read_symlink("/proc/self/exe", error).string(), a.mpirun, a.bench,
+                             a.library, {COPSE_INSTALL_LIBDIR, COPSE_INSTALL_LIBEXECDIR});
+    std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
+              << " round(s) of the MPI library and copse alternated; measurements in " << m.work << "\n"
+              << std::flush;
+    measured = measure_for_tune(programs, m, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+    std::cout << "pooled measurements: " << measured << " (copse tune --from reads them again)\n";
+  }
+  for (const std::string& csv : a.from.empty() ? std::vector<std::string>{measured} : a.from) {
+    std::ifstream in(csv);
+    if (!in) throw UsageError("cannot read measurements " + csv);
+    for (auto& [shape, by_collective] : read_tune_csv(in, csv)) ratios[shape] = std::move(by_collective);
+  }
+  DecisionTable table = tune_table(ratios, a.threshold, previous);
+  std::vector<std::string> kept;
+  std::size_t unshaped = 0;  // rows by hand (or by scripts/decision-table.py): they decide first
+  if (previous)
+    for (const DecisionRow& r : table.rows) {
+      unshaped += r.shape.empty();
+      if (!r.shape.empty() && !ratios.contains(r.shape) && (kept.empty() || kept.back() != r.shape))
+        kept.push_back(r.shape);
+    }
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
+  std::string header = "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() +
+                       " (" + now_text("%Y-%m-%d") +
+                       ")\ncopse serves a call where tuned/copse by median >= " + threshold +
+                       " at the nearest measured\nshape and size; the MPI library serves the rest. Each row's note "
+                       "gives the ratios it stands for.";
+  if (!kept.empty()) header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
+  const std::string text = write_decision_table(table, header);
+  parse_decision_table(text, a.out);  // what is written reads back
+  const std::string temporary = a.out + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!(file << text) || !file.flush()) throw SystemError("cannot write " + temporary);
+  }
+  std::filesystem::rename(temporary, a.out);
+  std::vector<std::string> shapes;
+  for (const auto& [shape, by_collective] : ratios) shapes.push_back(shape);
+  std::size_t served = 0;
+  for (const DecisionRow& r : table.rows) served += r.use == Provider::copse;
+  std::cout << "decision table: " << a.out << ": " << table.rows.size() << " rows (" << served
+            << " give calls to copse, " << table.rows.size() - served << " to the MPI library); measured shapes "
+            << join(shapes, ", ") << (kept.empty() ? "" : "; kept " + join(kept, ", "))
+            << "\nuse it with COPSE_MPI_TABLE=" << a.out << " (check it with: COPSE_MPI_TABLE=" << a.out
+            << " copse config)\n";
+  if (unshaped)
+    std::cout << "note: the " << unshaped << " row(s) of " << a.out
+              << " without a shape (written by hand, or before copse tune) were kept first: they decide before "
+                 "the measured rows (--replace drops them)\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
+  auto a = std::make_shared<TuneArgs>();
+  auto* cmd = app.add_subcommand("tune",
+                                 "measure copse against the MPI library under mpirun and write the decision table "
+                                 "that gives each call to the faster (mpi.table)");
+  cmd->add_option("--out", a->out,
+                  "the table to write; an existing one is merged: a shape measured again replaces "
+                  "its rows, the others stay")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_flag("--replace", a->replace, "write the table anew instead of merging with an existing --out");
+  cmd->add_option("--shapes", a->shapes,
+                  "communicator shapes to measure: npP (P processes on one node), npP-vnK (on virtual nodes of K "
+                  "ranks), npP-hN (on N hosts: give --host, --hostfile or --mpirun)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--sizes", a->sizes, "bytes per process to measure (multiples of 4)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--threshold", a->threshold,
+                  "copse serves where tuned/copse by median is at least this (within noise: no slower)")
+      ->type_name("R")
+      ->capture_default_str();
+  cmd->add_option("--from", a->from,
+                  "make the table from these pooled measurements (pooled.csv of an earlier run, "
+                  "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring")
+      ->type_name("CSV")
+      ->excludes(cmd->get_option("--shapes"))
+      ->excludes(cmd->get_option("--sizes"))
+      ->excludes(cmd->get_option("--rounds"));
+  cmd->add_option("--mpirun", a->mpirun, "the launcher, with words of its own (it takes -np, -x and --mca)")
+      ->type_name("COMMAND")
+      ->capture_default_str();
+  cmd->add_option("--host", a->host, "given to mpirun as --host")->type_name("LIST");
+  cmd->add_option("--hostfile", a->hostfile, "given to mpirun as --hostfile")->type_name("FILE");
+  cmd->add_option("--bench", a->bench,
+                  "the benchmark (default: mpi_collectives beside copse, or in PREFIX/" COPSE_INSTALL_LIBEXECDIR ")")
+      ->type_name("FILE");
+  cmd->add_option("--library", a->library,
+                  "the interposer (default: libcopse_mpi.so beside copse, or in PREFIX/" COPSE_INSTALL_LIBDIR ")")
+      ->type_name("FILE");
+  cmd->add_option("--work", a->work, "where the measurements go (default: FILE's stem + -runs/DATE-TIME beside it)")
+      ->type_name("DIR");
+  cmd->add_option("--timeout", a->timeout, "seconds one mpirun may take before it is stopped and the tune fails")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  cmd->footer(
+      "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
+      "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call), --rounds times each; the rounds "
+      "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median. A "
+      "measured size decides up to the geometric mean with the next; a one-node shape npP covers P ranks up to the "
+      "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
+      "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Calls no row matches go to the MPI library. "
+      "Rules and format: README, 'The decision table'. Exit status: 0 written; 1 a run failed or verified wrong; 2 "
+      "bad input (file, line and reason).");
+  cmd->callback([a, &run_parsed] { run_parsed = [a] { return run_tune(*a); }; });
+}
+
+}  // namespace copse

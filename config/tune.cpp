@@ -1,0 +1,255 @@
+#include "config/tune.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <istream>
+#include <set>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace copse {
+
+namespace {
+
+// The collectives in the order their rows are written (MpiCollective's).
+std::optional<MpiCollective> mpi_collective_named(std::string_view name) {
+  for (MpiCollective c : kMpiCollectives)
+    if (name == to_string(c)) return c;
+  return std::nullopt;
+}
+
+// A whole number of the name: "np4" -> 4 after the prefix; -1 if not one.
+int tune_number(std::string_view text) {
+  int n = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return error == std::errc() && end == text.data() + text.size() && n >= 1 && text[0] != '0' ? n : -1;
+}
+
+std::uint64_t integer_sqrt(std::uint64_t n) {
+  auto r = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+double ratios_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The rank and node ranges of each shape (the header's "Shapes" rule).
+struct TuneCover {
+  int min_ranks, max_ranks, min_nodes, max_nodes;
+};
+
+std::map<std::string, TuneCover> covers(const std::set<std::string>& names) {
+  constexpr int none = std::numeric_limits<int>::max();
+  std::vector<std::pair<int, std::string>> groups[2];  // one node, several
+  for (const std::string& name : names) {
+    const TuneShape s = parse_tune_shape(name);
+    groups[s.multi_node()].emplace_back(s.ranks, name);
+  }
+  std::map<std::string, TuneCover> out;
+  for (int multi = 0; multi < 2; ++multi) {
+    auto& group = groups[multi];
+    std::sort(group.begin(), group.end());
+    for (std::size_t i = 0; i < group.size(); ++i)
+      out[group[i].second] = {i == 0 ? 2 : group[i].first, i + 1 < group.size() ? group[i + 1].first - 1 : none,
+                              multi ? 2 : 1, multi ? none : 1};
+  }
+  return out;
+}
+
+std::string ratio_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", x);
+  return text;
+}
+
+// One collective's rows at one shape: bands by geometric mean, adjacent
+// bands that decide alike merged (the header's "Sizes" and "Barrier" rules).
+std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& measured, bool barrier,
+                                         double threshold) {
+  struct Band {
+    std::uint64_t lo, hi;
+    std::vector<double> ratios;
+  };
+  std::vector<Band> bands;
+  if (barrier) {
+    std::vector<double> all;
+    for (const auto& [bytes, r] : measured) all.push_back(r);
+    bands.push_back({0, std::numeric_limits<std::uint64_t>::max(), {ratios_median(all)}});
+  } else {
+    std::uint64_t previous = 0;
+    for (auto it = measured.begin(); it != measured.end(); ++it) {
+      const auto next = std::next(it);
+      bands.push_back(
+          {it == measured.begin() ? 0 : integer_sqrt(previous * it->first) + 1,
+           next == measured.end() ? std::numeric_limits<std::uint64_t>::max() : integer_sqrt(it->first * next->first),
+           {it->second}});
+      previous = it->first;
+    }
+  }
+  std::vector<DecisionRow> rows;
+  std::vector<std::vector<double>> ratios;
+  for (const Band& b : bands) {
+    const Provider use = b.ratios.front() >= threshold ? Provider::copse : Provider::mpi;
+    if (!rows.empty() && rows.back().use == use) {
+      rows.back().max_bytes = b.hi;
+      ratios.back().push_back(b.ratios.front());
+      continue;
+    }
+    DecisionRow r;
+    r.min_bytes = b.lo;
+    r.max_bytes = b.hi;
+    r.use = use;
+    rows.push_back(r);
+    ratios.push_back(b.ratios);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::string> shown;
+    for (double x : ratios[i]) shown.push_back(ratio_text(x));
+    rows[i].note = "tuned/copse " + join(shown, ", ") + " by median";
+  }
+  return rows;
+}
+
+// The rows of one measured shape, in collective order; reduce_scatter
+// repeats reduce_scatter_block's when it was not measured itself.
+std::vector<DecisionRow> shape_rows(const std::string& shape,
+                                    const std::map<MpiCollective, std::map<std::uint64_t, double>>& measured,
+                                    double threshold) {
+  std::vector<DecisionRow> out;
+  const auto add = [&](MpiCollective c, const std::map<std::uint64_t, double>& sizes, const char* mirror) {
+    for (DecisionRow r : collective_rows(sizes, c == MpiCollective::barrier, threshold)) {
+      r.collective = c;
+      r.note = shape + ": " + r.note + mirror;
+      r.shape = shape;
+      out.push_back(std::move(r));
+    }
+  };
+  for (MpiCollective c : kMpiCollectives) {
+    if (const auto it = measured.find(c); it != measured.end())
+      add(c, it->second, "");
+    else if (const auto block = measured.find(MpiCollective::reduce_scatter_block);
+             c == MpiCollective::reduce_scatter && block != measured.end())
+      add(c, block->second, " (reduce_scatter_block's)");
+  }
+  return out;
+}
+
+}  // namespace
+
+TuneShape parse_tune_shape(std::string_view name) {
+  TuneShape s;
+  s.name = std::string(name);
+  const auto bad = [&] {
+    return UsageError("shape '" + s.name +
+                      "': expected npP (P processes on one node), npP-vnK (on virtual nodes of K) or npP-hN (on N "
+                      "hosts), P, K and N whole numbers >= 1");
+  };
+  if (!name.starts_with("np")) throw bad();
+  const std::size_t dash = name.find('-');
+  s.ranks = tune_number(name.substr(2, dash == std::string_view::npos ? name.npos : dash - 2));
+  if (s.ranks < 1) throw bad();
+  if (dash == std::string_view::npos) return s;
+  const std::string_view rest = name.substr(dash + 1);
+  if (rest.starts_with("vn"))
+    s.ranks_per_node = tune_number(rest.substr(2));
+  else if (rest.starts_with("h"))
+    s.hosts = tune_number(rest.substr(1));
+  else
+    throw bad();
+  if (s.ranks_per_node < 0 || s.hosts < 1) throw bad();
+  return s;
+}
+
+TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
+  std::string line;
+  int number = 1;
+  const auto fail = [&](const std::string& reason) {
+    return UsageError("measurements " + source + ", line " + std::to_string(number) + ": " + reason);
+  };
+  if (!std::getline(in, line)) throw UsageError("measurements " + source + ": empty (expected a header line)");
+  const std::vector<std::string> header = split(line, ',');
+  const auto column = [&](std::string_view name) -> std::size_t {
+    const auto it = std::find_if(header.begin(), header.end(), [&](const std::string& h) {
+      return name.starts_with('_') ? h.ends_with(name) : h == name;
+    });
+    if (it == header.end())
+      throw fail("no column " + std::string(name.starts_with('_') ? "*" : "") + std::string(name) +
+                 " (expected the CSV of mpi_collectives --report --csv)");
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const std::size_t config = column("config"), collective = column("collective"), root = column("root"),
+                    bytes = column("bytes"), label = column("label"), verified = column("verified"),
+                    ratio = column("_over_median");
+  TuneRatios out;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const std::vector<std::string> f = split(line, ',');
+    if (f.size() != header.size())
+      throw fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    if (f[label] != "copse" || !(f[root].empty() || f[root] == "0")) continue;
+    if (f[verified] != "true")
+      throw RunFailure("measurements " + source + ", line " + std::to_string(number) + ": " + f[config] + " " +
+                       f[collective] + " " + f[bytes] + " B was not verified (a wrong result)");
+    if (f[ratio].empty()) continue;  // no baseline measured beside it
+    const auto c = mpi_collective_named(f[collective]);
+    if (!c) throw fail("unknown collective '" + f[collective] + "'");
+    parse_tune_shape(f[config]);  // named in the shape's own error
+    std::uint64_t n = 0;
+    double r = 0;
+    const auto [bytes_end, bytes_error] = std::from_chars(f[bytes].data(), f[bytes].data() + f[bytes].size(), n);
+    if (bytes_error != std::errc() || bytes_end != f[bytes].data() + f[bytes].size())
+      throw fail("bytes '" + f[bytes] + "' is not a whole number");
+    const auto [ratio_end, ratio_error] = std::from_chars(f[ratio].data(), f[ratio].data() + f[ratio].size(), r);
+    if (ratio_error != std::errc() || ratio_end != f[ratio].data() + f[ratio].size() || !(r > 0) || !std::isfinite(r))
+      throw fail("ratio '" + f[ratio] + "' is not a positive number");
+    out[f[config]][*c][n] = r;
+  }
+  if (out.empty()) throw UsageError("measurements " + source + ": no copse rows with ratios");
+  return out;
+}
+
+DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::optional<DecisionTable>& previous) {
+  DecisionTable table;
+  std::set<std::string> shapes;
+  std::map<std::string, std::vector<DecisionRow>> kept;  // the previous table's, by shape
+  if (previous) {
+    table.fallback = previous->fallback;
+    for (const DecisionRow& r : previous->rows) {
+      if (r.shape.empty()) {
+        table.rows.push_back(r);
+      } else if (!ratios.contains(r.shape)) {
+        try {
+          parse_tune_shape(r.shape);
+        } catch (const UsageError& e) {
+          throw UsageError("decision table " + previous->source + ", line " + std::to_string(r.line) + ": " + e.what());
+        }
+        shapes.insert(r.shape);
+        kept[r.shape].push_back(r);
+      }
+    }
+  }
+  for (const auto& [shape, measured] : ratios) shapes.insert(shape);
+  const std::map<std::string, TuneCover> cover = covers(shapes);
+  for (const std::string& shape : shapes) {
+    const auto measured = ratios.find(shape);
+    std::vector<DecisionRow> rows =
+        measured != ratios.end() ? shape_rows(shape, measured->second, threshold) : kept.at(shape);
+    const TuneCover& c = cover.at(shape);
+    for (DecisionRow& r : rows) {
+      r.min_ranks = c.min_ranks, r.max_ranks = c.max_ranks, r.min_nodes = c.min_nodes, r.max_nodes = c.max_nodes;
+      r.line = 0;
+      table.rows.push_back(std::move(r));
+    }
+  }
+  return table;
+}
+
+}  // namespace copse

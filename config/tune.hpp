@@ -1,0 +1,70 @@
+#pragma once
+// Making a decision table (config/decision_table.hpp) from measurements:
+// `copse tune`'s rules (issue 18, item 1). The measurements are the pooled
+// CSV of bench/mpi_collectives (its --report --csv): per shape, collective
+// and size, the MPI library's time over copse's by median (tuned/copse; above
+// 1 copse is faster), copse measured with no table so that it served every call.
+//
+// The rules:
+//  - Use. copse serves a call where tuned/copse by median >= threshold (0.95
+//    by default: within the noise of a shared machine copse counts as no
+//    slower), the MPI library elsewhere; a call no row matches goes to the
+//    library (default = "mpi").
+//  - Shapes. npP is P processes on one node, npP-vnK the same on virtual
+//    nodes of K ranks (hierarchy.ranks_per_node), npP-hN P processes on N
+//    hosts. The one-node shapes cover communicators of P ranks up to the next
+//    measured P (the smallest from 2 ranks, the largest without bound), all
+//    of one node; the multi-node ones (virtual or real) likewise by ranks,
+//    every communicator of two or more nodes.
+//  - Sizes. A measured size decides the band up to the integer geometric
+//    mean with the next measured size; adjacent bands that decide alike are
+//    one row, whose note lists the ratios it stands for.
+//  - Barrier has no bytes: one row per shape, by the median of its ratios.
+//  - MPI_Reduce_scatter (unequal counts), when not measured, repeats
+//    reduce_scatter_block's rows: their bytes (the whole input per process)
+//    measure the same.
+//  - Rows go in the order: hand-written rows (no `shape`) first, then the
+//    shapes by name, within a shape by collective, within a collective by size.
+//
+// Merging with an earlier table (tune_table's `previous`): a shape measured
+// now replaces that shape's rows; the other shapes' rows are kept, their rank
+// and node ranges recomputed over every shape the table then has; the rows
+// written by hand and the default are kept as they were.
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/decision_table.hpp"
+
+namespace copse {
+
+struct TuneShape {
+  std::string name;        // "np4", "np4-vn2", "np8-h2"
+  int ranks = 0;           // P
+  int ranks_per_node = 0;  // K of npP-vnK (virtual nodes); 0: none
+  int hosts = 1;           // N of npP-hN
+  bool multi_node() const { return ranks_per_node > 0 || hosts > 1; }
+};
+// Reads a shape's name; a UsageError says what is wrong with it.
+TuneShape parse_tune_shape(std::string_view name);
+
+// tuned/copse by median: shape name -> collective -> bytes -> ratio.
+using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<std::uint64_t, double>>>;
+
+// The copse rows of a pooled CSV (label "copse", root 0 or none; the rows of
+// other labels and roots are not decisions). A malformed file or line is a
+// UsageError naming `source`, the line and the reason; a copse row whose
+// result was wrong (verified false) is a RunFailure.
+TuneRatios read_tune_csv(std::istream& in, const std::string& source);
+
+// The table the rules make from `ratios`, merged with `previous` when given
+// (whose rows' shapes must be names parse_tune_shape reads).
+DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::optional<DecisionTable>& previous);
+
+}  // namespace copse

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# `copse tune`, checked by running the binary without MPI (--from: the rules
+# only; tests/cli_tune.sh does not measure): it writes the same rows as
+# scripts/decision-table.py did for the same CSV (tests/tune/expected.toml),
+# merges with an existing table (a shape measured again replaces its rows, the
+# others keep theirs with rank ranges recomputed, hand-written rows stay
+# first), names file, line and reason for malformed input (exit 2), refuses an
+# unverified result (exit 1); and `copse config --stats` shows the calls each
+# row decided.
+#
+# Run by CTest with COPSE=<path to the copse binary>; by hand:
+#   COPSE=build/default/copse bash tests/cli_tune.sh
+
+CLI_TEST_NAME=cli_tune
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+fixture="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/tune"
+
+for name in $(compgen -e); do
+  case "$name" in COPSE_*) unset "$name" ;; esac
+done
+export COPSE_CONFIG=
+cd "$tmp" || exit 1
+
+# rows FILE: the table without its comments and shape keys (what
+# decision-table.py wrote had neither).
+rows() { grep -v -e '^#' -e '^shape = ' "$1"; }
+same_rows() {  # same_rows GOT WANT DESCRIPTION
+  checks=$((checks + 1))
+  diff <(rows "$1") <(rows "$2") >"$tmp/diff" || fail "$3: $(head -20 "$tmp/diff")"
+}
+# table_json FILE: copse config --json's decision table, read back through the reader.
+table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
+
+# ------------------------------------------------------------------ help
+expect 0 tune --help
+for opt in --out --replace --shapes --sizes --rounds --threshold --from --mpirun --host --hostfile --bench \
+  --library --work --timeout; do stdout_has "$opt"; done
+stdout_has "npP-vnK"
+
+# ------------------------------------------------------------------ the rules, as the Python script had them
+expect 0 tune --from "$fixture/bench.csv" --out t.toml && stdout_has "64 rows"
+same_rows t.toml "$fixture/expected.toml" "copse tune --from writes decision-table.py's rows"
+table_json t.toml
+json_check 'len(d["decision_table"]["rows"]) == 64 and d["decision_table"]["default"] == "mpi"' "the table reads back"
+json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 19 and all(r["shape"] for r in d["decision_table"]["rows"])' \
+  "every row names its shape"
+# A higher threshold gives fewer calls to copse.
+expect 0 tune --from "$fixture/bench.csv" --out strict.toml --threshold 1.5
+checks=$((checks + 1))
+(($(grep -c '^use = "copse"' strict.toml) < $(grep -c '^use = "copse"' t.toml))) || fail "--threshold 1.5 gave copse no fewer rows"
+
+# ------------------------------------------------------------------ merging
+# np4 measured again (every ratio 2): its rows are replaced, np2's and np4-vn2's kept.
+awk -F, 'NR == 1 || $1 == "np4" { if (NR > 1 && $6 == "copse") $13 = "2.0000"; print }' OFS=, \
+  "$fixture/bench.csv" >np4.csv
+cp t.toml merged.toml
+expect 0 tune --from np4.csv --out merged.toml && stdout_has "kept np2, np4-vn2"
+table_json t.toml
+cp "$out" before.json
+table_json merged.toml
+json_check '[dict(r, line=0) for r in d["decision_table"]["rows"] if r["shape"] != "np4"] == [dict(r, line=0) for r in __import__("json").load(open("'"$tmp"'/before.json"))["decision_table"]["rows"] if r["shape"] != "np4"]' \
+  "merging np4 kept the other shapes' rows as they were"
+json_check 'all(r["use"] == "copse" for r in d["decision_table"]["rows"] if r["shape"] == "np4")' "np4's rows replaced"
+json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 7' "np4: one row per collective now"
+grep -q "Shapes kept from the earlier table (measured before): np2, np4-vn2" merged.toml ||
+  fail "the header does not say which shapes were kept"
+# A new shape np8: np4's rows now end at 7 ranks, np8's start at 8.
+sed 's/^np4,4,/np8,8,/' np4.csv >np8.csv
+expect 0 tune --from np8.csv --out merged.toml
+table_json merged.toml
+json_check 'all(r["max_ranks"] == 7 for r in d["decision_table"]["rows"] if r["shape"] == "np4")' "np4 ends below np8"
+json_check 'all(r["min_ranks"] == 8 and r["max_ranks"] is None for r in d["decision_table"]["rows"] if r["shape"] == "np8")' \
+  "np8 covers 8 ranks and more"
+json_check 'all(r["max_ranks"] == 3 for r in d["decision_table"]["rows"] if r["shape"] == "np2")' "np2 unchanged"
+# Hand-written rows and the default stay, first.
+printf 'default = "copse"\n[[row]]\ncollective = "bcast"\nmax_bytes = 64\nuse = "mpi"\nnote = "mine"\n' >hand.toml
+expect 0 tune --from np4.csv --out hand.toml
+table_json hand.toml
+json_check 'd["decision_table"]["default"] == "copse" and d["decision_table"]["rows"][0]["note"] == "mine" and d["decision_table"]["rows"][0]["shape"] == ""' \
+  "a hand-written row and the default are kept, first"
+expect 0 tune --from np4.csv --out hand.toml --replace
+table_json hand.toml
+json_check 'd["decision_table"]["default"] == "mpi" and all(r["shape"] == "np4" for r in d["decision_table"]["rows"])' \
+  "--replace writes the table anew"
+
+# ------------------------------------------------------------------ mistakes: file, line, reason
+sed '5s/,copse,2,100,true,\([^,]*\),.*/,copse,2,100,true,\1/' "$fixture/bench.csv" >short.csv
+expect 2 tune --from short.csv --out x.toml && stderr_has "measurements short.csv, line 5:" && stderr_has "fields"
+sed '3s/,[^,]*$/,fast/' "$fixture/bench.csv" >ratio.csv
+expect 2 tune --from ratio.csv --out x.toml && stderr_has "line 3: ratio 'fast' is not a positive number"
+sed '3s/^np2,2,allreduce/np2,2,alltoallw/' "$fixture/bench.csv" >coll.csv
+expect 2 tune --from coll.csv --out x.toml && stderr_has "line 3: unknown collective 'alltoallw'"
+sed '3s/^np2,/two,/' "$fixture/bench.csv" >shape.csv
+expect 2 tune --from shape.csv --out x.toml && stderr_has "shape 'two'"
+sed '3s/,true,/,false,/' "$fixture/bench.csv" >wrong.csv
+expect 1 tune --from wrong.csv --out x.toml && stderr_has "line 3: np2 allreduce 8 B was not verified"
+echo "config,np" >nocol.csv
+expect 2 tune --from nocol.csv --out x.toml && stderr_has "no column collective"
+expect 2 tune --from missing.csv --out x.toml && stderr_has "missing.csv"
+printf 'default = "mpi"\n[[row]]\nuse = "fast"\n' >bad.toml
+expect 2 tune --from np4.csv --out bad.toml && stderr_has "decision table bad.toml, line 3"
+printf '[[row]]\nuse = "mpi"\nshape = "big"\n' >badshape.toml
+expect 2 tune --from np4.csv --out badshape.toml && stderr_has "badshape.toml, line 1: shape 'big'"
+checks=$((checks + 1))
+[[ ! -e x.toml ]] || fail "a failed tune wrote its table"
+expect 2 tune --from np4.csv --shapes np2
+expect 2 tune --from np4.csv --threshold 0 && stderr_has "--threshold"
+expect 2 tune --shapes np2,big && stderr_has "shape 'big'"
+expect 2 tune --shapes np4-h2 && stderr_has "--host"
+expect 2 tune --sizes 8,6 && stderr_has "6 is not a positive multiple of 4"
+expect 2 tune --rounds 0 && stderr_has "--rounds"
+expect 2 tune --mpirun /nonexistent/mpirun && stderr_has "cannot find the launcher"
+expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot find the benchmark mpi_collectives at /nonexistent/bench"
+# A launcher that runs nothing: the run is a failure (exit 1) naming the log,
+# which holds the command: one host's options, more ranks than cores oversubscribed.
+expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.csv" --shapes np512 --sizes 8 \
+  --rounds 1 --work "$tmp/w" --out x.toml && stderr_has "np512 tuned wrote no results" && stderr_has "$tmp/w/runs.log"
+checks=$((checks + 1))
+grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8$" \
+  "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
+
+# ------------------------------------------------------------------ copse config --stats: the calls per row
+printf 'default = "mpi"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n[[row]]\ncollective = "*"\nuse = "copse"\n' >s.toml
+stats_line() {  # stats_line RANK SOURCE ROWS UNMATCHED
+  printf '{"rank": %s, "size": 2, "served": {}, "passed": {}, "cma": {}, "table": {"source": "%s", "rows": %s, "unmatched": %s}}\n' "$@"
+}
+{ stats_line 0 s.toml "[3, 5]" 1; stats_line 1 s.toml "[4, 6]" 0; } >stats.jsonl
+expect COPSE_MPI_TABLE=s.toml 0 config --stats stats.jsonl
+stdout_has "row 1 (line 2), 7 calls: bcast -> mpi"
+stdout_has "row 2 (line 5), 11 calls: every collective -> copse"
+stdout_has "no row matches, 1 call -> mpi"
+expect COPSE_MPI_TABLE=s.toml 0 config --stats stats.jsonl --stats stats.jsonl --json
+json_check '[r["calls"] for r in d["decision_table"]["rows"]] == [14, 22] and d["decision_table"]["unmatched_calls"] == 2' \
+  "--stats twice: summed"
+stats_line 0 other.toml "[1, 1]" 0 >other.jsonl
+expect COPSE_MPI_TABLE=s.toml 2 config --stats other.jsonl && stderr_has "stats file other.jsonl, line 1: its counts are the decision table other.toml's"
+stats_line 0 s.toml "[1]" 0 >short.jsonl
+expect COPSE_MPI_TABLE=s.toml 2 config --stats short.jsonl && stderr_has "1 rows counted, the table s.toml has 2"
+echo '{"rank": 0}' >notable.jsonl
+expect COPSE_MPI_TABLE=s.toml 2 config --stats notable.jsonl && stderr_has "line 1: no decision table counts"
+echo 'garbage' >garbage.jsonl
+expect COPSE_MPI_TABLE=s.toml 2 config --stats garbage.jsonl && stderr_has "garbage.jsonl, line 1: not a stats line"
+expect COPSE_MPI_TABLE=none 2 config --stats stats.jsonl && stderr_has "mpi.table is none"
+
+finish

@@ -1,0 +1,92 @@
+// copse tune's rules (config/tune.hpp) on small inputs whose rows are worked
+// out by hand; tests/cli_tune.sh checks them against the Python script's rows
+// on a larger CSV.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "config/tune.hpp"
+
+using namespace copse;
+
+namespace {
+
+constexpr const char* kHeader =
+    "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,tuned_over_min,tuned_over_median\n";
+
+TuneRatios ratios_of(const std::string& body) {
+  std::istringstream in(kHeader + body);
+  return read_tune_csv(in, "m.csv");
+}
+
+std::string csv_row(const std::string& config, const std::string& collective, std::uint64_t bytes, double ratio,
+                    const std::string& root = "") {
+  return config + ",2," + collective + "," + root + "," + std::to_string(bytes) + ",copse,1,10,true,1e-6,1e-6,1," +
+         std::to_string(ratio) + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("tune: shape names") {
+  CHECK(parse_tune_shape("np2").ranks == 2);
+  CHECK_FALSE(parse_tune_shape("np2").multi_node());
+  const TuneShape v = parse_tune_shape("np12-vn3");
+  CHECK((v.ranks == 12 && v.ranks_per_node == 3 && v.hosts == 1 && v.multi_node()));
+  const TuneShape h = parse_tune_shape("np8-h2");
+  CHECK((h.ranks == 8 && h.ranks_per_node == 0 && h.hosts == 2 && h.multi_node()));
+  CHECK_FALSE(parse_tune_shape("np8-h1").multi_node());
+  for (const char* bad : {"", "np", "np0", "np02", "4", "np4-", "np4-vn", "np4-vn0", "np4-x2", "np4-h2x", "np-1"})
+    CHECK_THROWS_AS(parse_tune_shape(bad), UsageError);
+}
+
+TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge, barrier by median") {
+  const TuneRatios r = ratios_of(csv_row("np2", "bcast", 8, 0.5) + csv_row("np2", "bcast", 16, 0.6) +
+                                 csv_row("np2", "bcast", 2048, 1.2) + csv_row("np2", "bcast", 4096, 0.9, "1") +
+                                 csv_row("np2", "barrier", 0, 0.9) + csv_row("np2", "barrier", 8, 1.1) +
+                                 csv_row("np2", "reduce_scatter", 64, 1.5));
+  const DecisionTable t = tune_table(r, 1.0, std::nullopt);
+  REQUIRE(t.rows.size() == 4);
+  // bcast: 8 and 16 both mpi (one row up to isqrt(16 * 2048) = 181), 2048 copse from 182; root 1 ignored.
+  CHECK((t.rows[0].collective == MpiCollective::bcast && t.rows[0].min_bytes == 0 && t.rows[0].max_bytes == 181 &&
+         t.rows[0].use == Provider::mpi));
+  CHECK(t.rows[0].note == "np2: tuned/copse 0.50, 0.60 by median");
+  CHECK((t.rows[1].min_bytes == 182 && t.rows[1].max_bytes == std::numeric_limits<std::uint64_t>::max() &&
+         t.rows[1].use == Provider::copse));
+  // Barrier: the median of 0.9 and 1.1 is 1.0, at the threshold: copse.
+  CHECK((t.rows[2].collective == MpiCollective::barrier && t.rows[2].use == Provider::copse));
+  CHECK(t.rows[2].note == "np2: tuned/copse 1.00 by median");
+  // reduce_scatter measured itself: its own row, no copy of a block's.
+  CHECK((t.rows[3].collective == MpiCollective::reduce_scatter && t.rows[3].note == "np2: tuned/copse 1.50 by median"));
+  for (const DecisionRow& row : t.rows)
+    CHECK((row.shape == "np2" && row.min_ranks == 2 && row.max_ranks == std::numeric_limits<int>::max() &&
+           row.min_nodes == 1 && row.max_nodes == 1));
+}
+
+TEST_CASE("tune: shapes cover ranks up to the next measured one, multi-node ones every node count from 2") {
+  const TuneRatios r = ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
+                                 csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2));
+  const DecisionTable t = tune_table(r, 0.95, std::nullopt);
+  REQUIRE(t.rows.size() == 4);
+  // Rows by shape name: np2, np4, np4-vn2, np8-h2.
+  CHECK((t.rows[0].shape == "np2" && t.rows[0].min_ranks == 2 && t.rows[0].max_ranks == 3));
+  CHECK((t.rows[1].shape == "np4" && t.rows[1].min_ranks == 4 && t.rows[1].max_nodes == 1));
+  CHECK((t.rows[2].shape == "np4-vn2" && t.rows[2].min_ranks == 2 && t.rows[2].max_ranks == 7 &&
+         t.rows[2].min_nodes == 2 && t.rows[2].max_nodes == std::numeric_limits<int>::max()));
+  CHECK((t.rows[3].shape == "np8-h2" && t.rows[3].min_ranks == 8 && t.rows[3].min_nodes == 2));
+}
+
+TEST_CASE("tune: malformed measurements name the line") {
+  const auto error = [](const std::string& body) {
+    try {
+      ratios_of(body);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("np2,2,bcast,,8,copse\n") == "measurements m.csv, line 2: 6 fields, the header has 13");
+  CHECK(error(csv_row("np2", "bcast", 8, 1) + "np2,2,bcast,,x8,copse,1,10,true,1,1,1,1\n") ==
+        "measurements m.csv, line 3: bytes 'x8' is not a whole number");
+  CHECK(error("np2,2,bcast,,8,tuned,1,10,true,1,1,1,1\n") == "measurements m.csv: no copse rows with ratios");
+  CHECK_THROWS_AS(ratios_of("np2,2,bcast,,8,copse,1,10,false,1,1,1,1\n"), RunFailure);
+}

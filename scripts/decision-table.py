@@ -14,7 +14,8 @@ alike are one row. Barrier has no bytes: its rows decide by the median of its
 ratios over sizes. MPI_Reduce_scatter (unequal counts) is not measured by the
 benchmark; its rows repeat reduce_scatter_block's, whose bytes measure
 (the whole input per process) is the same. A call no row matches (a
-collective or shape not measured) goes to the library: default = "mpi".
+collective or shape not measured) goes to the library: default = "mpi"; a
+collective measured at no shape gets a row saying so, which defers it.
 
 usage: decision-table.py CSV [--threshold 0.95] [--out FILE] [--command TEXT]
 """
@@ -26,7 +27,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-COLLECTIVES = ["allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter_block"]
+COLLECTIVES = ["allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter_block", "scatter", "gather",
+               "alltoall"]
 
 
 def human(n):
@@ -123,6 +125,11 @@ def main():
                     shown = ", ".join(f"{r:.2f}" for r in rs)
                     lines.append(f'note = "{config}: tuned/copse {shown} by median{mirror}"')
                     lines.append("")
+    measured_any = {c for _, c in ratio}
+    for collective in COLLECTIVES:
+        if collective not in measured_any:
+            lines += ["[[row]]", f'collective = "{collective}"', 'use = "mpi"',
+                      'note = "not measured: the MPI library serves it (COPSE_MPI_TABLE=none: copse)"', ""]
     text = "\n".join(lines)
     if a.out == "-":
         sys.stdout.write(text)

@@ -39,6 +39,23 @@ std::unique_ptr<std::byte[]> packed_copy(const void* buffer, MPI_Count count, MP
   return out;
 }
 
+// A scatter's or gather's communicator record when copse serves the call
+// (null otherwise), and its layouts: `block`, this process's block
+// (scatter: received, gather: contributed) as its own buffer describes it
+// (`own`) -- at the root in place, as its other buffer does (`root_side`) --
+// and `other`, the root's other buffer's blocks (elsewhere `block` again).
+Record* rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, int own_count, MPI_Datatype own_type,
+               int root_count, MPI_Datatype root_type, MovedLayouts& l) {
+  if (!s.options.mpi.serves(c)) return nullptr;
+  Record* r = record(s, comm);
+  if (!r || root < 0 || root >= r->size || (in_place && r->rank != root)) return nullptr;  // MPI_IN_PLACE: the root's
+  const bool at_root = r->rank == root;
+  l.other = at_root ? layout_of(s.mapping, root_type, root_count) : std::nullopt;
+  l.block = in_place ? l.other : layout_of(s.mapping, own_type, own_count);
+  if (!at_root) l.other = l.block;
+  return l.fits() && s.serves(c, l.block->bytes, *r) ? r : nullptr;
+}
+
 }  // namespace
 
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
@@ -111,27 +128,21 @@ int scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv
   const bool in_place = recv == MPI_IN_PLACE;  // MPI allows it at the root only
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? send_count : recv_count, in_place ? send_type : recv_type,
                          MPI_OP_NULL, root);
-  if (s->options.mpi.serves(c))
-    if (Record* r = record(*s, comm); r && root >= 0 && root < r->size && (r->rank == root || !in_place)) {
-      const bool at_root = r->rank == root;
-      // The block this process receives; at the root, one of those it sends.
-      MovedLayouts l;
-      l.other = at_root ? layout_of(s->mapping, send_type, send_count) : std::nullopt;
-      l.block = in_place ? l.other : layout_of(s->mapping, recv_type, recv_count);
-      if (!at_root) l.other = l.block;
-      if (l.fits() && s->serves(c, l.block->bytes, *r))
-        return run(*s, c, "MPI_Scatter", *r, [&](Comm& cc) {
-          const auto ranks = static_cast<MPI_Count>(r->size);
-          std::unique_ptr<std::byte[]> packed_send, packed_recv;
-          const void* from = send;
-          if (at_root && (packed_send = packed_copy(send, ranks * send_count, send_type, *l.other, r->comm)))
-            from = packed_send.get();
-          void* to = in_place ? const_cast<void*>(from) : recv;  // in place: the root's block stays in send
-          if (!in_place && !l.block->contiguous) to = (packed_recv = scratch(l.block->bytes)).get();
-          cc.scatter(from, to, l.block->bytes, DType::uint8, root);
-          if (packed_recv) unpack(packed_recv.get(), recv, recv_count, recv_type, *l.block, r->comm);
-        });
-    }
+  MovedLayouts l;
+  if (Record* r = rooted(*s, c, comm, root, in_place, recv_count, recv_type, send_count, send_type, l)) {
+    const bool at_root = r->rank == root;
+    return run(*s, c, "MPI_Scatter", *r, [&](Comm& cc) {
+      const auto ranks = static_cast<MPI_Count>(r->size);
+      std::unique_ptr<std::byte[]> packed_send, packed_recv;
+      const void* from = send;
+      if (at_root && (packed_send = packed_copy(send, ranks * send_count, send_type, *l.other, r->comm)))
+        from = packed_send.get();
+      void* to = in_place ? const_cast<void*>(from) : recv;  // in place: the root's block stays in send
+      if (!in_place && !l.block->contiguous) to = (packed_recv = scratch(l.block->bytes)).get();
+      cc.scatter(from, to, l.block->bytes, DType::uint8, root);
+      if (packed_recv) unpack(packed_recv.get(), recv, recv_count, recv_type, *l.block, r->comm);
+    });
+  }
   s->stats.passed(c);
   return PMPI_Scatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm);
 }
@@ -144,35 +155,29 @@ int gather(const void* send, int send_count, MPI_Datatype send_type, void* recv,
   const bool in_place = send == MPI_IN_PLACE;  // MPI allows it at the root only
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? recv_count : send_count, in_place ? recv_type : send_type,
                          MPI_OP_NULL, root);
-  if (s->options.mpi.serves(c))
-    if (Record* r = record(*s, comm); r && root >= 0 && root < r->size && (r->rank == root || !in_place)) {
-      const bool at_root = r->rank == root;
-      // The block this process contributes; at the root, one of those it receives.
-      MovedLayouts l;
-      l.other = at_root ? layout_of(s->mapping, recv_type, recv_count) : std::nullopt;
-      l.block = in_place ? l.other : layout_of(s->mapping, send_type, send_count);
-      if (!at_root) l.other = l.block;
-      if (l.fits() && s->serves(c, l.block->bytes, *r))
-        return run(*s, c, "MPI_Gather", *r, [&](Comm& cc) {
-          const std::uint64_t bytes = l.block->bytes;
-          const auto ranks = static_cast<MPI_Count>(r->size);
-          std::unique_ptr<std::byte[]> packed_send, packed_recv;
-          void* to = at_root ? recv : nullptr;  // elsewhere insignificant
-          if (at_root && !l.other->contiguous)
-            to = (packed_recv = scratch(bytes * static_cast<std::uint64_t>(ranks))).get();
-          const void* from = send;
-          if (in_place) {  // the root's block is at its place in recv
-            if (packed_recv)
-              pack(advance(recv, r->rank * MPI_Count{recv_count} * l.other->extent), recv_count, recv_type, *l.other,
-                   packed_recv.get() + static_cast<std::uint64_t>(r->rank) * bytes, r->comm);
-            from = to;
-          } else if ((packed_send = packed_copy(send, send_count, send_type, *l.block, r->comm))) {
-            from = packed_send.get();
-          }
-          cc.gather(from, to, bytes, DType::uint8, root);
-          if (packed_recv) unpack(packed_recv.get(), recv, ranks * recv_count, recv_type, *l.other, r->comm);
-        });
-    }
+  MovedLayouts l;
+  if (Record* r = rooted(*s, c, comm, root, in_place, send_count, send_type, recv_count, recv_type, l)) {
+    const bool at_root = r->rank == root;
+    return run(*s, c, "MPI_Gather", *r, [&](Comm& cc) {
+      const std::uint64_t bytes = l.block->bytes;
+      const auto ranks = static_cast<MPI_Count>(r->size);
+      std::unique_ptr<std::byte[]> packed_send, packed_recv;
+      void* to = at_root ? recv : nullptr;  // elsewhere insignificant
+      if (at_root && !l.other->contiguous)
+        to = (packed_recv = scratch(bytes * static_cast<std::uint64_t>(ranks))).get();
+      const void* from = send;
+      if (in_place) {  // the root's block is at its place in recv
+        if (packed_recv)
+          pack(advance(recv, r->rank * MPI_Count{recv_count} * l.other->extent), recv_count, recv_type, *l.other,
+               packed_recv.get() + static_cast<std::uint64_t>(r->rank) * bytes, r->comm);
+        from = to;
+      } else if ((packed_send = packed_copy(send, send_count, send_type, *l.block, r->comm))) {
+        from = packed_send.get();
+      }
+      cc.gather(from, to, bytes, DType::uint8, root);
+      if (packed_recv) unpack(packed_recv.get(), recv, ranks * recv_count, recv_type, *l.other, r->comm);
+    });
+  }
   s->stats.passed(c);
   return PMPI_Gather(send, send_count, send_type, recv, recv_count, recv_type, root, comm);
 }

@@ -252,8 +252,9 @@ static void reductions(MPI_Comm comm, MPI_Op affine_op, const char* label) {
 }
 
 /* scatter (from the middle rank), gather (to the last) and alltoall on
- * `comm`, out of place and in place (at the root), and alltoall into a
- * derived receive type (one "pair of ints" a block, spaced by 3). Rank s's
+ * `comm`, out of place and in place (at the root), and alltoall and gather
+ * (in place) into a derived receive type (one "pair of ints" a block, spaced
+ * by 3). Rank s's
  * block for rank d is (input(s, 2d), input(s, 2d + 1)); a gather's is
  * (input(s, 0), input(s, 1)). */
 static void scatter_gather_alltoall(MPI_Comm comm, const char* label) {
@@ -293,6 +294,11 @@ static void scatter_gather_alltoall(MPI_Comm comm, const char* label) {
   MPI_Alltoall(send, 2, MPI_INT, all, 1, spaced, comm);
   for (int q = 0; q < 3 * p; ++q)
     CHECK(all[q] == (q % 3 == 2 ? -7 : input(world[q / 3], 2 * r + q % 3)), "%s: alltoall spaced element %d", label, q);
+  for (int i = 0; i < 3 * p; ++i) all[i] = i / 3 == r && i % 3 < 2 ? send[i % 3] : -7; /* the root's in place */
+  expect(GATHER, comm, 1, 8);
+  MPI_Gather(r == p - 1 ? MPI_IN_PLACE : send, 2, MPI_INT, all, 1, spaced, p - 1, comm);
+  for (int q = 0; r == p - 1 && q < 3 * p; ++q)
+    CHECK(all[q] == (q % 3 == 2 ? -7 : input(world[q / 3], q % 3)), "%s: gather spaced element %d", label, q);
   MPI_Type_free(&spaced);
   MPI_Type_free(&pair);
   free(send);

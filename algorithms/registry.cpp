@@ -256,6 +256,12 @@ void check_form(const AlgorithmInfo& algorithm, Form form) {
                                : ""));
 }
 
+bool has_hierarchy(Collective collective) {
+  for (const AlgorithmInfo& a : kAlgorithms)
+    if (a.collective == collective && (takes_form(a, Form::leader) || takes_form(a, Form::lanes))) return true;
+  return false;
+}
+
 std::uint64_t vector_elements(Collective collective, const Shape& shape) {
   switch (collective) {
     case C::allgather:

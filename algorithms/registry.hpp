@@ -71,6 +71,10 @@ struct AlgorithmInfo {
 bool takes_form(const AlgorithmInfo& algorithm, Form form);
 // Throws UsageError naming the algorithm and the form when it cannot take it.
 void check_form(const AlgorithmInfo& algorithm, Form form);
+// Whether some registered algorithm of `collective` takes a form other than
+// flat. The data-movement collectives' do not (issue 19: flat schedules so
+// far), so the planner plans them flat whatever form is asked for.
+bool has_hierarchy(Collective collective);
 
 // Elements of the vector a rank's schedule works on.
 std::uint64_t vector_elements(Collective collective, const Shape& shape);

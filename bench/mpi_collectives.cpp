@@ -28,7 +28,8 @@
 //
 // Sizes are per rank and per call, as IMB and the OSU benchmarks count them:
 // the vector for allreduce and reduce, the buffer for bcast, each rank's block
-// for allgather (it receives np blocks), and for reduce_scatter_block the
+// for allgather (it receives np blocks), scatter, gather and alltoall (each
+// rank sends np to the others), and for reduce_scatter_block the
 // vector each rank sends, cut into np blocks (rounded down to whole floats, at
 // least one). 8 B and 16 B .. 64 MiB in powers of 4; barrier once, as 0 B.
 //
@@ -237,6 +238,9 @@ class Runner {
       case Id::barrier: MPI_Barrier(MPI_COMM_WORLD); break;
       case Id::allgather: MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
       case Id::reduce_scatter_block: MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+      case Id::scatter: MPI_Scatter(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
+      case Id::gather: MPI_Gather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
+      case Id::alltoall: MPI_Alltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
     }
   }
 
@@ -246,7 +250,7 @@ class Runner {
     const Id id = k.c->id;
     if (id == Id::barrier) return barrier_check(k, when);
     const std::size_t out = k.c->blocks(false, ranks_) * k.count;
-    const bool has_output = id != Id::reduce || rank_ == k.root;
+    const bool has_output = (id != Id::reduce && id != Id::gather) || rank_ == k.root;
     float* recv = recv_->data;
     if (id == Id::bcast && rank_ == k.root)
       for (std::size_t i = 0; i < out; ++i) recv[i] = input(k.root, i);
@@ -263,6 +267,11 @@ class Runner {
         case Id::allgather: want = input(static_cast<int>(i / k.count), i % k.count); break;
         case Id::reduce_scatter_block:
           want = sum_of_inputs(ranks_, static_cast<std::size_t>(rank_) * k.count + i);
+          break;
+        case Id::scatter: want = input(k.root, static_cast<std::size_t>(rank_) * k.count + i); break;
+        case Id::gather: want = input(static_cast<int>(i / k.count), i % k.count); break;
+        case Id::alltoall:  // block s of the receive buffer: rank s's block for this rank
+          want = input(static_cast<int>(i / k.count), static_cast<std::size_t>(rank_) * k.count + i % k.count);
           break;
         case Id::barrier: break;
       }
@@ -452,8 +461,9 @@ const char* kUsage =
     "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]\n"
     "                                          [--quick] [--label NAME] [--config NAME] [--json FILE]\n"
     "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
-    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block (default: all)\n"
-    "  --roots        roots of reduce and bcast: integers or 'last' (default: 0)\n"
+    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,scatter,gather,alltoall\n"
+    "                 (default: all)\n"
+    "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
     "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
     "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
     "  --label        this run's name in the output, e.g. tuned or copse (default: mpi)\n"

@@ -12,7 +12,7 @@ namespace mpi_collectives {
 
 using json = nlohmann::ordered_json;  // keys in the order written
 
-enum class Id { allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block };
+enum class Id { allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block, scatter, gather, alltoall };
 
 struct Collective {
   Id id;
@@ -35,6 +35,9 @@ inline constexpr Collective kCollectives[] = {
     {Id::barrier, "barrier", "MPI_Barrier", false, false, false},
     {Id::allgather, "allgather", "MPI_Allgather", false, false, true},
     {Id::reduce_scatter_block, "reduce_scatter_block", "MPI_Reduce_scatter_block", false, true, false},
+    {Id::scatter, "scatter", "MPI_Scatter", true, true, false},
+    {Id::gather, "gather", "MPI_Gather", true, false, true},
+    {Id::alltoall, "alltoall", "MPI_Alltoall", false, true, true},
 };
 
 const Collective* collective_named(const std::string& name);  // null: no such collective

@@ -37,7 +37,7 @@ int run_replay(const ReplayArgs& a, const Config& config) {
   // The cluster's node sizes, model and hierarchy, as `copse emulate` reads them.
   o.cluster = make_setup(a.cluster).cluster.spec();
   const Options& conf = config.options();
-  for (Collective c : served_collectives()) o.algorithms[c] = std::string(conf.collectives.algorithm(c).name);
+  for (Collective c : all_collectives()) o.algorithms[c] = std::string(conf.collectives.algorithm(c).name);
   for (const auto& text : a.algorithms) {
     const auto eq = text.find('=');
     const Collective c = eq == std::string::npos

@@ -111,8 +111,8 @@ void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Sha
 std::optional<CompiledPlan> plan_every_form(const SimArgs& args, const SimulationOptions& options, const Shape& shape,
                                             std::optional<int> requested) {
   if (!options.layout || options.layout->nodes() < 2) return std::nullopt;
-  // The planner composes only what the runtime serves; the others are chosen flat.
-  if (!served(parse_collective(args.collective))) return std::nullopt;
+  // Forms compose only collectives with a hierarchy; the others are chosen flat.
+  if (!has_hierarchy(parse_collective(args.collective))) return std::nullopt;
   PlanContext context;
   context.layout = *options.layout;
   context.model = options.model;

@@ -13,19 +13,9 @@ namespace {
 constexpr std::array kCollectives = {Collective::allreduce, Collective::reduce,    Collective::bcast,
                                      Collective::barrier,   Collective::allgather, Collective::reduce_scatter,
                                      Collective::scatter,   Collective::gather,    Collective::alltoall};
-// The first six: the runtime serves them.
-constexpr std::size_t kServed = 6;
 }  // namespace
 
 std::span<const Collective> all_collectives() { return kCollectives; }
-std::span<const Collective> served_collectives() { return std::span<const Collective>(kCollectives).first(kServed); }
-bool served(Collective c) { return std::ranges::find(served_collectives(), c) != served_collectives().end(); }
-
-void require_served(Collective c, std::string_view by) {
-  if (!served(c))
-    throw UsageError(std::string(to_string(c)) + " is not served yet by " + std::string(by) +
-                     ": copse has its schedules only (copse sim, copse verify); issue 19");
-}
 
 std::string_view to_string(Collective c) {
   switch (c) {

@@ -71,17 +71,10 @@ struct Step {
 //    (ranks + s) * count. Schedules may use the send area as scratch once
 //    they have sent from it (an engine gives them a copy of the user's).
 enum class Collective { allreduce, reduce, bcast, barrier, allgather, reduce_scatter, scatter, gather, alltoall };
-// Every collective that has schedules (the registry, the verifier, the
-// simulator, `copse sim` and `copse verify` take them all).
+// Every collective: each has schedules (the registry, the verifier, the
+// simulator, `copse sim` and `copse verify`), and the runtime serves each
+// (the Comms, the planner, the configuration, the MPI interposer).
 std::span<const Collective> all_collectives();
-// Those the runtime serves (the Comms, the planner, the configuration, the
-// MPI interposer): all but the data-movement collectives, which have
-// schedules only so far (issue 19).
-std::span<const Collective> served_collectives();
-bool served(Collective c);
-// Throws UsageError naming `by` (what refuses it: "the planner", "a Comm")
-// unless the runtime serves `c`.
-void require_served(Collective c, std::string_view by);
 std::string_view to_string(Collective c);
 Collective parse_collective(std::string_view name);  // throws UsageError
 

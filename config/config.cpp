@@ -44,9 +44,12 @@ std::string_view to_string(MpiCollective c) {
     case MpiCollective::barrier: return "barrier";
     case MpiCollective::allgather: return "allgather";
     case MpiCollective::reduce_scatter_block: return "reduce_scatter_block";
-    case MpiCollective::reduce_scatter: break;
+    case MpiCollective::reduce_scatter: return "reduce_scatter";
+    case MpiCollective::scatter: return "scatter";
+    case MpiCollective::gather: return "gather";
+    case MpiCollective::alltoall: break;
   }
-  return "reduce_scatter";
+  return "alltoall";
 }
 
 namespace {
@@ -81,6 +84,9 @@ PlanOptions make_plan_options(const Options& options) {
   plan.barrier = c.barrier;
   plan.allgather = c.allgather;
   plan.reduce_scatter = c.reduce_scatter;
+  plan.scatter = c.scatter;
+  plan.gather = c.gather;
+  plan.alltoall = c.alltoall;
   plan.blocks = c.blocks.value_or(0);
   plan.model = make_cost_model(options.model);
   plan.grouping = options.hierarchy.parsed_grouping();

@@ -44,6 +44,9 @@
 //   collectives.barrier      name    dual-root
 //   collectives.allgather    name    binary-tree
 //   collectives.reduce_scatter  name binary-tree  (MPI_Reduce_scatter and _block)
+//   collectives.scatter      name    binomial  (flat schedules; the default is read as the selection)
+//   collectives.gather       name    binomial
+//   collectives.alltoall     name    pairwise
 //   collectives.blocks       auto|int>=1  auto
 //   runtime.wait_timeout     TIME|none  none  a blocking wait past this fails (> 0);
 //                                             none: wait as long as it takes
@@ -137,6 +140,9 @@ struct CollectiveOptions {
   std::string barrier{team_defaults::barrier};
   std::string allgather{team_defaults::allgather};
   std::string reduce_scatter{team_defaults::reduce_scatter};
+  std::string scatter{team_defaults::scatter};
+  std::string gather{team_defaults::gather};
+  std::string alltoall{team_defaults::alltoall};
   std::optional<int> blocks;  // nullopt: auto (the count that minimises simulated time)
   // The registered algorithm chosen for `collective`.
   const AlgorithmInfo& algorithm(Collective collective) const;
@@ -156,7 +162,7 @@ struct RuntimeOptions {
   bool operator==(const RuntimeOptions&) const = default;
 };
 
-// The seven MPI collectives the interposition library (mpi/) can serve, in
+// The ten MPI collectives the interposition library (mpi/) can serve, in
 // the order mpi.serve's text and the stats file list them.
 enum class MpiCollective : std::uint8_t {
   allreduce,
@@ -166,12 +172,16 @@ enum class MpiCollective : std::uint8_t {
   allgather,
   reduce_scatter_block,
   reduce_scatter,
+  scatter,
+  gather,
+  alltoall,
 };
-inline constexpr std::array<MpiCollective, 7> kMpiCollectives = {
-    MpiCollective::allreduce,     MpiCollective::reduce,    MpiCollective::bcast,
-    MpiCollective::barrier,       MpiCollective::allgather, MpiCollective::reduce_scatter_block,
-    MpiCollective::reduce_scatter};
-std::string_view to_string(MpiCollective c);  // "allreduce", ..., "reduce_scatter_block", "reduce_scatter"
+inline constexpr std::array<MpiCollective, 10> kMpiCollectives = {
+    MpiCollective::allreduce,      MpiCollective::reduce,    MpiCollective::bcast,
+    MpiCollective::barrier,        MpiCollective::allgather, MpiCollective::reduce_scatter_block,
+    MpiCollective::reduce_scatter, MpiCollective::scatter,   MpiCollective::gather,
+    MpiCollective::alltoall};
+std::string_view to_string(MpiCollective c);  // "allreduce", ..., "reduce_scatter", "scatter", "gather", "alltoall"
 
 // What the interposition library serves and what it leaves to the MPI library.
 enum class CmaMode { automatic, on, off };  // mpi.cma
@@ -181,8 +191,9 @@ struct MpiOptions {
   // communicator allow); clear: every such call goes to the MPI library.
   std::uint32_t serve = (1U << kMpiCollectives.size()) - 1;
   // Bounds on the bytes each process contributes (count x datatype size: for
-  // allgather its block, for reduce_scatter its whole input); a call outside
-  // them goes to the MPI library. Barriers have no bytes and ignore them.
+  // allgather, scatter and gather its block, for reduce_scatter its whole
+  // input, for alltoall all it sends); a call outside them goes to the MPI
+  // library. Barriers have no bytes and ignore them.
   std::uint64_t min_bytes = 0;
   std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none

@@ -12,7 +12,8 @@
 //   default = "mpi"              # "copse" or "mpi" (the default: mpi)
 //   [[row]]
 //   collective = "bcast"         # allreduce, reduce, bcast, barrier, allgather,
-//                                # reduce_scatter_block, reduce_scatter, or "*"
+//                                # reduce_scatter_block, reduce_scatter, scatter,
+//                                # gather, alltoall, or "*"
 //   min_bytes = 0                # bytes each process contributes, inclusive
 //   max_bytes = "128B"           #   (mpi.min_bytes' measure; SIZE or integer)
 //   min_ranks = 3                # communicator size, inclusive

@@ -51,4 +51,19 @@ int MPI_Reduce_scatter(const void* send, void* recv, const int counts[], MPI_Dat
   return ip::reduce_scatter(send, recv, counts, type, op, comm);
 }
 
+int MPI_Scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                MPI_Datatype recv_type, int root, MPI_Comm comm) {
+  return ip::scatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm);
+}
+
+int MPI_Gather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+               MPI_Datatype recv_type, int root, MPI_Comm comm) {
+  return ip::gather(send, send_count, send_type, recv, recv_count, recv_type, root, comm);
+}
+
+int MPI_Alltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                 MPI_Datatype recv_type, MPI_Comm comm) {
+  return ip::alltoall(send, send_count, send_type, recv, recv_count, recv_type, comm);
+}
+
 }  // extern "C"

@@ -155,6 +155,30 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_reduce_scatter(void
                                  PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
 }
 
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_scatter(void* send, MPI_Fint* send_count,
+                                                                     MPI_Fint* send_type, void* recv,
+                                                                     MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                     MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::scatter(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                          *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_gather(void* send, MPI_Fint* send_count,
+                                                                    MPI_Fint* send_type, void* recv,
+                                                                    MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                    MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::gather(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                         *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_alltoall(void* send, MPI_Fint* send_count,
+                                                                      MPI_Fint* send_type, void* recv,
+                                                                      MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                      MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::alltoall(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                           *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm)));
+}
+
 }  // extern "C"
 
 COPSE_FORTRAN_SPELLINGS(mpi_init, MPI_INIT, (MPI_Fint*))
@@ -174,3 +198,9 @@ COPSE_FORTRAN_SPELLINGS(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_scatter, MPI_SCATTER,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_gather, MPI_GATHER,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_alltoall, MPI_ALLTOALL,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))

@@ -205,6 +205,26 @@ int copse_reduce_scatter(copse_comm* comm, const void* send, void* recv, const i
   });
 }
 
+int copse_scatter(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type, int root) {
+  return guarded([&] {
+    copse::mpi::Comm& c = comm_of(comm);
+    if (recv == MPI_IN_PLACE && c.rank() != root) throw UsageError("MPI_IN_PLACE is the root's only, in a scatter");
+    c.scatter(send, recv == MPI_IN_PLACE ? const_cast<void*>(send) : recv, count, served_type(type).dtype, root);
+  });
+}
+
+int copse_gather(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type, int root) {
+  return guarded([&] {
+    copse::mpi::Comm& c = comm_of(comm);
+    if (send == MPI_IN_PLACE && c.rank() != root) throw UsageError("MPI_IN_PLACE is the root's only, in a gather");
+    c.gather(send_of(send, recv), recv, count, served_type(type).dtype, root);
+  });
+}
+
+int copse_alltoall(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type) {
+  return guarded([&] { comm_of(comm).alltoall(send_of(send, recv), recv, count, served_type(type).dtype); });
+}
+
 const char* copse_error_message(void) { return t_message.c_str(); }
 
 const char* copse_error_name(int code) {

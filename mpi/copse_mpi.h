@@ -88,6 +88,18 @@ int copse_reduce_scatter_block(copse_comm* comm, const void* send, void* recv, s
 int copse_reduce_scatter(copse_comm* comm, const void* send, void* recv, const int* counts, MPI_Datatype type,
                          MPI_Op op);
 
+/* Scatter: send, at the root only, holds size * count elements, rank r's
+ * block at r * count; recv gets this rank's block. MPI_IN_PLACE as recv at
+ * the root: its block stays in send. */
+int copse_scatter(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type, int root);
+/* Gather: recv, at the root only, gets size * count elements, rank r's at
+ * r * count. MPI_IN_PLACE as send at the root: its block is already in recv. */
+int copse_gather(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type, int root);
+/* Alltoall: send holds size * count elements, the block for rank d at
+ * d * count; recv gets the block from rank s at s * count. MPI_IN_PLACE as
+ * send: the blocks to send are in recv, replaced by those received. */
+int copse_alltoall(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type);
+
 /* Progress report for the next allreduce (Proficz 2018, section 3): this
  * rank has done `fraction` (0 < fraction <= 1) of its computation phase, the
  * time since its previous collective returned. With an arrival-aware

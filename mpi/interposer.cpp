@@ -20,85 +20,15 @@
 #include "common/error.hpp"
 #include "config/decision_table.hpp"
 #include "mpi/datatype_layout.hpp"
-#include "mpi/options.hpp"
-#include "mpi/stats.hpp"
-#include "mpi/trace.hpp"
+#include "mpi/interposer_state.hpp"
 #include "transport/mpi_link.hpp"
 
 namespace copse::mpi::interposer {
 
-namespace {
-
-// Read by every intercepted call: the initial-exec model makes that a plain
-// load instead of a call to __tls_get_addr (the library is preloaded or
-// linked, so its TLS is in the initial block; a dlopen finds room for one int
-// in glibc's static TLS surplus).
-__attribute__((tls_model("initial-exec"))) thread_local int t_nested = 0;
-
-// One per communicator that reached a call copse could serve, held by a
-// communicator attribute.
-struct Record {
-  MPI_Comm comm = MPI_COMM_NULL;
-  bool served = false;  // an intracommunicator of more than one process
-  int rank = 0;
-  int size = 1;
-  int nodes = 1;  // counted when a decision table needs it
-  // Per collective, the decision table's rows that fit this communicator.
-  std::array<std::vector<std::uint32_t>, kMpiCollectives.size()> table_rows;
-  std::unique_ptr<Team> team;  // made at the first served call
-};
-
-struct State {
-  State(const Options& o, std::optional<DecisionTable> t)
-      : options(o), comm_options(make_comm_options(o)), table(std::move(t)) {
-    if (table) stats.table_rows(table->rows.size(), table->source);
-    const auto keeps = [&](Collective c) { return !options.collectives.algorithm(c).needs_commutative; };
-    keeps_order.fill(true);
-    keeps_order[index(MpiCollective::allreduce)] = keeps(Collective::allreduce);
-    keeps_order[index(MpiCollective::reduce)] = keeps(Collective::reduce);
-    keeps_order[index(MpiCollective::reduce_scatter_block)] = keeps(Collective::reduce_scatter);
-    keeps_order[index(MpiCollective::reduce_scatter)] = keeps(Collective::reduce_scatter);
-  }
-
-  static std::size_t index(MpiCollective c) { return static_cast<std::size_t>(c); }
-  bool in_bounds(std::uint64_t bytes) const {
-    return bytes >= options.mpi.min_bytes && (!options.mpi.max_bytes || bytes <= *options.mpi.max_bytes);
-  }
-  // Whether the decision table (if any) gives a call of `bytes` per process
-  // on the record's communicator to copse; the deciding row is counted.
-  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
-    if (!table) return true;
-    const std::size_t row = table->find(r.table_rows[index(c)], bytes);
-    stats.decided(row);
-    return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
-  }
-  // Both, for the collectives whose bytes need the communicator's size.
-  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
-    return in_bounds(bytes) && table_serves(c, bytes, r);
-  }
-
-  const Options options;
-  const CommOptions comm_options;
-  const std::optional<DecisionTable> table;  // mpi.table; none: every call in bounds is served
-  Mapping mapping;
-  // The configured algorithm of the collective accepts non-commutative operators.
-  std::array<bool, kMpiCollectives.size()> keeps_order{};
-  int keyval = MPI_KEYVAL_INVALID;
-  Stats stats;
-  std::unique_ptr<Tracer> tracer;  // mpi.trace set: every application call is recorded
-
-  // Bumped before a record goes (delete_record): a thread's last look-up
-  // (t_last_record) is good while this is what it saw.
-  std::atomic<std::uint64_t> record_generation{0};
-  std::mutex mutex;              // guards the two lists below
-  std::vector<Record*> records;  // every live record, for MPI_Finalize
-  std::vector<std::pair<int, std::function<void()>>> finalizers;
-  int next_finalizer = 0;
-};
-
+__attribute__((tls_model("initial-exec"))) thread_local int t_nested = 0;  // interposer_state.hpp
 std::atomic<State*> g_state{nullptr};
 
-State* active() noexcept { return t_nested == 0 ? g_state.load(std::memory_order_acquire) : nullptr; }
+namespace {
 
 // One line on stderr in one write(2), so that processes do not interleave.
 void say(const std::string& text) {
@@ -257,6 +187,18 @@ int count_nodes(const State& s, MPI_Comm comm, int size) {
   return nodes;
 }
 
+// The operator of a reduction copse serves; null: the MPI library's call.
+const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op) {
+  if (!s.options.mpi.serves(c) || count < 0) return nullptr;
+  const ServedType* t = s.mapping.type(type);
+  if (!t) return nullptr;
+  const ReduceOp* reduce_op = s.mapping.op(op, *t);
+  if (!reduce_op || (!reduce_op->commutative && !s.keeps_order[State::index(c)])) return nullptr;
+  return reduce_op;
+}
+
+std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
+
 // This thread's last record found, while no record has gone since
 // (State::record_generation): an application calls on one communicator
 // after another, and the attribute look-up it spares is about a third of
@@ -267,6 +209,8 @@ struct LastRecord {
   std::uint64_t generation = 0;
 };
 __attribute__((tls_model("initial-exec"))) thread_local LastRecord t_last_record;
+
+}  // namespace
 
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
@@ -321,7 +265,6 @@ int error_class(ErrorKind kind) {
   return MPI_ERR_OTHER;
 }
 
-// A served call failed: the communicator's error handler decides.
 int fail(const char* call, const Record& r, const std::string& message, int error_class) {
   MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
   const bool known = PMPI_Comm_get_errhandler(r.comm, &handler) == MPI_SUCCESS;
@@ -333,39 +276,6 @@ int fail(const char* call, const Record& r, const std::string& message, int erro
   PMPI_Comm_call_errhandler(r.comm, error_class);  // MPI_ERRORS_RETURN: nothing; a user handler: called
   return error_class;
 }
-
-// Serves one call on the record's Team, made now if this is the first.
-template <class Body>
-int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
-  s.stats.served(c);
-  if (s.tracer) TraceScope::mark_served();
-  Nested nested;
-  try {
-    if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
-    body(r.team->comm(0));
-    return MPI_SUCCESS;
-  } catch (const Error& e) {
-    return fail(call, r, e.what(), error_class(e.kind()));
-  } catch (const std::bad_alloc&) {
-    return fail(call, r, "out of memory", MPI_ERR_NO_MEM);
-  } catch (const std::exception& e) {
-    return fail(call, r, e.what(), MPI_ERR_INTERN);
-  }
-}
-
-// The operator of a reduction copse serves; null: the MPI library's call.
-const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op) {
-  if (!s.options.mpi.serves(c) || count < 0) return nullptr;
-  const ServedType* t = s.mapping.type(type);
-  if (!t) return nullptr;
-  const ReduceOp* reduce_op = s.mapping.op(op, *t);
-  if (!reduce_op || (!reduce_op->commutative && !s.keeps_order[State::index(c)])) return nullptr;
-  return reduce_op;
-}
-
-std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
-
-}  // namespace
 
 Nested::Nested() { ++t_nested; }
 Nested::~Nested() { --t_nested; }
@@ -459,28 +369,6 @@ int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op
   return PMPI_Reduce(send, recv, count, type, op, root, comm);
 }
 
-int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  constexpr MpiCollective c = MpiCollective::bcast;
-  State* s = active();
-  if (!s) return PMPI_Bcast(buffer, count, type, root, comm);
-  const TraceScope trace(s->tracer.get(), c, comm, count, type, MPI_OP_NULL, root);
-  if (s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
-    if (const auto layout = layout_of(s->mapping, type, count); layout && s->in_bounds(layout->bytes))
-      if (Record* r = record(*s, comm); r && root >= 0 && root < r->size && s->table_serves(c, layout->bytes, *r))
-        return run(*s, c, "MPI_Bcast", *r, [&](Comm& cc) {
-          if (layout->contiguous) {
-            cc.bcast(buffer, layout->bytes, DType::uint8, root);
-            return;
-          }
-          const auto packed = scratch(layout->bytes);
-          if (r->rank == root) pack(buffer, count, type, *layout, packed.get(), r->comm);
-          cc.bcast(packed.get(), layout->bytes, DType::uint8, root);
-          if (r->rank != root) unpack(packed.get(), buffer, count, type, *layout, r->comm);
-        });
-  s->stats.passed(c);
-  return PMPI_Bcast(buffer, count, type, root, comm);
-}
-
 int barrier(MPI_Comm comm) {
   constexpr MpiCollective c = MpiCollective::barrier;
   State* s = active();
@@ -491,48 +379,6 @@ int barrier(MPI_Comm comm) {
       return run(*s, c, "MPI_Barrier", *r, [](Comm& cc) { cc.barrier(); });
   s->stats.passed(c);
   return PMPI_Barrier(comm);
-}
-
-int allgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-              MPI_Datatype recv_type, MPI_Comm comm) {
-  constexpr MpiCollective c = MpiCollective::allgather;
-  State* s = active();
-  if (!s) return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm);
-  const TraceScope trace(s->tracer.get(), c, comm, recv_count, recv_type, MPI_OP_NULL, -1);
-  const bool in_place = send == MPI_IN_PLACE;
-  if (s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
-    // One process's block, which is also what it contributes: the same bytes
-    // on every process, whatever datatypes describe them.
-    const auto block = layout_of(s->mapping, recv_type, recv_count);
-    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
-    if (block && mine && mine->bytes == block->bytes && s->in_bounds(block->bytes))
-      if (Record* r = record(*s, comm); r && s->table_serves(c, block->bytes, *r))
-        return run(*s, c, "MPI_Allgather", *r, [&](Comm& cc) {
-          const std::uint64_t bytes = block->bytes;
-          const auto ranks = static_cast<MPI_Count>(r->size);
-          std::unique_ptr<std::byte[]> packed_send, packed_recv;
-          void* to = recv;  // every block, as bytes
-          if (!block->contiguous) {
-            packed_recv = scratch(bytes * static_cast<std::uint64_t>(ranks));
-            to = packed_recv.get();
-          }
-          const void* from = send;  // this process's block, as bytes
-          if (in_place) {
-            if (!block->contiguous)
-              pack(advance(recv, r->rank * MPI_Count{recv_count} * block->extent), recv_count, recv_type, *block,
-                   packed_recv.get() + r->rank * bytes, r->comm);
-            from = to;
-          } else if (!mine->contiguous) {
-            packed_send = scratch(bytes);
-            pack(send, send_count, send_type, *mine, packed_send.get(), r->comm);
-            from = packed_send.get();
-          }
-          cc.allgather(from, to, bytes, DType::uint8);
-          if (!block->contiguous) unpack(packed_recv.get(), recv, ranks * recv_count, recv_type, *block, r->comm);
-        });
-  }
-  s->stats.passed(c);
-  return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm);
 }
 
 int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {

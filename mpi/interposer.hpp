@@ -12,15 +12,16 @@
 //   - reductions: the datatype and operator are copse's (mpi/mapping.hpp),
 //     and an operator that does not commute meets an algorithm that keeps
 //     rank order (collectives.* names one that does not: passed, not failed);
-//   - bcast and allgather move bytes, so any datatype is served: named
-//     contiguous ones in place, the others packed (MPI_Pack) and unpacked;
+//   - bcast, allgather, scatter, gather and alltoall move bytes, so any
+//     datatype is served: named contiguous ones in place, the others packed
+//     (MPI_Pack) and unpacked;
 //     a decision from the datatype handle would not do, because MPI lets
 //     processes describe the same bytes with different datatypes, and
 //     processes that decided differently would never meet;
 //   - the communicator is an intracommunicator of more than one process;
-//   - the bytes each process contributes (count x size; allgather: its
-//     block; reduce_scatter: its whole input) are within mpi.min_bytes and
-//     mpi.max_bytes (barrier: always);
+//   - the bytes each process contributes (count x size; allgather, scatter
+//     and gather: one block; reduce_scatter: its whole input; alltoall: all
+//     it sends) are within mpi.min_bytes and mpi.max_bytes (barrier: always);
 //   - the arguments are ones MPI accepts (count >= 0, root in the
 //     communicator, MPI_IN_PLACE only where allowed, no null handle):
 //     otherwise the MPI library reports the mistake in its own words.
@@ -73,7 +74,8 @@ int finalize();
 int comm_free(MPI_Comm* comm);
 int op_free(MPI_Op* op);
 
-// The seven collectives, with MPI's C signatures and semantics.
+// The ten collectives, with MPI's C signatures and semantics (bcast,
+// allgather, scatter, gather and alltoall: mpi/interposer_moving.cpp).
 int allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 int reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
@@ -82,6 +84,12 @@ int allgather(const void* send, int send_count, MPI_Datatype send_type, void* re
               MPI_Datatype recv_type, MPI_Comm comm);
 int reduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+            MPI_Datatype recv_type, int root, MPI_Comm comm);
+int gather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count, MPI_Datatype recv_type,
+           int root, MPI_Comm comm);
+int alltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+             MPI_Datatype recv_type, MPI_Comm comm);
 
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses of its own (common
 // blocks), not C's: the C constant for either, any other address unchanged.

@@ -10,15 +10,18 @@
 //    "site": "trace_app+0x1a2b", "t": 0.012345678, "gap": 0.001234567, "duration": 0.000045678}
 //   rank, size   the process in MPI_COMM_WORLD and its size
 //   call         this process's call number, 0, 1, 2, ... over all its communicators
-//   collective   allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block, reduce_scatter
+//   collective   allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block, reduce_scatter,
+//                scatter, gather, alltoall
 //   comm_size, comm_rank  the communicator of the call and the process's rank in it
 //   count        MPI's count argument: elements per process (allgather: recvcount, each process's
 //                block; reduce_scatter_block: each block; reduce_scatter: the sum of recvcounts,
-//                the whole input); 0 for barrier
-//   type_size    bytes of one element of the datatype (MPI_Type_size; allgather: recvtype's)
+//                the whole input; scatter and alltoall: recvcount, gather: sendcount, one block,
+//                the other side's at a root in place); 0 for barrier
+//   type_size    bytes of one element of the datatype (MPI_Type_size; allgather: recvtype's;
+//                scatter, gather, alltoall: that of the count's side)
 //   op           sum, prod, min, max, band, bor, bxor, land, lor, maxloc, minloc, lxor, replace,
 //                no_op, user, or "" for collectives without an operator
-//   root         reduce and bcast: the root in the communicator; -1 otherwise
+//   root         reduce, bcast, scatter and gather: the root in the communicator; -1 otherwise
 //   served       copse served the call (false: passed to the MPI library)
 //   site         where the application called from: the calling object file's name and the
 //                return address's offset in it (`addr2line -e OBJECT OFFSET` names the line),

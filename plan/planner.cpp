@@ -44,12 +44,13 @@ CallKey PlanOptions::call_key(Collective c, std::uint64_t count, std::size_t ele
 
 void PlanOptions::check() const {
   // A named algorithm that cannot take a leader form fails here, before any
-  // call, rather than at the first call of its collective.
+  // call, rather than at the first call of its collective (a flat-only
+  // collective plans flat in every form: its name only has to exist).
   const Form in_effect = form_in_effect();
-  for (Collective c : served_collectives())
+  for (Collective c : all_collectives())
     if (algorithm(c) != kSelectAlgorithm) {
       const AlgorithmInfo& a = find_algorithm(c, algorithm(c));
-      if (in_effect == Form::leader || in_effect == Form::multi_leader) try {
+      if ((in_effect == Form::leader || in_effect == Form::multi_leader) && has_hierarchy(c)) try {
           check_form(a, in_effect);
         } catch (const UsageError& e) {
           throw UsageError(std::string(e.what()) + " (choose one that does, or hierarchy.form = flat, lanes or auto)");
@@ -152,12 +153,13 @@ CompiledPlan Planner::plan_form(Form form, const CallKey& key) const {
 }
 
 CompiledPlan Planner::plan(const CallKey& key) const {
-  require_served(key.collective, "the planner");
-  if (key.runtime_default && key.form == Form::leader && layout().nodes() == 1 && !key.arrival) {
+  const bool flat_only = !has_hierarchy(key.collective);
+  if (key.runtime_default && !key.arrival && (flat_only || (key.form == Form::leader && layout().nodes() == 1))) {
     CallKey flat = key;
     flat.algorithm = kSelectAlgorithm;
     return plan_form(Form::flat, flat);
   }
+  if (flat_only) return plan_form(Form::flat, key);
   if (key.form != Form::automatic) return plan_form(key.form, key);
   std::optional<CompiledPlan> best;
   Picos best_time = 0;

@@ -34,6 +34,9 @@
 //    and the form is leader, the flat selection replaces the phased plan
 //    (recursive doubling for small vectors, ring or Rabenseifner for large
 //    ones) -- the Comms' behaviour before forms existed.
+//  - Flat only (issue 19): a collective none of whose algorithms takes
+//    another form (has_hierarchy: scatter, gather, alltoall) plans flat in
+//    every form, the runtime's default read as the selection.
 
 #include <cstddef>
 #include <cstdint>
@@ -69,13 +72,17 @@ inline constexpr std::string_view bcast = "binary-tree";
 inline constexpr std::string_view barrier = "dual-root";
 inline constexpr std::string_view allgather = "binary-tree";
 inline constexpr std::string_view reduce_scatter = "binary-tree";
+// Flat schedules only (has_hierarchy): the default is read as the selection.
+inline constexpr std::string_view scatter = "binomial";
+inline constexpr std::string_view gather = "binomial";
+inline constexpr std::string_view alltoall = "pairwise";
 }  // namespace team_defaults
 
 // The team's default algorithm for `c`.
 const std::string& default_algorithm_name(Collective c);
 
 // The algorithm `options` name for collective `c` as written (any options
-// type with the six members allreduce ... reduce_scatter).
+// type with the nine members allreduce ... alltoall).
 template <class Options>
 const std::string& configured_name(const Options& options, Collective c) {
   switch (c) {
@@ -85,11 +92,11 @@ const std::string& configured_name(const Options& options, Collective c) {
     case Collective::barrier: return options.barrier;
     case Collective::allgather: return options.allgather;
     case Collective::reduce_scatter: return options.reduce_scatter;
-    case Collective::scatter:
-    case Collective::gather:
-    case Collective::alltoall: require_served(c, "the configuration"); break;
+    case Collective::scatter: return options.scatter;
+    case Collective::gather: return options.gather;
+    case Collective::alltoall: break;
   }
-  return options.allreduce;
+  return options.alltoall;
 }
 // The same, "auto" read as the team's default (which on one node is itself
 // the selection's).
@@ -111,6 +118,9 @@ struct PlanOptions {
   std::string barrier{team_defaults::barrier};      // a one-element allreduce of zero-byte elements
   std::string allgather{team_defaults::allgather};  // hierarchical: a tree algorithm (binomial, binary-tree)
   std::string reduce_scatter{team_defaults::reduce_scatter};
+  std::string scatter{team_defaults::scatter};
+  std::string gather{team_defaults::gather};
+  std::string alltoall{team_defaults::alltoall};
   int blocks = 0;     // 0: the count that minimises simulated time, per call shape
   CostModel model;    // what plans are simulated (and block counts tuned) under
   Grouping grouping;  // default: auto, groups of at most 4

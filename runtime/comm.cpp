@@ -103,7 +103,7 @@ struct ThreadRank final : RankCore {
     std::shared_ptr<const CompiledPlan> shared;
     std::vector<Step> steps;
     std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap (keyed: arrival_scratch)
-    std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send
+    std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send; scatter, gather, alltoall: y
     ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
     bool keyed = false;
   };
@@ -155,8 +155,8 @@ struct ThreadRank final : RankCore {
     } else if (staging * eb > 0) {
       e.scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
     }
-    if ((c == Collective::reduce || c == Collective::reduce_scatter) && elements * eb > 0)
-      e.work = team->arena.address(team->arena.allocate(elements * eb, 64));
+    const bool works = c == Collective::reduce || c == Collective::reduce_scatter || !has_hierarchy(c);
+    if (works && elements * eb > 0) e.work = team->arena.address(team->arena.allocate(elements * eb, 64));
     e.data_op = data_op(dtype, eb);
     return e;
   }
@@ -182,6 +182,7 @@ struct ThreadRank final : RankCore {
   void allgather(const void* send, void* recv, std::size_t count, DType dtype) override;
   void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) override;
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) override;
+  void move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) override;
 };
 
 void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
@@ -245,6 +246,18 @@ void ThreadRank::reduce_scatter(const void* send, void* recv, const int* counts,
   run(e, e.work, op);
   copy_bytes(recv, e.work + static_cast<std::size_t>(rank) * b.block * eb,
              b.counts[static_cast<std::size_t>(rank)] * eb);
+}
+
+// The working vector is the entry's (the user's buffers hold blocks in
+// another layout, and a scatter's non-roots have none of the others').
+void ThreadRank::move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  const std::size_t eb = dtype_size(dtype);
+  if (c == Collective::alltoall) root = 0;
+  auto& e = entry(team->key_of(c, count, eb, nullptr, root), dtype, nullptr);
+  const MovedBlocks blocks{c, team->ranks, rank, root, count, eb};
+  blocks.load(send, recv, e.work, 0, count);
+  run(e, e.work, e.data_op);
+  blocks.store(e.work, send, recv, 0, count);
 }
 
 }  // namespace

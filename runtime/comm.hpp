@@ -23,7 +23,9 @@
 // Reduce and reduce_scatter_block run on a scratch buffer cached with the
 // shape (send is const, and the schedule leaves partial results
 // everywhere), reading send the same way, then copy the result out;
-// reduce_scatter with unequal counts copies the blocks in, padded.
+// reduce_scatter with unequal counts copies the blocks in, padded. Scatter,
+// gather and alltoall run on a cached working vector in the schedule's
+// layout, the blocks copied in and out (runtime/rank_core.hpp, MovedBlocks).
 //
 // Small vectors: on one node without a virtual clock, an allreduce of at
 // most DirectReduce::kSlotBytes and every barrier run in one round through

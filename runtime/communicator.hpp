@@ -11,7 +11,10 @@
 // order. In place: pass the same pointer as send and receive buffer
 // (allreduce; reduce at the root; allgather, whose contribution is then
 // already at recv + rank * count; reduce_scatter_block and reduce_scatter,
-// whose whole input is then in recv and whose result goes to its front).
+// whose whole input is then in recv and whose result goes to its front;
+// scatter at the root, whose block then stays in send; gather at the root,
+// whose block is then already at recv + root * count; alltoall, whose
+// blocks to send are then in recv and are replaced by those received).
 
 #include <cstddef>
 #include <memory>
@@ -42,6 +45,16 @@ class Comm {
   // none negative), send holds the blocks one after another. Runs as
   // reduce_scatter_block over blocks of the largest count, the others padded.
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
+  // The data-movement collectives (flat schedules, issue 19). Scatter: send,
+  // at the root only, holds size() * count elements, rank r's block at
+  // r * count; recv gets this rank's count.
+  void scatter(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  // Gather: send holds this rank's count elements; recv, at the root only,
+  // gets size() * count, rank r's at r * count.
+  void gather(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  // Alltoall: send holds size() * count elements, the block for rank d at
+  // d * count; recv gets size() * count, the block from rank s at s * count.
+  void alltoall(const void* send, void* recv, std::size_t count, DType dtype);
 
   // This rank's virtual clock after its last collective (the thread Team's
   // TeamOptions::virtual_clock; 0 without a virtual clock, and after a

@@ -152,10 +152,12 @@ struct MpiRank final : RankCore {
     const bool commutative = op ? op->commutative : true;
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
     // A non-commutative operator must see the communicator's rank order,
-    // which the node-by-node numbering only keeps when nodes are consecutive.
-    const bool hierarchical = team->contiguous || !reduces || commutative;
+    // which the node-by-node numbering only keeps when nodes are consecutive;
+    // a collective planned flat in every form (has_hierarchy) is planned
+    // over that order too, so that its blocks need no renumbering.
+    const bool hierarchical = (team->contiguous || !reduces || commutative) && has_hierarchy(c);
     CallKey key = team->options.call_key(c, count, eb, commutative, root, warmup);
-    if (!hierarchical) key.form = Form::flat;
+    if (!hierarchical && has_hierarchy(c)) key.form = Form::flat;
     if (arrival && hierarchical) key.arrival = *arrival;
     return cached(cache, key, dtype, op, [&] {
       const Planner& planner = hierarchical ? team->planner : team->user_order;
@@ -173,19 +175,21 @@ struct MpiRank final : RankCore {
   CompiledPlan agree_plan(Collective c, std::uint64_t total, DType dtype, const Planner& planner, CallKey key);
 
   // Elements of `eb` bytes per piece of a vector, and per block of a piece
-  // of p blocks.
+  // of p blocks
   std::uint64_t piece(std::size_t eb) const {
     if (eb > piece_bytes)
       throw UsageError("an element of " + std::to_string(eb) + " bytes does not fit a piece of " +
                        std::to_string(piece_bytes) + " bytes");
     return eb == 0 ? 1 : piece_bytes / eb;
   }
-  std::uint64_t block_piece(std::size_t eb) const {
-    const std::uint64_t per = eb == 0 ? 1 : piece_bytes / (eb * static_cast<std::uint64_t>(team->ranks));
+  // (`areas` vectors of p blocks: alltoall's two).
+  std::uint64_t block_piece(std::size_t eb, std::uint64_t areas = 1) const {
+    const std::uint64_t blocks = areas * static_cast<std::uint64_t>(team->ranks);
+    const std::uint64_t per = eb == 0 ? 1 : piece_bytes / (eb * blocks);
     if (per == 0)
       throw UsageError("a window of " + std::to_string(team->window_stride) + " bytes is too small for blocks of " +
                        std::to_string(eb) + "-byte elements from " + std::to_string(team->ranks) +
-                       " ranks: set window_bytes to at least " + std::to_string(2 * eb * team->ranks));
+                       " ranks: set window_bytes to at least " + std::to_string(2 * eb * blocks));
     return per;
   }
 
@@ -215,6 +219,7 @@ struct MpiRank final : RankCore {
     if (reduce_scatter_direct(send, recv, blocks, op)) return;
     reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv), blocks, op);
   }
+  void move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) override;
 };
 
 // Rank 0 plans `key` and tells everyone what it chose (form, algorithm,
@@ -255,8 +260,7 @@ CompiledPlan MpiRank::agree_plan(Collective c, std::uint64_t total, DType dtype,
                          " elements of " + std::to_string(f[3]) + " bytes (" +
                          std::string(to_string(static_cast<DType>(f[4]))) + ")";
       if (f[1] != f[2]) text += " in pieces of " + std::to_string(f[2]);
-      if (f[0] == static_cast<std::int64_t>(Collective::reduce) || f[0] == static_cast<std::int64_t>(Collective::bcast))
-        text += ", root " + std::to_string(f[5]);
+      if (takes_root(static_cast<Collective>(f[0]))) text += ", root " + std::to_string(f[5]);
       if (!f[6]) text += ", non-commutative operator";
       return text;
     };
@@ -355,6 +359,24 @@ void MpiRank::reduce_scatter_blocks(const std::byte* in, std::byte* out, const B
     copy_bytes(out + at * eb, y + e.block_at(*team, rank, n), b.real(me, at, n) * eb);
   });
   returned(Collective::reduce_scatter);
+}
+
+// Pieces of every block, each through private working memory in the
+// schedule's layout (MovedBlocks): the user's buffers hold the blocks in
+// another, and only the root holds a scatter's or receives a gather's whole.
+void MpiRank::move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  const std::size_t eb = dtype_size(dtype);
+  if (c == Collective::alltoall) root = 0;
+  const ReduceOp op = data_op(dtype, eb);
+  const MovedBlocks blocks{c, team->ranks, rank, root, count, eb};
+  in_pieces(count, block_piece(eb, c == Collective::alltoall ? 2 : 1), [&](std::uint64_t at, std::uint64_t n) {
+    auto& e = entry(c, count, n, dtype, eb, nullptr, root);
+    std::byte* y = work_vector(blocks.vector(n) * eb);
+    blocks.load(send, recv, y, at, n);
+    run(e.steps, y, op, c);
+    blocks.store(y, send, recv, at, n);
+  });
+  returned(c);
 }
 
 }  // namespace

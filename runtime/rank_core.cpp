@@ -42,6 +42,15 @@ void Comm::reduce_scatter_block(const void* send, void* recv, std::size_t count,
 void Comm::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
   core_->reduce_scatter(send, recv, counts, op);
 }
+void Comm::scatter(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  core_->move(Collective::scatter, send, recv, count, dtype, root);
+}
+void Comm::gather(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  core_->move(Collective::gather, send, recv, count, dtype, root);
+}
+void Comm::alltoall(const void* send, void* recv, std::size_t count, DType dtype) {
+  core_->move(Collective::alltoall, send, recv, count, dtype, 0);
+}
 
 // ---- RankCore ----
 
@@ -60,7 +69,7 @@ RankCore::RankCore(CoreTeam& team, int r)
 void RankCore::check_call(const CallKey& key, const ReduceOp* op) const {
   const Collective c = key.collective;
   const int p = core_team.ranks;
-  if ((c == Collective::reduce || c == Collective::bcast) && (key.root < 0 || key.root >= p))
+  if (takes_root(c) && (key.root < 0 || key.root >= p))
     throw UsageError(std::string(to_string(c)) + ": root " + std::to_string(key.root) + " is not a rank in [0, " +
                      std::to_string(p) + ")");
   const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
@@ -234,6 +243,42 @@ ReduceOp data_op(DType dtype, std::size_t element_bytes) {
   op.dtype = dtype;
   op.element_bytes = element_bytes;
   return op;
+}
+
+void MovedBlocks::blocks_across(const std::byte* from, std::uint64_t from_stride, std::byte* to,
+                                std::uint64_t to_stride, std::uint64_t n) const {
+  for (std::uint64_t v = 0; v < static_cast<std::uint64_t>(ranks); ++v)
+    copy_bytes(to + v * to_stride * eb, from + v * from_stride * eb, n * eb);
+}
+
+void MovedBlocks::load(const void* send, const void* recv, std::byte* y, std::uint64_t at, std::uint64_t n) const {
+  const std::uint64_t me = static_cast<std::uint64_t>(rank);
+  switch (collective) {
+    case Collective::scatter:
+      if (rank == root) blocks_across(bytes_of(send) + at * eb, count, y, n, n);
+      return;
+    case Collective::gather: {
+      const std::byte* mine = rank == root && send == recv ? bytes_of(recv) + me * count * eb : bytes_of(send);
+      copy_bytes(y + me * n * eb, mine + at * eb, n * eb);
+      return;
+    }
+    default: blocks_across(bytes_of(send) + at * eb, count, y, n, n); return;  // alltoall: the send area
+  }
+}
+
+void MovedBlocks::store(const std::byte* y, const void* send, void* recv, std::uint64_t at, std::uint64_t n) const {
+  const std::uint64_t me = static_cast<std::uint64_t>(rank);
+  switch (collective) {
+    case Collective::scatter:
+      if (rank != root || send != recv) copy_bytes(bytes_of(recv) + at * eb, y + me * n * eb, n * eb);
+      return;
+    case Collective::gather:
+      if (rank == root) blocks_across(y, n, bytes_of(recv) + at * eb, count, n);
+      return;
+    default:  // alltoall: the receive area
+      blocks_across(y + static_cast<std::uint64_t>(ranks) * n * eb, n, bytes_of(recv) + at * eb, count, n);
+      return;
+  }
 }
 
 BlockCounts BlockCounts::uniform(int ranks, std::uint64_t count) {

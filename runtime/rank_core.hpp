@@ -106,6 +106,9 @@ class RankCore {
   virtual void allgather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
   virtual void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) = 0;
   virtual void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) = 0;
+  // Scatter, gather or alltoall (`root` ignored by alltoall), through the
+  // working vector of common/schedule.hpp's layout (MovedBlocks below).
+  virtual void move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) = 0;
 
   // The cached entry of `key` (`op`: the reduction operator, or null for the
   // collectives that only move data), or a new one from make() -- the
@@ -212,6 +215,38 @@ void in_pieces(std::uint64_t count, std::uint64_t piece, Body&& body) {
     offset += n;
   } while (offset < count);
 }
+
+// A scatter's, gather's or alltoall's user buffers and its schedule's working
+// vector y (common/schedule.hpp: scatter and gather, p blocks, rank v's at
+// v * n; alltoall, the p blocks to send then the p received), for the
+// elements [at, at + n) of every block of `count` -- one piece of the call;
+// at = 0 and n = count for a call in one piece. The user's buffers are
+// significant as MPI says: scatter's send at the root only, gather's recv
+// at the root only. In place (the same pointer as send and recv): scatter
+// at the root leaves its block in send; gather at the root finds its block
+// at recv + root * count; alltoall reads what it sends from recv, which
+// load() copies out before the run and store() overwrites after it.
+struct MovedBlocks {
+  Collective collective = Collective::scatter;
+  int ranks = 1, rank = 0, root = 0;
+  std::uint64_t count = 0;  // elements per block, in the user's buffers
+  std::size_t eb = 0;       // bytes per element
+
+  // Elements of y for a piece of n per block.
+  std::uint64_t vector(std::uint64_t n) const {
+    return (collective == Collective::alltoall ? 2 : 1) * static_cast<std::uint64_t>(ranks) * n;
+  }
+  // This rank's input of the piece into y.
+  void load(const void* send, const void* recv, std::byte* y, std::uint64_t at, std::uint64_t n) const;
+  // This rank's result of the piece out of y.
+  void store(const std::byte* y, const void* send, void* recv, std::uint64_t at, std::uint64_t n) const;
+
+ private:
+  // Copies element runs [at, at + n) of `blocks` blocks from a layout of
+  // `from_stride` elements per block to one of `to_stride`.
+  void blocks_across(const std::byte* from, std::uint64_t from_stride, std::byte* to, std::uint64_t to_stride,
+                     std::uint64_t n) const;
+};
 
 // A reduce-scatter's blocks: rank v's counts[v] elements at displs[v] of the
 // input, run as blocks of `block` (the largest count; the others padded).

@@ -6,8 +6,8 @@
 #   tuned  mpirun -np P ... mpi_collectives                      (Open MPI's default, coll/tuned)
 #   copse  mpirun -np P ... -x LD_PRELOAD=libcopse_mpi.so mpi_collectives
 #
-# six collectives (allreduce, reduce, bcast, barrier, allgather,
-# reduce_scatter_block), float32 (sum where an operator applies), 8 B and
+# nine collectives (allreduce, reduce, bcast, barrier, allgather,
+# reduce_scatter_block, scatter, gather, alltoall), float32 (sum where an operator applies), 8 B and
 # 16 B .. 64 MiB in powers of 4, mpicroscope method (barrier, time each call,
 # slowest rank per repetition, min and median over repetitions), every result
 # verified. Rounds run with the order of the two sides rotated and are pooled:
@@ -25,13 +25,14 @@
 # --oversubscribe --bind-to none --mca mpi_yield_when_idle 1.
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
-#                             [--roots LIST] [--sizes LIST] [--timeout SECONDS]
+#                             [--collectives LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
 #                             [--out FILE] [--no-copse]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
 #   --rounds   rounds per configuration (default 2); the sides' order alternates
-#   --roots    roots of reduce and bcast, e.g. "0,last" (default 0)
+#   --collectives  those to time, e.g. "scatter,gather,alltoall" (default: all)
+#   --roots    roots of reduce, bcast, scatter and gather, e.g. "0,last" (default 0)
 #   --sizes    bytes per rank, e.g. "8,16KiB,4MiB" (default: the full sweep)
 #   --timeout  seconds one mpirun may take before it is killed and counted as
 #              failed (default 1800; --quick 300)
@@ -56,6 +57,7 @@ quick=""
 configs="np2 np4 np8 np4-vn2"
 rounds=2
 roots=""
+collectives=""
 sizes=""
 timeout_s=""
 out=""
@@ -67,6 +69,7 @@ while (($#)); do
     --configs) need_value "$@"; configs="$2"; shift ;;
     --rounds) need_value "$@"; rounds="$2"; shift ;;
     --roots) need_value "$@"; roots="$2"; shift ;;
+    --collectives) need_value "$@"; collectives="$2"; shift ;;
     --sizes) need_value "$@"; sizes="$2"; shift ;;
     --timeout) need_value "$@"; timeout_s="$2"; shift ;;
     --out) need_value "$@"; out="$2"; shift ;;
@@ -141,6 +144,7 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
   local program=("$bin/mpi_collectives" --label "$side" --config "$config" --json "$raw")
   [[ -n "$quick" ]] && program+=(--quick)
   [[ -n "$roots" ]] && program+=(--roots "$roots")
+  [[ -n "$collectives" ]] && program+=(--collectives "$collectives")
   [[ -n "$sizes" ]] && program+=(--sizes "$sizes")
   {
     echo "== $config $side round $3: ${mpirun[*]} ${program[*]}"

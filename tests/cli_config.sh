@@ -20,7 +20,8 @@ keys="model.intra_alpha model.intra_beta model.inter_alpha model.inter_beta mode
 model.receive_overhead model.timing model.intra_overhead model.inter_overhead model.intra_gap model.inter_gap
 model.nic_beta model.nic_rails model.group_size model.group_alpha model.group_beta hierarchy.grouping hierarchy.max_group hierarchy.form hierarchy.multi_leader hierarchy.node_topology
 hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bcast collectives.barrier
-collectives.allgather collectives.reduce_scatter collectives.blocks runtime.wait_timeout runtime.wait_report
+collectives.allgather collectives.reduce_scatter collectives.scatter collectives.gather collectives.alltoall
+collectives.blocks runtime.wait_timeout runtime.wait_report
 runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.cma mpi.trace mpi.table"
 
 # ------------------------------------------------------------------ help

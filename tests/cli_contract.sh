@@ -62,13 +62,16 @@ while read -r collective name _; do
   expect 0 verify --collective "$collective" --algorithm "$name" --ranks 6 --root 5 --blocks 2 --count 13 --json &&
     json_check 'd["proven"] is True and d["count"] == 13 and d["blocks"] == 2 and d["ranks"] == 6'
 done <<<"$registered"
-# Scatter, gather and alltoall (issue 19): schedules only; the selection picks among them flat.
+# Scatter, gather and alltoall (issue 19): flat schedules; the selection picks among them flat.
 expect 0 sim --collective alltoall --algorithm auto --ranks 64 --bytes 8 --json &&
   json_check 'd["algorithm"] == "bruck"' "a small alltoall selects bruck"
 expect 0 sim --collective gather --algorithm auto --ranks 16 --ranks-per-node 4 --root 3 --bytes 1000 --json &&
   json_check 'd["algorithm"] == "binomial"' "a gather on nodes is chosen flat"
-expect 2 emulate --collective scatter --algorithm binomial --nodes 2 --ranks-per-node 2 --bytes 40 &&
-  stderr_has "scatter is not served yet"
+for collective in scatter gather alltoall; do
+  expect 0 emulate --collective "$collective" --algorithm auto --nodes 2 --ranks-per-node 2 --root 3 --bytes 40 \
+    --repetitions 1 --json &&
+    json_check 'd["verified"] is True and d["matches_simulator"] is True' "emulate $collective on two nodes, planned flat"
+done
 allreduce=$(awk '$1 == "allreduce" { print $2 }' <<<"$registered")
 pipelined=$(python3 -c 'import json,sys
 print(next(a["name"] for a in json.load(open(sys.argv[1])) if a["collective"] == "allreduce" and a["pipelined"]))' \

@@ -1,6 +1,6 @@
 // The hierarchical Comm with ranks that are threads: every collective against
 // the sequential reference (in place and not, built-in, non-commutative and
-// user operators, counts 0 to large), over single nodes and uneven synthetic
+// user operators, counts 0 to large; scatter and gather from several roots), over single nodes and uneven synthetic
 // clusters, every grouping policy with and without multi-leader, every
 // inter-node allreduce algorithm; virtual times against the simulator; a
 // repeated call that allocates nothing; bad arguments and user operators of
@@ -158,6 +158,49 @@ std::vector<Workload> workloads(int p, const std::vector<ReduceOp>& ops, const s
   return w;
 }
 
+// Scatter from and gather to two roots each, and alltoall, against the
+// inputs they move; in place (at the root) when asked. Off the root a
+// scatter's send and a gather's recv are null: MPI leaves them insignificant.
+void moving_collectives(Comm& comm, const Workload& w, bool in_place, const std::string& tag, Log& log) {
+  const ReduceOp& op = w.op;
+  const int p = comm.size(), r = comm.rank();
+  const std::size_t bytes = w.n * op.element_bytes, scalars = bytes / dtype_size(op.dtype);
+  const auto pz = static_cast<std::size_t>(p), rz = static_cast<std::size_t>(r);
+  Bytes mine(bytes);
+  fill_input(op, r, w.n, mine.data());
+  for (int root : {0, p - 1}) {
+    Bytes all(pz * bytes), got(bytes, std::byte{0xA5});
+    fill_input(op, root, w.n * pz, all.data());
+    Bytes send = r == root ? all : Bytes();
+    const bool here = in_place && r == root;
+    comm.scatter(r == root ? send.data() : nullptr, here ? send.data() : got.data(), scalars, op.dtype, root);
+    if (here)
+      log.expect(tag + "scatter in place from " + std::to_string(root), send.data(), all.data(), pz * bytes);
+    else
+      log.expect(tag + "scatter from " + std::to_string(root), got.data(), all.data() + rz * bytes, bytes);
+  }
+  Bytes want(pz * bytes);
+  for (int q = 0; q < p; ++q) fill_input(op, q, w.n, want.data() + static_cast<std::size_t>(q) * bytes);
+  for (int root : {p / 2, p - 1}) {
+    Bytes all(pz * bytes, std::byte{0xA5});
+    if (in_place && r == root) {
+      if (bytes) std::memcpy(all.data() + rz * bytes, mine.data(), bytes);
+      comm.gather(all.data(), all.data(), scalars, op.dtype, root);
+    } else {
+      comm.gather(mine.data(), r == root ? all.data() : nullptr, scalars, op.dtype, root);
+    }
+    if (r == root) log.expect(tag + "gather to " + std::to_string(root), all.data(), want.data(), pz * bytes);
+  }
+  Bytes send(pz * bytes), got(pz * bytes, std::byte{0xA5}), theirs(pz * bytes);
+  fill_input(op, r, w.n * pz, send.data());
+  for (int q = 0; q < p; ++q) {  // block r of rank q's blocks
+    fill_input(op, q, w.n * pz, theirs.data());
+    if (bytes) std::memcpy(want.data() + static_cast<std::size_t>(q) * bytes, theirs.data() + rz * bytes, bytes);
+  }
+  comm.alltoall(send.data(), in_place ? send.data() : got.data(), scalars, op.dtype);
+  log.expect(tag + "alltoall", (in_place ? send : got).data(), want.data(), pz * bytes);
+}
+
 // Every collective on one rank, in place and not, recording wrong results.
 void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
   const int p = comm.size(), r = comm.rank();
@@ -231,6 +274,7 @@ void every_collective(Comm& comm, const std::vector<Workload>& work, Log& log) {
           log.expect(tag + "reduce_scatter", out.data(), want, bytes);
         }
       }
+      moving_collectives(comm, w, in_place, tag, log);
     }
   }
 }
@@ -392,6 +436,9 @@ TEST_CASE("concurrency: comm: a repeated call of the same shape allocates nothin
       c.barrier();
       c.allgather(a.data(), b.data(), n, DType::int32);
       c.reduce_scatter_block(a.data(), b.data(), n, affine);
+      c.scatter(a.data(), b.data(), n, DType::float64, 3);
+      c.gather(b.data(), a.data(), n, DType::float64, 4);
+      c.alltoall(a.data(), b.data(), n / 2, DType::int32);
     };
     const std::uint64_t t0 = t_allocations;
     all_collectives();  // plans, materialises and carves scratch: allocates

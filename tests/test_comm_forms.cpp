@@ -63,7 +63,7 @@ TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3
   for (const std::vector<int>& nodes : std::vector<std::vector<int>>{{4, 4, 4, 4}, {3, 3}, {2, 2, 2}})
     for (Form form : {Form::flat, Form::leader, Form::multi_leader, Form::lanes, Form::automatic}) {
       Team team(form_options(nodes, form));
-      for (Collective c : served_collectives())
+      for (Collective c : all_collectives())
         for (const ReduceOp& op : ops)
           for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) {
             std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));

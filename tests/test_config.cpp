@@ -87,12 +87,13 @@ TEST_CASE("config: mpi.serve takes all, none or a list, and writes it back in on
   config.set("mpi.serve", "none");
   for (MpiCollective c : copse::kMpiCollectives) CHECK_FALSE(config.options().mpi.serves(c));
   CHECK(config.value_text("mpi.serve") == "none");
-  config.set("mpi.serve", "allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter");
+  config.set("mpi.serve",
+             "allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,scatter,gather,alltoall");
   CHECK(config.value_text("mpi.serve") == "all");
   std::vector<std::string> names;
   for (MpiCollective c : copse::kMpiCollectives) names.emplace_back(copse::to_string(c));
   CHECK(names == std::vector<std::string>{"allreduce", "reduce", "bcast", "barrier", "allgather",
-                                          "reduce_scatter_block", "reduce_scatter"});
+                                          "reduce_scatter_block", "reduce_scatter", "scatter", "gather", "alltoall"});
 }
 
 TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config]") {
@@ -202,7 +203,7 @@ TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
 
 TEST_CASE("config: every key listed once, with its variable", "[config]") {
   const auto keys = copse::config_keys();
-  CHECK(keys.size() == 40);
+  CHECK(keys.size() == 43);
   std::vector<std::string> names;
   for (const auto& key : keys) {
     names.emplace_back(key.name);

@@ -33,6 +33,9 @@ constexpr MpiName kMpiNames[] = {
     {"allgather", Collective::allgather},
     {"reduce_scatter_block", Collective::reduce_scatter},
     {"reduce_scatter", Collective::reduce_scatter},
+    {"scatter", Collective::scatter},
+    {"gather", Collective::gather},
+    {"alltoall", Collective::alltoall},
 };
 
 // One line of the file, checked; `where` is "PATH:LINE".
@@ -117,9 +120,9 @@ std::string at(const std::string& path, int line) { return path + ":" + std::to_
 Collective replay_collective(const std::string& name) {
   for (const auto& n : kMpiNames)
     if (n.name == name) return n.collective;
-  throw UsageError("unknown collective \"" + name +
-                   "\" (expected allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block or "
-                   "reduce_scatter)");
+  std::string known;
+  for (const auto& n : kMpiNames) known += (known.empty() ? "" : ", ") + std::string(n.name);
+  throw UsageError("unknown collective \"" + name + "\" (expected " + known + ")");
 }
 
 Trace read_trace(const std::string& path) {
@@ -192,7 +195,8 @@ Problem problem_of(const TraceCall& c, int group) {
   const std::uint64_t element = std::max<std::uint64_t>(c.type_size, 1);
   const int root = c.root < 0 ? 0 : c.root % group;
   const Collective collective = replay_collective(c.collective);
-  if (c.collective == "bcast" || c.collective == "allgather")  // bytes only, as the interposer serves them
+  // Bytes only, as the interposer serves them (scatter, gather, alltoall: a block's).
+  if (c.collective == "bcast" || c.collective == "allgather" || !has_hierarchy(collective))
     return {collective, c.bytes(), 1, root};
   if (c.collective == "barrier") return {collective, 1, 1, 0};
   if (c.collective == "reduce_scatter")  // the whole input, in blocks of the largest count

@@ -78,8 +78,9 @@ void check_allreduce(Comm& c, const ReduceOp& op, std::uint64_t n, bool in_place
 // Every entry point at every count with every operator and type; `small`
 // trims it to a few operators.
 void run_matrix(Comm& c, bool small);
-// Each entry point once on vectors of over 2^20 elements.
-void run_large(Comm& c);
+// Each entry point once on vectors of over 2^20 elements (scatter, gather
+// and alltoall when `moving`, at p = 2 and 5 only).
+void run_large(Comm& c, bool moving = true);
 // Random, inexact floats: every rank must end with the same bits.
 void check_bitwise(Comm& c);
 // Repeated shapes hit the plan cache and more than it holds evict (a cache of 4).

@@ -1,6 +1,7 @@
 // copse_mpi_tests's matrix: one check per entry point against the
 // sequential reference (sum, max and a non-commutative user operator;
-// int32, int64, float, double; in place and not; roots cycling), the
+// int32, int64, float, double; in place and not; roots cycling; scatter,
+// gather and alltoall), the
 // matrices that run them at every count, vectors of over 2^20 elements,
 // bitwise identical float allreduce and the plan cache. test_mpi_comm.cpp
 // runs them on each communicator and mode.
@@ -172,6 +173,64 @@ void check_reduce_scatter(Comm& c, const ReduceOp& op, std::uint64_t base, bool 
           all.data() + static_cast<std::size_t>(mine_at) * eb, mine, eb);
 }
 
+// Scatter of rank root's p blocks (its input over p * n elements); off the
+// root send is null, as MPI leaves it insignificant. In place at the root:
+// its send is left as it was.
+void check_scatter(Comm& c, DType t, std::uint64_t n, int root, bool in_place) {
+  const ReduceOp op = data_op(t);
+  const std::size_t block = static_cast<std::size_t>(n * op.element_bytes);
+  const auto p = static_cast<std::uint64_t>(c.size());
+  const Bytes all = input(op, root, p * n);
+  const bool at_root = c.rank() == root, here = in_place && at_root;
+  Bytes send = at_root ? all : Bytes(), y = poison(block);
+  c.scatter(at_root ? send.data() : nullptr, here ? send.data() : y.data(), n, t, root);
+  if (here)
+    compare(c, label("scatter", op, n, true, root), send.data(), all.data(), all.size(), op.element_bytes);
+  else
+    compare(c, label("scatter", op, n, false, root), y.data(), all.data() + static_cast<std::size_t>(c.rank()) * block,
+            block, op.element_bytes);
+}
+
+// Gather of every rank's input to the root; off the root recv is null. In
+// place at the root: its block is already in recv.
+void check_gather(Comm& c, DType t, std::uint64_t n, int root, bool in_place) {
+  const ReduceOp op = data_op(t);
+  const std::size_t block = static_cast<std::size_t>(n * op.element_bytes);
+  Bytes want;
+  for (int r = 0; r < c.size(); ++r) {
+    const Bytes x = input(op, r, n);
+    want.insert(want.end(), x.begin(), x.end());
+  }
+  const Bytes mine = input(op, c.rank(), n);
+  const bool at_root = c.rank() == root, here = in_place && at_root;
+  Bytes y = poison(want.size());
+  if (here) {
+    std::copy(mine.begin(), mine.end(),
+              y.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(root) * block));
+    c.gather(y.data(), y.data(), n, t, root);
+  } else {
+    c.gather(mine.data(), at_root ? y.data() : nullptr, n, t, root);
+  }
+  if (at_root) compare(c, label("gather", op, n, here, root), y.data(), want.data(), want.size(), op.element_bytes);
+}
+
+// Alltoall: rank s's input over p * n elements holds its block for rank d
+// at d * n; rank r receives block r of everyone's.
+void check_alltoall(Comm& c, DType t, std::uint64_t n, bool in_place) {
+  const ReduceOp op = data_op(t);
+  const std::size_t block = static_cast<std::size_t>(n * op.element_bytes);
+  const auto p = static_cast<std::uint64_t>(c.size());
+  const auto mine_at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.rank()) * block);
+  Bytes want;
+  for (int s = 0; s < c.size(); ++s) {
+    const Bytes x = input(op, s, p * n);
+    want.insert(want.end(), x.begin() + mine_at, x.begin() + mine_at + static_cast<std::ptrdiff_t>(block));
+  }
+  Bytes x = input(op, c.rank(), p * n), y = poison(x.size());
+  c.alltoall(x.data(), in_place ? x.data() : y.data(), n, t);
+  compare(c, label("alltoall", op, n, in_place), (in_place ? x : y).data(), want.data(), want.size(), op.element_bytes);
+}
+
 // Nobody leaves the barrier before the last rank (which comes 30 ms late)
 // has entered it. steady_clock is CLOCK_MONOTONIC, one clock for the host.
 void check_barrier(Comm& c) {
@@ -216,6 +275,9 @@ void run_matrix(Comm& c, bool small) {
       guarded(c, "matrix", [&] {
         check_bcast(c, t, n, root);
         check_allgather(c, t, n, (i % 2) != 0);
+        check_scatter(c, t, n, root, (i % 2) == 0);
+        check_gather(c, t, n, (root + 1) % p, (i % 2) != 0);
+        check_alltoall(c, t, n, (i % 2) == 0);
       });
     }
   guarded(c, "barrier", [&] { check_barrier(c); });
@@ -223,8 +285,10 @@ void run_matrix(Comm& c, bool small) {
 
 // Vectors of over 2^20 elements (pieces of a 4 MiB window), once per entry
 // point: 2^20+3 elements for allreduce, reduce and bcast; blocks of
-// 2^20/p+3 for allgather and the reduce-scatters, whose vectors hold p blocks.
-void run_large(Comm& c) {
+// 2^20/p+3 for allgather and the reduce-scatters, whose vectors hold p blocks;
+// blocks of 2^18+3 int32 (just over 2^20 bytes) for scatter, gather and
+// alltoall (their vectors of p and 2p blocks run in pieces).
+void run_large(Comm& c, bool moving) {
   const std::uint64_t n = (std::uint64_t{1} << 20) + 3;
   const int p = c.size();
   const std::uint64_t block = (std::uint64_t{1} << 20) / static_cast<std::uint64_t>(p) + 3;
@@ -235,6 +299,14 @@ void run_large(Comm& c) {
     check_allgather(c, DType::int32, block, false);
     check_reduce_scatter_block(c, builtin_op("max", DType::int64), block, true);
     check_reduce_scatter(c, builtin_op("sum", DType::int32), block, false);
+    // Scatter, gather and alltoall over 2^20 bytes a block, when asked and
+    // at two shapes only (one node of 2, and 5 on nodes of 3 or one node):
+    // the budget.
+    if (!moving || (p != 2 && p != 5)) return;
+    const std::uint64_t big = (std::uint64_t{1} << 18) + 3;  // int32
+    check_scatter(c, DType::int32, big, p - 1, false);
+    check_gather(c, DType::int32, big, p / 2, true);
+    check_alltoall(c, DType::int32, big, false);
   });
 }
 

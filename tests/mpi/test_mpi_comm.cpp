@@ -250,7 +250,7 @@ void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
     for (int r = 0; r < layout.ranks(); ++r)
       peers = peers || (layout.node(r) == layout.node(c.rank()) && layout.process(r) != layout.process(c.rank()));
     const std::uint64_t before = team.attached_bytes();
-    run_large(c);
+    run_large(c, false);  // the matrix's run_large has moved data with attach on
     const bool read = team.attached_bytes() > before;
     expect(read == (on && peers), where(c, std::string("large messages ") + (read ? "" : "not ") +
                                                "read by cross-memory attach with it " + (on ? "on" : "off")));

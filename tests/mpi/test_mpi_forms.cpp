@@ -51,7 +51,7 @@ void run_form(Form form, int ranks_per_node) {
   mpi::Team team(MPI_COMM_WORLD, o, 1);
   mpi::Comm& comm = team.comm(0);
   const std::vector<ReduceOp> ops{builtin_op("sum", DType::float32), builtin_op("affine", DType::uint32)};
-  for (Collective c : served_collectives())
+  for (Collective c : all_collectives())
     for (const ReduceOp& op : ops)
       for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) {
         const std::string tag =
@@ -92,12 +92,14 @@ void compare_plan(mpi::Team& team, const mpi::CommOptions& o, const EmulatedClus
     refused = true;
   }
   // The key as the Comm makes it (check_collective's roots and counts).
-  const bool moves_data = c == Collective::bcast || c == Collective::allgather;
+  const bool moves_data = c == Collective::bcast || c == Collective::allgather || !has_hierarchy(c);
   const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
   const std::size_t scalar = dtype_size(op.dtype);
   const std::size_t eb = c == Collective::barrier ? 0 : moves_data ? scalar : op.element_bytes;
   const std::uint64_t count = c == Collective::barrier ? 1 : moves_data ? n * op.element_bytes / scalar : n;
-  const int root = c == Collective::reduce ? comm.size() - 1 : c == Collective::bcast ? 1 : 0;
+  const int root = c == Collective::reduce || c == Collective::gather   ? comm.size() - 1
+                   : c == Collective::bcast || c == Collective::scatter ? 1
+                                                                        : 0;
   const bool commutative = reduces ? op.commutative : true;
   const CallKey key = o.call_key(c, count, eb, commutative, root);
   const std::shared_ptr<const CompiledPlan> ours = team.compiled_plan(key);
@@ -115,15 +117,20 @@ void compare_plan(mpi::Team& team, const mpi::CommOptions& o, const EmulatedClus
 // Every form's plans against the emulator's, on nodes of k processes.
 void compare_plans(Form form, int ranks_per_node) {
   struct Algorithms {
-    const char *allreduce, *reduce, *bcast, *barrier, *allgather, *reduce_scatter;
+    const char *allreduce, *reduce, *bcast, *barrier, *allgather, *reduce_scatter, *scatter, *gather, *alltoall;
   };
-  for (const Algorithms& a : {Algorithms{"rabenseifner", "binary-tree", "binomial", "dual-root", "binary-tree", "auto"},
-                              Algorithms{"auto", "auto", "auto", "auto", "auto", "binary-tree"}}) {
+  // Not the defaults of scatter, gather and alltoall: a Comm reads those as
+  // the selection (plan/planner.hpp, flat only), the emulator as named.
+  for (const Algorithms& a :
+       {Algorithms{"rabenseifner", "binary-tree", "binomial", "dual-root", "binary-tree", "auto", "flat", "flat",
+                   "bruck"},
+        Algorithms{"auto", "auto", "auto", "auto", "auto", "binary-tree", "auto", "auto", "auto"}}) {
     mpi::CommOptions o;
     o.form = form;
     o.ranks_per_node = ranks_per_node;
     o.allreduce = a.allreduce, o.reduce = a.reduce, o.bcast = a.bcast, o.barrier = a.barrier;
     o.allgather = a.allgather, o.reduce_scatter = a.reduce_scatter;
+    o.scatter = a.scatter, o.gather = a.gather, o.alltoall = a.alltoall;
     o.wait_timeout = std::chrono::milliseconds(60000);
     mpi::Team team(MPI_COMM_WORLD, o, 1);
     ClusterSpec spec;
@@ -132,7 +139,7 @@ void compare_plans(Form form, int ranks_per_node) {
     spec.grouping = o.grouping;
     spec.model = o.model;
     const EmulatedCluster cluster(spec);
-    for (Collective c : served_collectives())
+    for (Collective c : all_collectives())
       for (const ReduceOp& op : {builtin_op("sum", DType::float32), builtin_op("affine", DType::uint32)})
         for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}}) compare_plan(team, o, cluster, c, op, n);
   }

@@ -115,12 +115,39 @@ static void collectives(copse_comm* comm) {
   OK(copse_reduce_scatter(comm, MPI_IN_PLACE, s, counts, MPI_INT, MPI_SUM));
   for (int i = 0; i < counts[rank]; ++i) CHECK(s[i] == size * (offset + i), "reduce_scatter element %d", i);
 
+  int rc;
+  /* scatter from rank 0 (in place there), gather to the last rank (in place
+   * there), alltoall out of place and in place: rank q's block for rank d is
+   * 100 q + d */
+  int* blocks = malloc(sizeof(int) * (size_t)size);
+  int* back = malloc(sizeof(int) * (size_t)size);
+  for (int q = 0; q < size; ++q) blocks[q] = 100 * rank + q;
+  mine = -1;
+  OK(copse_scatter(comm, blocks, rank == 0 ? MPI_IN_PLACE : &mine, 1, MPI_INT, 0));
+  CHECK((rank == 0 ? blocks[0] : mine) == rank, "scatter: got %d", rank == 0 ? blocks[0] : mine);
+  mine = 10 * rank + 1;
+  memset(all, 0, sizeof(int) * (size_t)size);
+  all[rank] = mine;
+  OK(copse_gather(comm, rank == size - 1 ? MPI_IN_PLACE : &mine, all, 1, MPI_INT, size - 1));
+  if (rank == size - 1)
+    for (int q = 0; q < size; ++q) CHECK(all[q] == 10 * q + 1, "gather block %d", q);
+  OK(copse_alltoall(comm, blocks, back, 1, MPI_INT));
+  for (int q = 0; q < size; ++q) CHECK(back[q] == 100 * q + rank, "alltoall block %d: got %d", q, back[q]);
+  for (int q = 0; q < size; ++q) blocks[q] = 100 * rank + q;
+  OK(copse_alltoall(comm, MPI_IN_PLACE, blocks, 1, MPI_INT));
+  for (int q = 0; q < size; ++q) CHECK(blocks[q] == 100 * q + rank, "alltoall in place block %d", q);
+  rc = copse_scatter(comm, blocks, &mine, 1, MPI_INT, size); /* no such root: refused alike everywhere */
+  CHECK(rc == COPSE_ERR_USAGE && strstr(copse_error_message(), "root"), "scatter root %d: %s: %s", size,
+        copse_error_name(rc), copse_error_message());
+  free(blocks);
+  free(back);
+
   /* mistakes: each a code and a one-line message */
   MPI_Datatype pair;
   MPI_Type_contiguous(2, MPI_INT, &pair);
   MPI_Type_commit(&pair);
   int x[2] = {1, 2};
-  int rc = copse_allreduce(comm, MPI_IN_PLACE, x, 1, pair, MPI_SUM);
+  rc = copse_allreduce(comm, MPI_IN_PLACE, x, 1, pair, MPI_SUM);
   CHECK(rc == COPSE_ERR_USAGE && strstr(copse_error_message(), "is not a datatype copse serves"),
         "derived datatype: %s: %s", copse_error_name(rc), copse_error_message());
   MPI_Type_free(&pair);

@@ -1,5 +1,5 @@
 /* A plain MPI program -- no copse header, built with the MPI C compiler --
- * that calls the seven collectives libcopse_mpi.so serves, checks every
+ * that calls the ten collectives libcopse_mpi.so serves, checks every
  * result against a sequential computation, and records which calls it
  * expects copse to serve and which to pass to the MPI library.
  *
@@ -24,9 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, COLLECTIVES };
+enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, SCATTER, GATHER, ALLTOALL };
+enum { COLLECTIVES = ALLTOALL + 1 };
 static const char* const names[COLLECTIVES] = {
-    "allreduce", "reduce", "bcast", "barrier", "allgather", "reduce_scatter_block", "reduce_scatter"};
+    "allreduce",      "reduce",  "bcast",  "barrier", "allgather", "reduce_scatter_block",
+    "reduce_scatter", "scatter", "gather", "alltoall"};
 
 static int world_rank, world_size, failures;
 static long served[COLLECTIVES], passed[COLLECTIVES];
@@ -249,6 +251,61 @@ static void reductions(MPI_Comm comm, MPI_Op affine_op, const char* label) {
   free(world);
 }
 
+/* scatter (from the middle rank), gather (to the last) and alltoall on
+ * `comm`, out of place and in place (at the root), and alltoall and gather
+ * (in place) into a derived receive type (one "pair of ints" a block, spaced
+ * by 3). Rank s's
+ * block for rank d is (input(s, 2d), input(s, 2d + 1)); a gather's is
+ * (input(s, 0), input(s, 1)). */
+static void scatter_gather_alltoall(MPI_Comm comm, const char* label) {
+  const int p = comm_size(comm), r = comm_rank(comm), root = p / 2;
+  int* world = members(comm);
+  int *all = malloc(sizeof(int) * (size_t)(3 * p)), *send = malloc(sizeof(int) * (size_t)(2 * p)), mine[2];
+  for (int i = 0; i < 2 * p; ++i) send[i] = input(world_rank, i);
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    const char* how = in_place ? " in place" : "";
+    mine[0] = mine[1] = -7;
+    expect(SCATTER, comm, 1, 8);
+    if (in_place && r == root)
+      MPI_Scatter(send, 2, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm);
+    else
+      MPI_Scatter(send, 2, MPI_INT, mine, 2, MPI_INT, root, comm);
+    for (int i = 0; i < 2; ++i) {
+      const int got = in_place && r == root ? send[2 * r + i] : mine[i];
+      CHECK(got == input(world[root], 2 * r + i), "%s: scatter%s element %d: got %d", label, how, i, got);
+    }
+    for (int i = 0; i < 2 * p; ++i) all[i] = i / 2 == r ? send[i % 2] : -7;
+    expect(GATHER, comm, 1, 8);
+    MPI_Gather(in_place && r == p - 1 ? MPI_IN_PLACE : send, 2, MPI_INT, all, 2, MPI_INT, p - 1, comm);
+    for (int q = 0; r == p - 1 && q < 2 * p; ++q)
+      CHECK(all[q] == input(world[q / 2], q % 2), "%s: gather%s element %d", label, how, q);
+    for (int i = 0; i < 2 * p; ++i) all[i] = in_place ? send[i] : -7;
+    expect(ALLTOALL, comm, 1, 8LL * p);
+    MPI_Alltoall(in_place ? MPI_IN_PLACE : send, 2, MPI_INT, all, 2, MPI_INT, comm);
+    for (int q = 0; q < 2 * p; ++q)
+      CHECK(all[q] == input(world[q / 2], 2 * r + q % 2), "%s: alltoall%s element %d", label, how, q);
+  }
+  MPI_Datatype pair, spaced;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_create_resized(pair, 0, 3 * (MPI_Aint)sizeof(int), &spaced);
+  MPI_Type_commit(&spaced);
+  for (int i = 0; i < 3 * p; ++i) all[i] = -7;
+  expect(ALLTOALL, comm, 1, 8LL * p);
+  MPI_Alltoall(send, 2, MPI_INT, all, 1, spaced, comm);
+  for (int q = 0; q < 3 * p; ++q)
+    CHECK(all[q] == (q % 3 == 2 ? -7 : input(world[q / 3], 2 * r + q % 3)), "%s: alltoall spaced element %d", label, q);
+  for (int i = 0; i < 3 * p; ++i) all[i] = i / 3 == r && i % 3 < 2 ? send[i % 3] : -7; /* the root's in place */
+  expect(GATHER, comm, 1, 8);
+  MPI_Gather(r == p - 1 ? MPI_IN_PLACE : send, 2, MPI_INT, all, 1, spaced, p - 1, comm);
+  for (int q = 0; r == p - 1 && q < 3 * p; ++q)
+    CHECK(all[q] == (q % 3 == 2 ? -7 : input(world[q / 3], q % 3)), "%s: gather spaced element %d", label, q);
+  MPI_Type_free(&spaced);
+  MPI_Type_free(&pair);
+  free(send);
+  free(all);
+  free(world);
+}
+
 /* bcast and allgather on `comm`, with named and derived datatypes. */
 static void movements(MPI_Comm comm, const char* label) {
   const int p = comm_size(comm), r = comm_rank(comm);
@@ -319,6 +376,7 @@ static void movements(MPI_Comm comm, const char* label) {
   expect(BARRIER, comm, 1, 0);
   MPI_Barrier(comm);
   free(world);
+  scatter_gather_alltoall(comm, label);
 }
 
 /* On MPI_COMM_WORLD: datatypes and operators, bitwise agreement. */

@@ -3,14 +3,15 @@
 ! `use mpi_f08`), in and out of place, each result checked. Open MPI's
 ! Fortran bindings call PMPI_ directly, so only libcopse_mpi.so's own Fortran
 ! spellings can serve these calls; tests/pmpi/run.sh checks in the stats file
-! that it did: at np >= 2, 5 allreduces, 1 reduce, 1 bcast, 1 barrier served,
-! and 1 allreduce (MPI_MAXLOC) passed. Stops with status 1 on a wrong result.
+! that it did: at np >= 2, 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1
+! scatter, 1 gather and 2 alltoalls served, and 1 allreduce (MPI_MAXLOC) passed. Stops with status 1 on a wrong result.
 
 subroutine with_mpif_h(failures)
   implicit none
   include 'mpif.h'
   integer, intent(inout) :: failures
-  integer :: ierr, rank, size, x(3), y(3)
+  integer :: ierr, rank, size, x(3), y(3), i
+  integer, allocatable :: all(:)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
   x = rank + 1
@@ -18,13 +19,24 @@ subroutine with_mpif_h(failures)
   if (ierr /= MPI_SUCCESS .or. any(y /= size * (size + 1) / 2)) failures = failures + 1
   call MPI_ALLREDUCE(MPI_IN_PLACE, x, 3, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
   if (ierr /= MPI_SUCCESS .or. any(x /= size)) failures = failures + 1
+  ! scatter from the last rank: block q is (100 q, 100 q + 1)
+  allocate(all(2 * size))
+  do i = 0, size - 1
+    all(2 * i + 1) = 100 * i
+    all(2 * i + 2) = 100 * i + 1
+  end do
+  x = -1
+  call MPI_SCATTER(all, 2, MPI_INTEGER, x, 2, MPI_INTEGER, size - 1, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS .or. x(1) /= 100 * rank .or. x(2) /= 100 * rank + 1) failures = failures + 1
+  deallocate(all)
 end subroutine
 
 subroutine with_use_mpi(failures)
   use mpi
   implicit none
   integer, intent(inout) :: failures
-  integer :: ierr, rank, size, dup, i, pair(2), best(2)
+  integer :: ierr, rank, size, dup, i, j, pair(2), best(2)
+  integer, allocatable :: g(:)
   double precision :: d(5), e(5)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
@@ -42,6 +54,18 @@ subroutine with_use_mpi(failures)
   call MPI_BCAST(i, 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, ierr)
   if (i /= (size - 1) * 10) failures = failures + 1
   call MPI_BARRIER(MPI_COMM_WORLD, ierr)
+  ! gather to the last rank, in place there
+  allocate(g(size))
+  g = -1
+  j = 3 * rank
+  if (rank == size - 1) then
+    g(rank + 1) = j
+    call MPI_GATHER(MPI_IN_PLACE, 0, MPI_INTEGER, g, 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, ierr)
+    if (ierr /= MPI_SUCCESS .or. any(g /= (/ (3 * i, i = 0, size - 1) /))) failures = failures + 1
+  else
+    call MPI_GATHER(j, 1, MPI_INTEGER, g, 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, ierr)
+  end if
+  deallocate(g)
   ! a duplicate, freed through the Fortran binding
   call MPI_COMM_DUP(MPI_COMM_WORLD, dup, ierr)
   i = 1
@@ -59,14 +83,23 @@ subroutine with_mpi_f08(failures)
   use mpi_f08
   implicit none
   integer, intent(inout) :: failures
-  integer :: rank, size
+  integer :: rank, size, i
   real :: r(4)
+  integer, allocatable :: s(:), t(:)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, size)
   r = real(rank + 1)
   ! no ierror: the optional argument arrives as a null pointer
   call MPI_Allreduce(MPI_IN_PLACE, r, 4, MPI_REAL, MPI_SUM, MPI_COMM_WORLD)
   if (any(r /= real(size * (size + 1) / 2))) failures = failures + 1
+  ! alltoall: rank q's block for rank d is 100 q + d; out of place, then in place
+  allocate(s(size), t(size))
+  s = (/ (100 * rank + i, i = 0, size - 1) /)
+  call MPI_Alltoall(s, 1, MPI_INTEGER, t, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  if (any(t /= (/ (100 * i + rank, i = 0, size - 1) /))) failures = failures + 1
+  call MPI_Alltoall(MPI_IN_PLACE, 0, MPI_INTEGER, s, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  if (any(s /= t)) failures = failures + 1
+  deallocate(s, t)
 end subroutine
 
 program fortran_collectives

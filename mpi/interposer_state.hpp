@@ -1,0 +1,130 @@
+#pragma once
+// The interposer's state, shared by its two files: mpi/interposer.cpp (set-up,
+// teardown, the reductions and barrier) and mpi/interposer_moving.cpp (the
+// collectives that only move bytes: bcast, allgather, scatter, gather,
+// alltoall). Private to libcopse_mpi.so; see mpi/interposer.hpp for what is
+// served and why.
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/decision_table.hpp"
+#include "mpi/interposer.hpp"
+#include "mpi/options.hpp"
+#include "mpi/stats.hpp"
+#include "mpi/trace.hpp"
+
+namespace copse::mpi::interposer {
+
+// Read by every intercepted call: the initial-exec model makes that a plain
+// load instead of a call to __tls_get_addr (the library is preloaded or
+// linked, so its TLS is in the initial block; a dlopen finds room for one int
+// in glibc's static TLS surplus). Nested's count.
+extern __attribute__((tls_model("initial-exec"))) thread_local int t_nested;
+
+// One per communicator that reached a call copse could serve, held by a
+// communicator attribute.
+struct Record {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool served = false;  // an intracommunicator of more than one process
+  int rank = 0;
+  int size = 1;
+  int nodes = 1;  // counted when a decision table needs it
+  // Per collective, the decision table's rows that fit this communicator.
+  std::array<std::vector<std::uint32_t>, kMpiCollectives.size()> table_rows;
+  std::unique_ptr<Team> team;  // made at the first served call
+};
+
+struct State {
+  State(const Options& o, std::optional<DecisionTable> t)
+      : options(o), comm_options(make_comm_options(o)), table(std::move(t)) {
+    if (table) stats.table_rows(table->rows.size(), table->source);
+    const auto keeps = [&](Collective c) { return !options.collectives.algorithm(c).needs_commutative; };
+    keeps_order.fill(true);
+    keeps_order[index(MpiCollective::allreduce)] = keeps(Collective::allreduce);
+    keeps_order[index(MpiCollective::reduce)] = keeps(Collective::reduce);
+    keeps_order[index(MpiCollective::reduce_scatter_block)] = keeps(Collective::reduce_scatter);
+    keeps_order[index(MpiCollective::reduce_scatter)] = keeps(Collective::reduce_scatter);
+  }
+
+  static std::size_t index(MpiCollective c) { return static_cast<std::size_t>(c); }
+  bool in_bounds(std::uint64_t bytes) const {
+    return bytes >= options.mpi.min_bytes && (!options.mpi.max_bytes || bytes <= *options.mpi.max_bytes);
+  }
+  // Whether the decision table (if any) gives a call of `bytes` per process
+  // on the record's communicator to copse; the deciding row is counted.
+  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
+    if (!table) return true;
+    const std::size_t row = table->find(r.table_rows[index(c)], bytes);
+    stats.decided(row);
+    return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
+  }
+  // Both, for the collectives whose bytes need the communicator's size.
+  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
+    return in_bounds(bytes) && table_serves(c, bytes, r);
+  }
+
+  const Options options;
+  const CommOptions comm_options;
+  const std::optional<DecisionTable> table;  // mpi.table; none: every call in bounds is served
+  Mapping mapping;
+  // The configured algorithm of the collective accepts non-commutative operators.
+  std::array<bool, kMpiCollectives.size()> keeps_order{};
+  int keyval = MPI_KEYVAL_INVALID;
+  Stats stats;
+  std::unique_ptr<Tracer> tracer;  // mpi.trace set: every application call is recorded
+
+  // Bumped before a record goes (delete_record): a thread's last look-up
+  // (interposer.cpp's t_last_record) is good while this is what it saw.
+  std::atomic<std::uint64_t> record_generation{0};
+  std::mutex mutex;              // guards the two lists below
+  std::vector<Record*> records;  // every live record, for MPI_Finalize
+  std::vector<std::pair<int, std::function<void()>>> finalizers;
+  int next_finalizer = 0;
+};
+
+extern std::atomic<State*> g_state;
+
+inline State* active() noexcept { return t_nested == 0 ? g_state.load(std::memory_order_acquire) : nullptr; }
+
+// The communicator's record, made at its first call here; null when copse
+// does not serve the communicator.
+Record* record(State& s, MPI_Comm comm);
+
+// The MPI error class of a copse error.
+int error_class(ErrorKind kind);
+// A served call failed: the communicator's error handler decides.
+int fail(const char* call, const Record& r, const std::string& message, int error_class);
+
+// Serves one call on the record's Team, made now if this is the first.
+template <class Body>
+int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
+  s.stats.served(c);
+  if (s.tracer) TraceScope::mark_served();
+  Nested nested;
+  try {
+    if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
+    body(r.team->comm(0));
+    return MPI_SUCCESS;
+  } catch (const Error& e) {
+    return fail(call, r, e.what(), error_class(e.kind()));
+  } catch (const std::bad_alloc&) {
+    return fail(call, r, "out of memory", MPI_ERR_NO_MEM);
+  } catch (const std::exception& e) {
+    return fail(call, r, e.what(), MPI_ERR_INTERN);
+  }
+}
+
+}  // namespace copse::mpi::interposer

@@ -192,6 +192,16 @@ Share region_before(int n, int level, std::uint64_t count) {
   return Share{lo, lo + ((count + below(level)) >> level)};
 }
 
+// The region before and the one after butterfly rank n's halving at `level`.
+struct Halving {
+  Share held, kept;
+};
+Halving halving_at(int n, int level, std::uint64_t count) {
+  const Share held = region_before(n, level, count);
+  const std::uint64_t mid = held.lo + (held.hi - held.lo) / 2;
+  return {held, (n & (1 << level)) == 0 ? Share{held.lo, mid} : Share{mid, held.hi}};  // bit clear: the lower half
+}
+
 int butterfly_levels(const PowerOfTwoFold& fold) { return std::countr_zero(static_cast<unsigned>(fold.p2)); }
 
 }  // namespace
@@ -210,7 +220,7 @@ Step halving_step(int rank, int p, std::uint64_t count, int position) {
   const int n = fold.new_rank(rank), level = position - 1;
   if (n < 0) return {};
   const int partner = fold.old_rank(n ^ (1 << level));
-  const Share held = region_before(n, level, count), keep = region_before(n, level + 1, count);
+  const auto [held, keep] = halving_at(n, level, count);
   const Share give = (n & (1 << level)) == 0 ? Share{keep.hi, held.hi} : Share{held.lo, keep.lo};
   Step s;
   s.send = region(partner, give.lo, give.hi);
@@ -236,7 +246,7 @@ Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_z
   if (n < 0) return {};
   if (to_zero && (n & ~((bit << 1) - 1)) != 0) return {};  // already handed its region on
   const int partner = fold.old_rank(n ^ bit);
-  const Share whole_region = region_before(n, level, count), mine = region_before(n, level + 1, count);
+  const auto [whole_region, mine] = halving_at(n, level, count);
   const bool kept_lower = (n & bit) == 0;
   const Share theirs = kept_lower ? Share{mine.hi, whole_region.hi} : Share{whole_region.lo, mine.lo};
   Step s;

@@ -49,6 +49,15 @@ inline bool fill_step(Step& step, Transfer send, Transfer recv, Combine combine)
   return true;
 }
 
+// For a grid whose builder computes each slot's whole step, an empty one for
+// a void slot (its coroutines yield the same function's non-empty steps):
+// sets `step` to `s` unless it is empty.
+inline bool fill_step(Step& step, const Step& s) {
+  if (s.empty()) return false;
+  step = s;
+  return true;
+}
+
 // BlockPartition::transfer without its two divisions a call: the simulator
 // asks for a few million blocks a second.
 class Blocks {

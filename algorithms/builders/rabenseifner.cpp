@@ -37,11 +37,8 @@ class RabenseifnerCursor final : public cursor::GridCursor<RabenseifnerCursor> {
   std::uint32_t positions(int) const { return static_cast<std::uint32_t>(2 * half_); }
   bool fill(int rank, std::uint32_t position, Step& step) const {
     const int i = static_cast<int>(position);
-    const Step s = i < half_ ? patterns::halving_step(rank, ranks_, count_, i)
-                             : patterns::doubling_step(rank, ranks_, count_, i - half_, false);
-    if (s.empty()) return false;
-    step = s;
-    return true;
+    return cursor::fill_step(step, i < half_ ? patterns::halving_step(rank, ranks_, count_, i)
+                                             : patterns::doubling_step(rank, ranks_, count_, i - half_, false));
   }
 
  private:

@@ -130,10 +130,7 @@ class TwoTreeCursor final : public cursor::GridCursor<TwoTreeCursor> {
       : schedule_(std::move(schedule)), positions_(static_cast<std::uint32_t>(schedule_->positions())) {}
   std::uint32_t positions(int) const { return positions_; }
   bool fill(int rank, std::uint32_t position, Step& step) const {
-    const Step s = schedule_->at(rank, position);
-    if (s.empty()) return false;
-    step = s;
-    return true;
+    return cursor::fill_step(step, schedule_->at(rank, position));
   }
 
  private:

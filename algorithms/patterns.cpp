@@ -187,8 +187,8 @@ Share region_before(int n, int level, std::uint64_t count) {
   const auto bits = static_cast<std::uint64_t>(n);
   const auto below = [bits](int k) { return bits & ((std::uint64_t{1} << k) - 1); };
   std::uint64_t lo = 0;
-  for (int i = 0; i < level; ++i)
-    if ((bits >> i) & 1) lo += (count + below(i)) >> (i + 1);
+  for (int i = 0; i < level; ++i)  // without a branch on the bit, which no predictor guesses
+    lo += ((count + below(i)) >> (i + 1)) & (std::uint64_t{0} - ((bits >> i) & 1));
   return Share{lo, lo + ((count + below(level)) >> level)};
 }
 

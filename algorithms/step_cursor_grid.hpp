@@ -22,16 +22,20 @@ constexpr int kMostBlocks = 1 << 25;
 // the void ones, as the coroutines skip their empty steps. Derived supplies
 // positions(rank), the end of rank's grid, and fill(rank, position, step),
 // which sets `step` and returns true, or returns false for a void slot
-// (most slots of a leaf are void).
+// (most slots of a leaf are void). It may also hide first_from(rank,
+// position), the first slot at or after `position` that may be non-void,
+// to jump over runs of void slots it can tell at once.
 template <class Derived>
 class GridCursor : public StepCursor {
  public:
   bool seek(int rank, std::uint32_t& position, Step& step) const final {
     const auto& grid = static_cast<const Derived&>(*this);
-    for (const std::uint32_t end = grid.positions(rank); position < end; ++position)
+    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end;
+         ++position)
       if (grid.fill(rank, position, step)) return true;
     return false;
   }
+  std::uint32_t first_from(int, std::uint32_t position) const { return position; }
   Step at(int rank, std::uint32_t position) const final {
     Step step;
     static_cast<const Derived&>(*this).fill(rank, position, step);
@@ -67,6 +71,7 @@ class Blocks {
         per_block_(part.count / static_cast<std::uint64_t>(part.blocks)),
         longer_(part.count % static_cast<std::uint64_t>(part.blocks)),
         blocks_(part.count > 0 ? part.blocks : 0) {}
+  long blocks() const { return blocks_; }  // blocks 0 .. blocks() - 1 are not void
   Transfer transfer(long j, int peer) const {
     if (j < 0 || j >= blocks_ || peer < 0) return {};
     const auto uj = static_cast<std::uint64_t>(j);

@@ -65,10 +65,33 @@ class TwoTreeSchedule {
 
   std::int64_t positions() const { return 4 * rounds_; }
 
+  // The first position at or after `position` that may hold one of rank's
+  // steps: in each phase, its transfers' blocks are all void outside a
+  // window of rounds (the timing in the header), and so are its steps.
+  std::int64_t first_from(int rank, std::int64_t position) const {
+    const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
+    for (int phase = position < 2 * rounds_ ? 0 : 1; phase < 2; ++phase) {
+      long lo = rounds_, hi = 0;
+      const auto window = [&](long first, long blocks) {
+        if (blocks == 0) return;
+        lo = std::min(lo, first);
+        hi = std::max(hi, first + blocks);
+      };
+      for (int x = 0; x < 2; ++x) {
+        const long d = me.depth[x], up_first = phase == 0 ? height_[x] - d : d - 1;
+        if (me.parent[x] >= 0) window(up_first, blocks_[x].blocks());
+        if (me.interior == x) window(phase == 0 ? up_first - 1 : d, blocks_[x].blocks());  // the children's
+      }
+      const std::int64_t start = phase * 2 * rounds_, from = std::max(position, start + 2 * lo);
+      if (from < start + 2 * hi) return from;
+    }
+    return positions();
+  }
+
   Step at(int rank, std::int64_t position) const {
     const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
-    const bool reduce = position < 2 * rounds_;
-    const long r = static_cast<long>((position % (2 * rounds_)) / 2);
+    const bool reduce = position < 2 * rounds_;  // compared, not divided: the simulator asks millions of times
+    const long r = static_cast<long>((reduce ? position : position - 2 * rounds_) / 2);
     const int colour = static_cast<int>(position % 2);
     Step s;
     for (int x = 0; x < 2; ++x) {
@@ -129,6 +152,9 @@ class TwoTreeCursor final : public cursor::GridCursor<TwoTreeCursor> {
   explicit TwoTreeCursor(std::shared_ptr<const TwoTreeSchedule> schedule)
       : schedule_(std::move(schedule)), positions_(static_cast<std::uint32_t>(schedule_->positions())) {}
   std::uint32_t positions(int) const { return positions_; }
+  std::uint32_t first_from(int rank, std::uint32_t position) const {
+    return static_cast<std::uint32_t>(schedule_->first_from(rank, position));
+  }
   bool fill(int rank, std::uint32_t position, Step& step) const {
     return cursor::fill_step(step, schedule_->at(rank, position));
   }

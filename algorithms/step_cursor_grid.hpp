@@ -30,8 +30,7 @@ class GridCursor : public StepCursor {
  public:
   bool seek(int rank, std::uint32_t& position, Step& step) const final {
     const auto& grid = static_cast<const Derived&>(*this);
-    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end;
-         ++position)
+    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
       if (grid.fill(rank, position, step)) return true;
     return false;
   }

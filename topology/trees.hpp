@@ -87,8 +87,8 @@ class TwoTree {
   int colour(int tree, int rank) const;  // colour of rank -> parent edge; -1 at the root
   // node()'s parts without building a Node: at millions of ranks its vector
   // is most of the cost.
-  int parent(int tree, int rank) const;            // -1 at the root
-  int child(int tree, int side, int rank) const;   // side 0 the lower child, 1 the upper; -1 if absent
+  int parent(int tree, int rank) const;           // -1 at the root
+  int child(int tree, int side, int rank) const;  // side 0 the lower child, 1 the upper; -1 if absent
   int depth(int tree, int rank) const;
 
  private:

@@ -99,7 +99,8 @@ class TwoTreeSchedule {
       const long d = me.depth[x];
       const bool up = me.parent[x] >= 0 && me.up_colour[x] == colour;
       if (reduce) {  // blocks go up
-        const long lag = height_[x] - d;  // rounds until this rank sends block 0 up
+        // Rounds until this rank sends block 0 up.
+        const long lag = height_[x] - d;
         if (up) claim(s.send, part.transfer(r - lag, me.parent[x]));
         for (int c = 0; c < 2 && me.interior == x; ++c)
           if (const int child = me.child[c]; child >= 0 && me.child_colour[c] == colour) {

@@ -1,7 +1,7 @@
 #include "algorithms/patterns.hpp"
 
 #include <algorithm>
-#include <array>
+#include <bit>
 #include <utility>
 
 #include "algorithms/builders/power_of_two_fold.hpp"
@@ -175,77 +175,95 @@ using builders::fold_out;
 using builders::PowerOfTwoFold;
 using builders::region;
 
-// The halvings of butterfly rank n (of fold.p2): the region held before each
-// one, and the share held after the last.
-struct Halvings {
-  std::array<Share, 32> before{};
-  Share mine;
-  int levels = 0;
+// The region butterfly rank n holds before its halving at `level` (at level
+// log2 p2: its share). A halving gives the rank whose bit is clear the lower
+// floor(s/2) of its s elements, the other the upper ceil(s/2) = floor((s+1)/2);
+// since floor((floor(x/m) + b)/2) = floor((x + b m)/(2m)), the size before
+// level k is floor((count + (n mod 2^k)) / 2^k), and the region starts after
+// the lower halves given away at the set bits i < k. A closed form rather
+// than the halvings one by one, so that a step cursor can compute any level's
+// step alone.
+Share region_before(int n, int level, std::uint64_t count) {
+  const auto bits = static_cast<std::uint64_t>(n);
+  const auto below = [bits](int k) { return bits & ((std::uint64_t{1} << k) - 1); };
+  std::uint64_t lo = 0;
+  for (int i = 0; i < level; ++i)  // without a branch on the bit, which no predictor guesses
+    lo += ((count + below(i)) >> (i + 1)) & (std::uint64_t{0} - ((bits >> i) & 1));
+  return Share{lo, lo + ((count + below(level)) >> level)};
+}
+
+// The region before and the one after butterfly rank n's halving at `level`.
+struct Halving {
+  Share held, kept;
 };
-
-Halvings halvings(int n, int p2, std::uint64_t count) {
-  Halvings h;
-  h.mine = {0, count};
-  for (int mask = 1; mask < p2; mask <<= 1, ++h.levels) {
-    h.before[static_cast<std::size_t>(h.levels)] = h.mine;
-    const std::uint64_t mid = h.mine.lo + (h.mine.hi - h.mine.lo) / 2;
-    h.mine = (n & mask) == 0 ? Share{h.mine.lo, mid} : Share{mid, h.mine.hi};  // bit clear: the lower half
-  }
-  return h;
+Halving halving_at(int n, int level, std::uint64_t count) {
+  const Share held = region_before(n, level, count);
+  const std::uint64_t mid = held.lo + (held.hi - held.lo) / 2;
+  return {held, (n & (1 << level)) == 0 ? Share{held.lo, mid} : Share{mid, held.hi}};  // bit clear: the lower half
 }
 
-// Retraces the halvings of `rank`; `to_zero`: only towards butterfly rank 0.
-RankSchedule doubling(int rank, int p, std::uint64_t count, bool to_zero) {
-  const PowerOfTwoFold fold(p);
-  if (const int n = fold.new_rank(rank); n >= 0) {
-    const Halvings h = halvings(n, fold.p2, count);
-    Share mine = h.mine;
-    for (int level = h.levels - 1; level >= 0; --level) {
-      const int bit = 1 << level;
-      if (to_zero && (n & ~((bit << 1) - 1)) != 0) continue;  // already handed its region on
-      const int partner = fold.old_rank(n ^ bit);
-      const Share whole_region = h.before[static_cast<std::size_t>(level)];
-      const bool kept_lower = (n & bit) == 0;
-      const Share theirs = kept_lower ? Share{mine.hi, whole_region.hi} : Share{whole_region.lo, mine.lo};
-      Step s;
-      if (!to_zero || !kept_lower) s.send = region(partner, mine.lo, mine.hi);
-      if (!to_zero || kept_lower) s.recv = region(partner, theirs.lo, theirs.hi);
-      if (!s.empty()) co_yield s;
-      mine = whole_region;
-    }
-  }
-  // Folded ranks get the result back; towards rank 0 only rank 0 needs it.
-  if (to_zero && rank > 1) co_return;
-  if (auto s = fold_out(fold, rank, count); !s.empty()) co_yield s;
-}
+int butterfly_levels(const PowerOfTwoFold& fold) { return std::countr_zero(static_cast<unsigned>(fold.p2)); }
 
 }  // namespace
 
 Share halving_share(int rank, int p, std::uint64_t count) {
   const PowerOfTwoFold fold(p);
   const int n = fold.new_rank(rank);
-  return n < 0 ? Share{} : halvings(n, fold.p2, count).mine;
+  return n < 0 ? Share{} : region_before(n, butterfly_levels(fold), count);
+}
+
+int halving_positions(int p) { return butterfly_levels(PowerOfTwoFold(p)) + 1; }
+
+Step halving_step(int rank, int p, std::uint64_t count, int position) {
+  const PowerOfTwoFold fold(p);
+  if (position == 0) return fold_in(fold, rank, count);
+  const int n = fold.new_rank(rank), level = position - 1;
+  if (n < 0) return {};
+  const int partner = fold.old_rank(n ^ (1 << level));
+  const auto [held, keep] = halving_at(n, level, count);
+  const Share give = (n & (1 << level)) == 0 ? Share{keep.hi, held.hi} : Share{held.lo, keep.lo};
+  Step s;
+  s.send = region(partner, give.lo, give.hi);
+  s.recv = region(partner, keep.lo, keep.hi);
+  s.combine = side_of(partner, rank);
+  return s;
 }
 
 RankSchedule halving_reduce_scatter(int rank, int p, std::uint64_t count) {
-  const PowerOfTwoFold fold(p);
-  if (auto s = fold_in(fold, rank, count); !s.empty()) co_yield s;
-  const int n = fold.new_rank(rank);
-  if (n < 0) co_return;
-  const Halvings h = halvings(n, fold.p2, count);
-  for (int level = 0; level < h.levels; ++level) {
-    const int mask = 1 << level;
-    const int partner = fold.old_rank(n ^ mask);
-    const Share keep = level + 1 < h.levels ? h.before[static_cast<std::size_t>(level) + 1] : h.mine;
-    const Share held = h.before[static_cast<std::size_t>(level)];
-    const Share give = (n & mask) == 0 ? Share{keep.hi, held.hi} : Share{held.lo, keep.lo};
-    Step s;
-    s.send = region(partner, give.lo, give.hi);
-    s.recv = region(partner, keep.lo, keep.hi);
-    s.combine = side_of(partner, rank);
-    if (!s.empty()) co_yield s;
-  }
+  for (int i = 0, end = halving_positions(p); i < end; ++i)
+    if (auto s = halving_step(rank, p, count, i); !s.empty()) co_yield s;
 }
+
+Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero) {
+  const PowerOfTwoFold fold(p);
+  const int levels = butterfly_levels(fold);
+  if (position == levels) {
+    // Folded ranks get the result back; towards rank 0 only rank 0 needs it.
+    if (to_zero && rank > 1) return {};
+    return fold_out(fold, rank, count);
+  }
+  const int n = fold.new_rank(rank), level = levels - 1 - position, bit = 1 << level;
+  if (n < 0) return {};
+  if (to_zero && (n & ~((bit << 1) - 1)) != 0) return {};  // already handed its region on
+  const int partner = fold.old_rank(n ^ bit);
+  const auto [whole_region, mine] = halving_at(n, level, count);
+  const bool kept_lower = (n & bit) == 0;
+  const Share theirs = kept_lower ? Share{mine.hi, whole_region.hi} : Share{whole_region.lo, mine.lo};
+  Step s;
+  if (!to_zero || !kept_lower) s.send = region(partner, mine.lo, mine.hi);
+  if (!to_zero || kept_lower) s.recv = region(partner, theirs.lo, theirs.hi);
+  return s;
+}
+
+namespace {
+
+// Retraces the halvings of `rank`; `to_zero`: only towards butterfly rank 0.
+RankSchedule doubling(int rank, int p, std::uint64_t count, bool to_zero) {
+  for (int i = 0, end = halving_positions(p); i < end; ++i)
+    if (auto s = doubling_step(rank, p, count, i, to_zero); !s.empty()) co_yield s;
+}
+
+}  // namespace
 
 RankSchedule doubling_allgather(int rank, int p, std::uint64_t count) { return doubling(rank, p, count, false); }
 

@@ -77,6 +77,14 @@ RankSchedule doubling_allgather(int rank, int p, std::uint64_t count);
 // The allgather's variant for a reduce: the shares are gathered to rank 0
 // only (a rank whose bit is set hands its region to its partner and is done).
 RankSchedule doubling_gather_to_zero(int rank, int p, std::uint64_t count);
+// The same schedules one step at a time, for a step cursor (step_cursor.hpp):
+// each half is halving_positions(p) steps, some of them empty (the
+// generators above skip those). halving_reduce_scatter's position 0 is the
+// fold-in and 1 + k the halving at distance 2^k; the doubling's position i <
+// log2 p2 retraces the halving at distance p2 / 2^(i+1), its last the fold-out.
+int halving_positions(int p);
+Step halving_step(int rank, int p, std::uint64_t count, int position);
+Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero);
 
 // Runs a schedule planned for participants 0..q-1 as the ranks `global`
 // (participant i is global rank global[i]) on elements starting at `base`.

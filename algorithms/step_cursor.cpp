@@ -4,61 +4,15 @@
 #include <bit>
 
 #include "algorithms/patterns.hpp"
+#include "algorithms/step_cursor_grid.hpp"
 
 namespace copse {
 
 namespace {
 
-// Positions run over a fixed grid of slots, some of them void; seek() skips
-// the void ones, as the coroutines skip their empty steps. Derived supplies
-// positions(rank), the end of rank's grid, and fill(rank, position, step),
-// which sets `step` and returns true, or returns false for a void slot
-// without writing it (most slots of a leaf are void).
-template <class Derived>
-class GridCursor : public StepCursor {
- public:
-  bool seek(int rank, std::uint32_t& position, Step& step) const final {
-    const auto& grid = static_cast<const Derived&>(*this);
-    for (const std::uint32_t end = grid.positions(rank); position < end; ++position)
-      if (grid.fill(rank, position, step)) return true;
-    return false;
-  }
-  Step at(int rank, std::uint32_t position) const final {
-    Step step;
-    static_cast<const Derived&>(*this).fill(rank, position, step);
-    return step;
-  }
-};
-
-// Sets `step` to a step of these transfers, or returns false if both are void.
-bool fill_step(Step& step, Transfer send, Transfer recv, Combine combine) {
-  if (!send && !recv) return false;
-  step.send = send;
-  step.recv = recv;
-  step.combine = combine;
-  step.copy = LocalCopy{};
-  return true;
-}
-
-// BlockPartition::transfer without its two divisions a call: the simulator
-// asks for a few million blocks a second.
-class Blocks {
- public:
-  explicit Blocks(const BlockPartition& part)
-      : base_(part.base),
-        per_block_(part.count / static_cast<std::uint64_t>(part.blocks)),
-        longer_(part.count % static_cast<std::uint64_t>(part.blocks)),
-        blocks_(part.count > 0 ? part.blocks : 0) {}
-  Transfer transfer(long j, int peer) const {
-    if (j < 0 || j >= blocks_ || peer < 0) return {};
-    const auto uj = static_cast<std::uint64_t>(j);
-    return Transfer{peer, base_ + uj * per_block_ + std::min(uj, longer_), per_block_ + (uj < longer_ ? 1 : 0)};
-  }
-
- private:
-  std::uint64_t base_, per_block_, longer_;  // the first `longer_` blocks hold one element more
-  long blocks_;                              // 0: no elements, every block void
-};
+using cursor::Blocks;
+using cursor::fill_step;
+using cursor::GridCursor;
 
 // patterns::doubly_pipelined_allreduce over trees::dual_root, one rank's
 // tree links in compact arrays (16 bytes a rank, against some 250 for its
@@ -182,20 +136,13 @@ class BinomialAllreduceCursor final : public GridCursor<BinomialAllreduceCursor>
 
 }  // namespace
 
-namespace {
-// Positions are 32-bit: both grids hold fewer than 64 (blocks + 1) slots a
-// rank (a tree over an int's ranks is at most 31 deep, a binomial rank has at
-// most 31 children), which fits below this many blocks.
-constexpr int kMostCursorBlocks = 1 << 25;
-}  // namespace
-
 std::shared_ptr<const StepCursor> dual_root_cursor(int ranks, BlockPartition part) {
-  if (part.blocks >= kMostCursorBlocks) return nullptr;
+  if (part.blocks >= cursor::kMostBlocks) return nullptr;
   return std::make_shared<const DualRootCursor>(ranks, part);
 }
 
 std::shared_ptr<const StepCursor> binomial_allreduce_cursor(int ranks, BlockPartition part) {
-  if (part.blocks >= kMostCursorBlocks) return nullptr;
+  if (part.blocks >= cursor::kMostBlocks) return nullptr;
   return std::make_shared<const BinomialAllreduceCursor>(ranks, part);
 }
 

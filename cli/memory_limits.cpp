@@ -87,8 +87,10 @@ double schedule_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shap
     plan = algorithm.plan(sample);
   }
   const double shared = std::max(0.0, allocated_heap() - before) / sample.ranks;
-  // A plan with a step cursor (dual-root, binomial) is walked by a position
-  // per rank, not by coroutine frames (algorithms/step_cursor.hpp).
+  // A plan with a step cursor (dual-root, binomial, two-tree, rabenseifner,
+  // recursive-doubling) is walked by a position per rank, not by coroutine
+  // frames (algorithms/step_cursor.hpp); what its cursor keeps per rank (the
+  // two-tree's 24-byte links) is in `shared`.
   if (cursor_of(plan)) return shared + sizeof(std::uint32_t);
   // A rank's frames nest as it goes (a phase's generator inside the rank's):
   // the most they hold over their first steps, all sampled ranks at once.
@@ -121,7 +123,9 @@ double schedule_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shap
 // (issue 20), dual-root measures 410 B/rank at p = 2^20 and this estimate
 // gives 451; the others are unchanged. Walked by a step cursor, dual-root
 // measures 130 B/rank at p = 2^24 (2.19 GB peak) and binomial 116 at p =
-// 2^22 (498 MB); the estimate gives 146 and 132.
+// 2^22 (498 MB); the estimate gives 146 and 132. Two-tree and rabenseifner
+// on cursors measure 142 and 119 B/rank at p = 2^22 (597 and 498 MB peak);
+// the estimate gives 159 and 132.
 MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs) {
   constexpr double kProgramBytes = 16e6, kMargin = 1.125;
   const double per_rank =

@@ -1,10 +1,13 @@
 // A StepCursor (algorithms/step_cursor.hpp) is the simulator's fast path for
 // the schedule its plan's coroutines yield: it must yield exactly their
 // steps, in order, for every rank, p, count and block count.
+#include <bit>
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "algorithms/patterns.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/step_cursor.hpp"
 
@@ -53,9 +56,14 @@ void check_cursor_matches(const char* algorithm, const Shape& shape) {
 
 using namespace step_cursor_test;
 
+// Every algorithm whose allreduce plan carries a cursor.
+constexpr const char* kCursorAlgorithms[] = {"dual-root", "binomial", "two-tree", "rabenseifner", "recursive-doubling"};
+
 TEST_CASE("step cursors yield their coroutines' steps", "[exhaustive]") {
-  for (const char* algorithm : {"dual-root", "binomial"})
-    for (int p = 1; p <= 70; p += (p < 20 ? 1 : 7))
+  std::vector<int> sizes{4097};  // deeper than 16 blocks: rounds in which some slots are void
+  for (int p = 1; p <= 70; ++p) sizes.push_back(p);
+  for (const char* algorithm : kCursorAlgorithms)
+    for (int p : sizes)
       for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{1000}})
         for (int blocks : {1, 2, 3, 16}) {
           Shape shape;
@@ -64,10 +72,36 @@ TEST_CASE("step cursors yield their coroutines' steps", "[exhaustive]") {
           shape.blocks = blocks;
           check_cursor_matches(algorithm, shape);
         }
-  Shape deep;  // deeper than the block count: rounds in which some slots are void
+  Shape deep;  // a larger vector
   deep.ranks = 4097;
   deep.count = 1 << 20;
   deep.blocks = 4;
-  check_cursor_matches("dual-root", deep);
-  check_cursor_matches("binomial", deep);
+  for (const char* algorithm : kCursorAlgorithms) check_cursor_matches(algorithm, deep);
+}
+
+// Rabenseifner's cursor computes a rank's region before any halving in
+// closed form (patterns.cpp, region_before); the schedules' shares must be
+// those of halving the vector level by level, the lower half (floor) to the
+// rank whose bit is clear, as the butterfly does.
+TEST_CASE("the halving shares are those of halving level by level") {
+  for (int p = 1; p <= 70; ++p)
+    for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3},
+                                std::uint64_t{7}, std::uint64_t{64}, std::uint64_t{1000}, std::uint64_t{131071}}) {
+      const int p2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(p))), extra = p - p2;
+      for (int rank = 0; rank < p; ++rank) {
+        patterns::Share expected;
+        if (rank >= 2 * extra || rank % 2 == 1) {  // not folded away: butterfly rank n
+          const int n = rank < 2 * extra ? rank / 2 : rank - extra;
+          expected = {0, count};
+          for (int bit = 1; bit < p2; bit <<= 1) {
+            const std::uint64_t mid = expected.lo + (expected.hi - expected.lo) / 2;
+            expected = (n & bit) ? patterns::Share{mid, expected.hi} : patterns::Share{expected.lo, mid};
+          }
+        }
+        const patterns::Share share = patterns::halving_share(rank, p, count);
+        INFO("p = " << p << ", count " << count << ", rank " << rank);
+        CHECK(share.lo == expected.lo);
+        CHECK(share.hi == expected.hi);
+      }
+    }
 }

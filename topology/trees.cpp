@@ -403,6 +403,25 @@ Node TwoTree::node(int tree, int rank) const {
   return node;
 }
 
+int TwoTree::parent(int tree, int rank) const {
+  require_tree(tree, "TwoTree::parent");
+  require_rank_in(0, p_ - 1, rank, "TwoTree::parent");
+  return parent_[tree][static_cast<std::size_t>(rank)];
+}
+
+int TwoTree::child(int tree, int side, int rank) const {
+  require_tree(tree, "TwoTree::child");
+  if (side != 0 && side != 1) throw UsageError("TwoTree::child: side must be 0 or 1, got " + std::to_string(side));
+  require_rank_in(0, p_ - 1, rank, "TwoTree::child");
+  return child_[tree][side][static_cast<std::size_t>(rank)];
+}
+
+int TwoTree::depth(int tree, int rank) const {
+  require_tree(tree, "TwoTree::depth");
+  require_rank_in(0, p_ - 1, rank, "TwoTree::depth");
+  return depth_[tree][static_cast<std::size_t>(rank)];
+}
+
 int TwoTree::colour(int tree, int rank) const {
   require_tree(tree, "TwoTree::colour");
   require_rank_in(0, p_ - 1, rank, "TwoTree::colour");

@@ -85,6 +85,11 @@ class TwoTree {
   int height(int tree) const;            // largest depth in that tree
   Node node(int tree, int rank) const;   // children: the lower child first
   int colour(int tree, int rank) const;  // colour of rank -> parent edge; -1 at the root
+  // node()'s parts without building a Node: at millions of ranks its vector
+  // is most of the cost.
+  int parent(int tree, int rank) const;           // -1 at the root
+  int child(int tree, int side, int rank) const;  // side 0 the lower child, 1 the upper; -1 if absent
+  int depth(int tree, int rank) const;
 
  private:
   int p_;

@@ -7,7 +7,10 @@
 // Example, p = 4, count 8: distance 1: 0<->1 and 2<->3 split [0,8) at 4
 // (ranks 0, 2 keep [0,4)); distance 2: 0<->2 split [0,4) at 2, 1<->3 split
 // [4,8) at 6; rank 0 ends with [0,2), 2 with [2,4), 1 with [4,6), 3 with [6,8).
+#include <memory>
+
 #include "algorithms/patterns.hpp"
+#include "algorithms/step_cursor_grid.hpp"
 
 namespace copse::builders {
 
@@ -24,10 +27,31 @@ RankSchedule rabenseifner_rank(Shape shape, int rank, bool to_zero) {
   while (gather.next()) co_yield gather.value();
 }
 
+// rabenseifner_rank's allreduce from (rank, position), for the simulator at
+// millions of ranks: positions [0, h) are the reduce-scatter's, [h, 2h) the
+// allgather's (h = patterns::halving_positions). Nothing per rank is stored.
+class RabenseifnerCursor final : public cursor::GridCursor<RabenseifnerCursor> {
+ public:
+  explicit RabenseifnerCursor(const Shape& shape)
+      : ranks_(shape.ranks), count_(shape.count), half_(patterns::halving_positions(shape.ranks)) {}
+  std::uint32_t positions(int) const { return static_cast<std::uint32_t>(2 * half_); }
+  bool fill(int rank, std::uint32_t position, Step& step) const {
+    const int i = static_cast<int>(position);
+    return cursor::fill_step(step, i < half_ ? patterns::halving_step(rank, ranks_, count_, i)
+                                             : patterns::doubling_step(rank, ranks_, count_, i - half_, false));
+  }
+
+ private:
+  int ranks_;
+  std::uint64_t count_;
+  int half_;
+};
+
 }  // namespace
 
 SchedulePlan rabenseifner_allreduce(const Shape& shape) {
-  return [shape](int rank) { return rabenseifner_rank(shape, rank, false); };
+  auto coroutines = [shape](int rank) { return rabenseifner_rank(shape, rank, false); };
+  return CursorPlan{coroutines, std::make_shared<const RabenseifnerCursor>(shape)};
 }
 
 SchedulePlan rabenseifner_reduce(const Shape& shape) {

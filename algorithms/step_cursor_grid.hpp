@@ -1,0 +1,85 @@
+#pragma once
+// The pieces every StepCursor (step_cursor.hpp) is made of: a grid of
+// positions some of which are void, and block transfers computed without
+// BlockPartition's divisions. The builders whose cursors sit beside their
+// coroutines (two_tree.cpp, rabenseifner.cpp) use them as step_cursor.cpp's
+// own cursors do.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithms/step_cursor.hpp"
+
+namespace copse::cursor {
+
+// Positions are 32-bit: every grid holds fewer than 64 (blocks + 1) slots a
+// rank (a tree over an int's ranks is at most 31 deep, a binomial rank has at
+// most 31 children, a two-tree rank 4 slots a round), which fits below this
+// many blocks. A builder asked for more runs on its coroutines.
+constexpr int kMostBlocks = 1 << 25;
+
+// Positions run over a fixed grid of slots, some of them void; seek() skips
+// the void ones, as the coroutines skip their empty steps. Derived supplies
+// positions(rank), the end of rank's grid, and fill(rank, position, step),
+// which sets `step` and returns true, or returns false for a void slot
+// (most slots of a leaf are void). It may also hide first_from(rank,
+// position), the first slot at or after `position` that may be non-void,
+// to jump over runs of void slots it can tell at once.
+template <class Derived>
+class GridCursor : public StepCursor {
+ public:
+  bool seek(int rank, std::uint32_t& position, Step& step) const final {
+    const auto& grid = static_cast<const Derived&>(*this);
+    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
+      if (grid.fill(rank, position, step)) return true;
+    return false;
+  }
+  std::uint32_t first_from(int, std::uint32_t position) const { return position; }
+  Step at(int rank, std::uint32_t position) const final {
+    Step step;
+    static_cast<const Derived&>(*this).fill(rank, position, step);
+    return step;
+  }
+};
+
+// Sets `step` to a step of these transfers, or returns false if both are void.
+inline bool fill_step(Step& step, Transfer send, Transfer recv, Combine combine) {
+  if (!send && !recv) return false;
+  step.send = send;
+  step.recv = recv;
+  step.combine = combine;
+  step.copy = LocalCopy{};
+  return true;
+}
+
+// For a grid whose builder computes each slot's whole step, an empty one for
+// a void slot (its coroutines yield the same function's non-empty steps):
+// sets `step` to `s` unless it is empty.
+inline bool fill_step(Step& step, const Step& s) {
+  if (s.empty()) return false;
+  step = s;
+  return true;
+}
+
+// BlockPartition::transfer without its two divisions a call: the simulator
+// asks for a few million blocks a second.
+class Blocks {
+ public:
+  explicit Blocks(const BlockPartition& part)
+      : base_(part.base),
+        per_block_(part.count / static_cast<std::uint64_t>(part.blocks)),
+        longer_(part.count % static_cast<std::uint64_t>(part.blocks)),
+        blocks_(part.count > 0 ? part.blocks : 0) {}
+  long blocks() const { return blocks_; }  // blocks 0 .. blocks() - 1 are not void
+  Transfer transfer(long j, int peer) const {
+    if (j < 0 || j >= blocks_ || peer < 0) return {};
+    const auto uj = static_cast<std::uint64_t>(j);
+    return Transfer{peer, base_ + uj * per_block_ + std::min(uj, longer_), per_block_ + (uj < longer_ ? 1 : 0)};
+  }
+
+ private:
+  std::uint64_t base_, per_block_, longer_;  // the first `longer_` blocks hold one element more
+  long blocks_;                              // 0: no elements, every block void
+};
+
+}  // namespace copse::cursor

@@ -60,7 +60,7 @@ RankCore::RankCore(CoreTeam& team, int r)
   const CommOptionsBase& o = *team.settings;
   if (team.direct) {
     direct.emplace(*team.engine, *team.direct, link, o.wait_timeout, o.wait_report, wait_reporter(o.on_wait_report));
-    for (Collective c : served_collectives())
+    for (Collective c : all_collectives())
       if (o.leaves_choice(c)) direct_choices_ |= 1u << static_cast<unsigned>(c);
   }
   monitor.returned(now(), false);  // the first phase begins

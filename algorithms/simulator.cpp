@@ -90,7 +90,11 @@ class Simulation {
         layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
+        bidirectional_(options.model.ports() == Ports::bidirectional),
         ranks_(static_cast<std::size_t>(ranks)) {
+    // Every rank on a node of its own and no measured interface share: every
+    // pair costs the same, so each message skips the layout's lookups.
+    if (ranks > 1 && layout_.nodes() == ranks && !model_.nic_load()) same_pair_ = model_.pair_cost(layout_, 0, 1);
     for (int r = 0; r < ranks; ++r) {
       auto& st = at(r);
       st.clock = RankClock(options.model.ports());
@@ -166,11 +170,11 @@ class Simulation {
     st.send_count = s.send.count;
     st.recv_count = s.recv.count;
     st.work = options_.model.step_work(s, options_.element_bytes);
-    st.send_first = send_goes_first(r, s);
-    if (options_.model.ports() == Ports::bidirectional) {
+    if (bidirectional_) {
       if (s.send) post_send(r);
       if (s.recv) post_recv(r);
     } else {
+      st.send_first = send_goes_first(r, s);
       st.send_waiting = static_cast<bool>(s.send);
       st.recv_waiting = static_cast<bool>(s.recv);
       post_next_unidirectional(r);
@@ -206,20 +210,12 @@ class Simulation {
     auto& s = at(src);
     auto& d = at(dst);
     if (!s.send_open || !d.recv_open || s.send_peer != dst || d.recv_peer != src) return;
-    if (s.send_count != d.recv_count) {
-      const Transfer send = steps_.step(src).send;
-      const Transfer recv = steps_.step(dst).recv;
-      std::ostringstream m;
-      m << "size mismatch: rank " << src << " step " << s.steps - 1 << " sends " << send.count
-        << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << d.steps - 1
-        << " receives " << recv.count << " elements (into element " << recv.offset << ")";
-      throw ScheduleError(m.str());
-    }
+    if (s.send_count != d.recv_count) throw_size_mismatch(src, dst);
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
     const std::uint64_t bytes = s.send_count * options_.element_bytes;
-    const TransferEnds ends =
-        model_.transfer_ends(layout_, src, dst, bytes, s.clock.send_ready(), d.clock.recv_ready());
+    const TransferEnds ends = (same_pair_ ? *same_pair_ : model_.pair_cost(layout_, src, dst))
+                                  .ends(bytes, s.clock.send_ready(), d.clock.recv_ready());
     if (options_.timeline) record_transfer(src, dst, bytes, ends);
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, steps_.step(src).send, dst, d.steps - 1, steps_.step(dst));
     s.send_open = false;
@@ -234,11 +230,21 @@ class Simulation {
     wake(dst);
   }
 
+  [[noreturn, gnu::noinline]] void throw_size_mismatch(int src, int dst) {
+    const Transfer send = steps_.step(src).send;
+    const Transfer recv = steps_.step(dst).recv;
+    std::ostringstream m;
+    m << "size mismatch: rank " << src << " step " << at(src).steps - 1 << " sends " << send.count
+      << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << at(dst).steps - 1
+      << " receives " << recv.count << " elements (into element " << recv.offset << ")";
+    throw ScheduleError(m.str());
+  }
+
   // Runs rank r forward until it blocks or finishes.
   void advance(int r) {
     auto& st = at(r);
     while (!st.finished) {
-      if (options_.model.ports() == Ports::unidirectional) post_next_unidirectional(r);
+      if (!bidirectional_) post_next_unidirectional(r);
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
       if (hooks_) hooks_->on_step_end(r, st.steps - 1, steps_.step(r));
       st.clock.end_step(st.work);
@@ -264,14 +270,17 @@ class Simulation {
   }
 
   void check_peer(int r, const Transfer& t, const char* verb) const {
-    if (!t) return;
+    if (t && (t.peer >= static_cast<int>(ranks_.size()) || t.peer == r)) throw_bad_peer(r, t, verb);
+  }
+
+  // The error paths stay out of line: their streams would otherwise widen
+  // the hot functions' frames.
+  [[noreturn, gnu::noinline]] void throw_bad_peer(int r, const Transfer& t, const char* verb) const {
     const auto p = static_cast<int>(ranks_.size());
-    if (t.peer >= p || t.peer == r) {
-      std::ostringstream m;
-      m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank "
-        << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
-      throw ScheduleError(m.str());
-    }
+    std::ostringstream m;
+    m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank "
+      << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
+    throw ScheduleError(m.str());
   }
 
   std::string deadlock_report() const {
@@ -299,6 +308,8 @@ class Simulation {
   RankMap layout_;   // options_.layout, or every rank on a node of its own
   CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
+  bool bidirectional_;
+  std::optional<PairCost> same_pair_;  // when every pair of ranks costs the same
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> woken_;    // ranks that may be able to progress: a bit each
   std::vector<std::int32_t> runnable_;  // the same ranks, the last woken at the back

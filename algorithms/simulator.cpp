@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "algorithms/step_cursor.hpp"
+#include "algorithms/symmetric_plan.hpp"
 
 namespace copse {
 
@@ -90,7 +91,11 @@ class Simulation {
         layout_(options.layout ? *options.layout : RankMap::uniform(ranks, 0)),
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
+        bidirectional_(options.model.ports() == Ports::bidirectional),
         ranks_(static_cast<std::size_t>(ranks)) {
+    // Every rank on a node of its own and no measured interface share: every
+    // pair costs the same, so each message skips the layout's lookups.
+    if (ranks > 1 && layout_.nodes() == ranks && !model_.nic_load()) same_pair_ = model_.pair_cost(layout_, 0, 1);
     for (int r = 0; r < ranks; ++r) {
       auto& st = at(r);
       st.clock = RankClock(options.model.ports());
@@ -166,11 +171,11 @@ class Simulation {
     st.send_count = s.send.count;
     st.recv_count = s.recv.count;
     st.work = options_.model.step_work(s, options_.element_bytes);
-    st.send_first = send_goes_first(r, s);
-    if (options_.model.ports() == Ports::bidirectional) {
+    if (bidirectional_) {
       if (s.send) post_send(r);
       if (s.recv) post_recv(r);
     } else {
+      st.send_first = send_goes_first(r, s);
       st.send_waiting = static_cast<bool>(s.send);
       st.recv_waiting = static_cast<bool>(s.recv);
       post_next_unidirectional(r);
@@ -206,20 +211,12 @@ class Simulation {
     auto& s = at(src);
     auto& d = at(dst);
     if (!s.send_open || !d.recv_open || s.send_peer != dst || d.recv_peer != src) return;
-    if (s.send_count != d.recv_count) {
-      const Transfer send = steps_.step(src).send;
-      const Transfer recv = steps_.step(dst).recv;
-      std::ostringstream m;
-      m << "size mismatch: rank " << src << " step " << s.steps - 1 << " sends " << send.count
-        << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << d.steps - 1
-        << " receives " << recv.count << " elements (into element " << recv.offset << ")";
-      throw ScheduleError(m.str());
-    }
+    if (s.send_count != d.recv_count) throw_size_mismatch(src, dst);
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
     const std::uint64_t bytes = s.send_count * options_.element_bytes;
-    const TransferEnds ends =
-        model_.transfer_ends(layout_, src, dst, bytes, s.clock.send_ready(), d.clock.recv_ready());
+    const TransferEnds ends = (same_pair_ ? *same_pair_ : model_.pair_cost(layout_, src, dst))
+                                  .ends(bytes, s.clock.send_ready(), d.clock.recv_ready());
     if (options_.timeline) record_transfer(src, dst, bytes, ends);
     if (hooks_) hooks_->on_transfer(src, s.steps - 1, steps_.step(src).send, dst, d.steps - 1, steps_.step(dst));
     s.send_open = false;
@@ -234,11 +231,21 @@ class Simulation {
     wake(dst);
   }
 
+  [[noreturn, gnu::noinline]] void throw_size_mismatch(int src, int dst) {
+    const Transfer send = steps_.step(src).send;
+    const Transfer recv = steps_.step(dst).recv;
+    std::ostringstream m;
+    m << "size mismatch: rank " << src << " step " << at(src).steps - 1 << " sends " << send.count
+      << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << at(dst).steps - 1
+      << " receives " << recv.count << " elements (into element " << recv.offset << ")";
+    throw ScheduleError(m.str());
+  }
+
   // Runs rank r forward until it blocks or finishes.
   void advance(int r) {
     auto& st = at(r);
     while (!st.finished) {
-      if (options_.model.ports() == Ports::unidirectional) post_next_unidirectional(r);
+      if (!bidirectional_) post_next_unidirectional(r);
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
       if (hooks_) hooks_->on_step_end(r, st.steps - 1, steps_.step(r));
       st.clock.end_step(st.work);
@@ -264,14 +271,17 @@ class Simulation {
   }
 
   void check_peer(int r, const Transfer& t, const char* verb) const {
-    if (!t) return;
+    if (t && (t.peer >= static_cast<int>(ranks_.size()) || t.peer == r)) throw_bad_peer(r, t, verb);
+  }
+
+  // The error paths stay out of line: their streams would otherwise widen
+  // the hot functions' frames.
+  [[noreturn, gnu::noinline]] void throw_bad_peer(int r, const Transfer& t, const char* verb) const {
     const auto p = static_cast<int>(ranks_.size());
-    if (t.peer >= p || t.peer == r) {
-      std::ostringstream m;
-      m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank "
-        << t.peer << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
-      throw ScheduleError(m.str());
-    }
+    std::ostringstream m;
+    m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank " << t.peer
+      << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
+    throw ScheduleError(m.str());
   }
 
   std::string deadlock_report() const {
@@ -299,6 +309,8 @@ class Simulation {
   RankMap layout_;   // options_.layout, or every rank on a node of its own
   CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
+  bool bidirectional_;
+  std::optional<PairCost> same_pair_;  // when every pair of ranks costs the same
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> woken_;    // ranks that may be able to progress: a bit each
   std::vector<std::int32_t> runnable_;  // the same ranks, the last woken at the back
@@ -307,6 +319,56 @@ class Simulation {
   std::uint64_t reported_steps_ = 0;    // steps_begun_ at the last progress report
   SimulationResult result_;
 };
+
+// Whether simulate_symmetric is exact for these options: every rank charged
+// alike and starting together (algorithms/symmetric_plan.hpp says why).
+bool symmetric_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
+  const bool own_nodes = !options.layout || options.layout->nodes() == ranks;
+  return own_nodes && !options.model.nic_load() && options.start.empty() && !options.timeline && !hooks &&
+         options.model.ports() == Ports::bidirectional;
+}
+
+// A RotationPlan's run: rank 0 against copies of itself, so both ends of each
+// of its transfers are ready at its own ready times, read before either
+// transfer of the step moves its ports -- as the step-by-step run reads them.
+SimulationResult simulate_symmetric(const SchedulePlan& plan, int ranks, const SimulationOptions& options) {
+  const RankMap layout = options.layout ? *options.layout : RankMap::uniform(ranks, 0);
+  const CostModel& model = options.model;
+  const std::uint64_t bytes = options.element_bytes;
+  RankClock clock(model.ports());
+  std::uint64_t steps = 0, sends = 0, sent = 0, received = 0;
+  for (auto schedule = plan(0); schedule.next();) {
+    const Step& s = schedule.value();
+    for (const Transfer* t : {&s.send, &s.recv})
+      if (*t && (t->peer >= ranks || t->peer == 0))
+        throw ScheduleError("rank 0 step " + std::to_string(steps) + " names rank " + std::to_string(t->peer) +
+                            " (p = " + std::to_string(ranks) + ")");
+    ++steps;
+    clock.begin_step();
+    const Picos send_ready = clock.send_ready(), recv_ready = clock.recv_ready();
+    if (s.send) {
+      clock.send_done(
+          model.transfer_ends(layout, 0, s.send.peer, s.send.count * bytes, send_ready, recv_ready).send_end);
+      ++sends;
+      sent += s.send.count;
+    }
+    if (s.recv) {
+      clock.recv_done(
+          model.transfer_ends(layout, s.recv.peer, 0, s.recv.count * bytes, send_ready, recv_ready).recv_end);
+      received += s.recv.count;
+    }
+    clock.end_step(model.step_work(s, bytes));
+  }
+  SimulationResult result;
+  const auto p = static_cast<std::uint64_t>(ranks);
+  result.finish.assign(p, clock.now());
+  result.time = clock.now();
+  result.max_steps = steps;
+  result.messages = sends * p;
+  result.elements_moved = sent * p;
+  result.max_elements_received = received;
+  return result;
+}
 
 }  // namespace
 
@@ -337,6 +399,8 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
   check_start_offsets(options.start, ranks);
+  if (rotation_symmetric(plan) && symmetric_shortcut_applies(ranks, options, hooks))
+    return simulate_symmetric(plan, ranks, options);
   if (const StepCursor* cursor = cursor_of(plan))
     return Simulation(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
   return Simulation(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();

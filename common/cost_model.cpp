@@ -6,12 +6,6 @@
 
 namespace copse {
 
-namespace {
-// Round half up; the argument is never negative. (llround is a libm call on
-// the simulator's hottest path.)
-Picos round_picos(double x) { return static_cast<Picos>(x + 0.5); }
-}  // namespace
-
 CostModel::CostModel(std::vector<LinkCost> levels, double gamma, Ports ports, double receive_overhead)
     : levels_(std::move(levels)),
       gamma_(gamma),
@@ -110,29 +104,15 @@ double CostModel::per_byte_ps(const RankMap& layout, int level, int src, int dst
   return std::max(link, nic_.beta * 1e12 * share);
 }
 
-TransferEnds CostModel::transfer_ends(const RankMap& layout, int src, int dst, std::uint64_t bytes, Picos sender_ready,
-                                      Picos receiver_ready) const {
+PairCost CostModel::pair_cost(const RankMap& layout, int src, int dst) const {
   const int level = level_of(layout, src, dst);
   const Scaled& s = scaled_.at(static_cast<std::size_t>(level));
-  const Picos wire = round_picos(per_byte_ps(layout, level, src, dst) * static_cast<double>(bytes));
-  if (timing_ == Timing::hockney) {
-    const Picos end = std::max(sender_ready, receiver_ready) + s.alpha + wire;
-    return {end, end};
-  }
-  const Picos busy = std::max(s.overhead + wire, s.gap);
-  const Picos arrival = sender_ready + s.overhead + wire + s.alpha;
-  return {sender_ready + busy, std::max(receiver_ready + busy, arrival + s.overhead)};
+  return PairCost{s.alpha, per_byte_ps(layout, level, src, dst), s.overhead, s.gap, timing_ == Timing::loggp};
 }
 
 Picos CostModel::transfer(int level, std::uint64_t bytes) const {
   const auto& s = scaled_.at(static_cast<std::size_t>(level));
   return s.alpha + round_picos(s.beta * static_cast<double>(bytes));
 }
-
-Picos CostModel::step_work(const Step& step, std::uint64_t element_bytes) const {
-  return combine(local_work_elements(step) * element_bytes) + (step.recv ? receive_overhead_ps_ : 0);
-}
-
-Picos CostModel::combine(std::uint64_t bytes) const { return round_picos(gamma_ps_ * static_cast<double>(bytes)); }
 
 }  // namespace copse

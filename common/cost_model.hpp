@@ -98,6 +98,33 @@ struct TransferEnds {
   Picos recv_end = 0;
 };
 
+// Round half up; the argument is never negative. (llround is a libm call on
+// the simulator's hottest path.)
+inline Picos round_picos(double x) { return static_cast<Picos>(x + 0.5); }
+
+// What a transfer between one pair of ranks costs, the layout and interface
+// share resolved: CostModel::transfer_ends is pair_cost() then ends(). The
+// simulator computes it once when every pair is alike (every rank on a node
+// of its own) and calls ends() alone per message.
+struct PairCost {
+  Picos alpha = 0;
+  double per_byte = 0;  // picoseconds per byte
+  Picos overhead = 0;
+  Picos gap = 0;
+  bool loggp = false;
+
+  TransferEnds ends(std::uint64_t bytes, Picos sender_ready, Picos receiver_ready) const {
+    const Picos wire = round_picos(per_byte * static_cast<double>(bytes));
+    if (!loggp) {
+      const Picos end = std::max(sender_ready, receiver_ready) + alpha + wire;
+      return {end, end};
+    }
+    const Picos busy = std::max(overhead + wire, gap);
+    const Picos arrival = sender_ready + overhead + wire + alpha;
+    return {sender_ready + busy, std::max(receiver_ready + busy, arrival + overhead)};
+  }
+};
+
 // The documented defaults (README, "The cost model"): the one place they are
 // written down; configuration and the CLI read them from here.
 namespace model_defaults {
@@ -114,6 +141,12 @@ inline constexpr double cluster_same_node_overhead = 5e-8;
 inline constexpr double cluster_other_node_overhead = 5e-7;
 inline constexpr NicCost cluster_nic{4e-11, 1};
 }  // namespace model_defaults
+
+// Local work of a step: bytes combined on receipt plus bytes copied.
+inline std::uint64_t local_work_elements(const Step& step) {
+  const std::uint64_t combined = (step.recv && step.combine != Combine::replace) ? step.recv.count : 0;
+  return combined + step.copy.count;
+}
 
 class CostModel {
  public:
@@ -146,15 +179,20 @@ class CostModel {
   // The one call both engines make per matched transfer of `bytes` bytes from
   // src (ready at sender_ready) to dst (ready at receiver_ready).
   TransferEnds transfer_ends(const RankMap& layout, int src, int dst, std::uint64_t bytes, Picos sender_ready,
-                             Picos receiver_ready) const;
+                             Picos receiver_ready) const {
+    return pair_cost(layout, src, dst).ends(bytes, sender_ready, receiver_ready);
+  }
+  PairCost pair_cost(const RankMap& layout, int src, int dst) const;
   Timing timing() const { return timing_; }
   const NicCost& nic() const { return nic_; }
   const std::shared_ptr<const NicLoad>& nic_load() const { return nic_load_; }
   int group_size() const { return group_size_; }
-  Picos combine(std::uint64_t bytes) const;
+  Picos combine(std::uint64_t bytes) const { return round_picos(gamma_ps_ * static_cast<double>(bytes)); }
   // A step's local work after its transfers: combining and copying at gamma
   // per byte, plus the receive overhead if it received. Both engines charge it.
-  Picos step_work(const Step& step, std::uint64_t element_bytes) const;
+  Picos step_work(const Step& step, std::uint64_t element_bytes) const {
+    return combine(local_work_elements(step) * element_bytes) + (step.recv ? receive_overhead_ps_ : 0);
+  }
   double receive_overhead() const { return receive_overhead_; }
   Ports ports() const { return ports_; }
   int levels() const { return static_cast<int>(levels_.size()); }
@@ -227,12 +265,6 @@ inline bool send_goes_first(int self, const Step& step) {
   if (!step.send || !step.recv) return static_cast<bool>(step.send);
   if (step.send.peer == step.recv.peer) return self < step.send.peer;
   return step.send.peer < step.recv.peer;
-}
-
-// Local work of a step: bytes combined on receipt plus bytes copied.
-inline std::uint64_t local_work_elements(const Step& step) {
-  const std::uint64_t combined = (step.recv && step.combine != Combine::replace) ? step.recv.count : 0;
-  return combined + step.copy.count;
 }
 
 }  // namespace copse

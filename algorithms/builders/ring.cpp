@@ -1,6 +1,7 @@
 // Ring allreduce: reduce-scatter then allgather around the ring, p-1 steps
 // each, one p-th of the vector per step. Chunk k accumulates the ranks after
 // it cyclically (x_{k+1} ... x_k), so the operator must be commutative.
+#include "algorithms/symmetric_plan.hpp"
 #include "common/schedule.hpp"
 
 namespace copse::builders {
@@ -32,7 +33,13 @@ RankSchedule ring_rank(Shape shape, int rank) {
 }  // namespace
 
 SchedulePlan ring_allreduce(const Shape& shape) {
-  return [shape](int rank) { return ring_rank(shape, rank); };
+  SchedulePlan plan = [shape](int rank) { return ring_rank(shape, rank); };
+  // With chunks all alike every rank's steps are rank 0's turned round the
+  // ring, in lockstep: the simulator may run rank 0 alone
+  // (algorithms/symmetric_plan.hpp). Unequal chunks (count not a multiple of
+  // p) make ranks differ, and the plan runs step by step.
+  if (shape.count % static_cast<std::uint64_t>(shape.ranks) == 0) return RotationPlan{std::move(plan)};
+  return plan;
 }
 
 }  // namespace copse::builders

@@ -1,0 +1,116 @@
+// The simulator's shortcut for schedules that look the same from every rank
+// (algorithms/symmetric_plan.hpp): rank 0 run against copies of itself must
+// give every figure of the step-by-step run bit for bit, per-rank finish
+// times included; and the fast per-message path (every pair of ranks alike)
+// must agree with the general one.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
+#include "algorithms/symmetric_plan.hpp"
+
+using namespace copse;
+
+namespace symmetric_sim_test {
+
+SchedulePlan ring_plan(int p, std::uint64_t count) {
+  Shape shape;
+  shape.ranks = p;
+  shape.count = count;
+  return find_algorithm(Collective::allreduce, "ring").plan(shape);
+}
+
+// The plan wrapped so that simulate() sees neither its RotationPlan nor its cursor.
+SchedulePlan hidden(const SchedulePlan& plan) {
+  return [plan](int rank) { return plan(rank); };
+}
+
+void check_same(const SimulationResult& a, const SimulationResult& b) {
+  CHECK(a.time == b.time);
+  CHECK(a.slowest_rank == b.slowest_rank);
+  CHECK(a.max_steps == b.max_steps);
+  CHECK(a.messages == b.messages);
+  CHECK(a.elements_moved == b.elements_moved);
+  CHECK(a.max_elements_received == b.max_elements_received);
+  CHECK(a.finish == b.finish);
+}
+
+// Models the shortcut applies under: Hockney and LogGP (with a gap and a
+// shared interface, which every rank on a node of its own leaves unshared),
+// with and without combining costs and receive overheads.
+std::vector<CostModel> symmetric_models() {
+  CostModel loggp = CostModel::cluster();
+  CostModel gapped({LinkCost{1e-7, 1e-10, 3e-8, 9e-7}, LinkCost{1.3e-6, 3e-10, 2e-7, 4e-6}}, 7e-11);
+  gapped.with_timing(Timing::loggp);
+  return {CostModel(), loggp, gapped,
+          CostModel({LinkCost{1e-6, 1e-9}, LinkCost{3e-6, 7e-10}}, 0, Ports::bidirectional, 5e-7),
+          CostModel::uniform({3.3e-6, 1.7e-10}, 1.1e-11, Ports::bidirectional)};
+}
+
+void check_ring_shortcut(int p, std::uint64_t count) {
+  const SchedulePlan plan = ring_plan(p, count);
+  // The builder promises symmetry only when every chunk is alike.
+  CHECK(rotation_symmetric(plan) == (count % static_cast<std::uint64_t>(p) == 0));
+  for (const CostModel& model : symmetric_models()) {
+    INFO("p = " << p << ", count " << count << ", timing " << static_cast<int>(model.timing()) << ", alpha "
+                << model.level(1).alpha);
+    SimulationOptions o;
+    o.model = model;
+    o.element_bytes = 3;
+    check_same(simulate(plan, p, o), simulate(hidden(plan), p, o));
+  }
+}
+
+}  // namespace symmetric_sim_test
+
+using namespace symmetric_sim_test;
+
+TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures", "[sim]") {
+  for (int p : {1, 2, 3, 5, 7, 64})
+    for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p), std::uint64_t(3 * p),
+                                std::uint64_t(1000 * p), std::uint64_t(1000 * p + 1)})
+      check_ring_shortcut(p, count);
+}
+
+TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures at large p", "[exhaustive]") {
+  for (int p : {1000, 4099})
+    for (std::uint64_t count : {std::uint64_t(p), std::uint64_t(7 * p)}) check_ring_shortcut(p, count);
+}
+
+// Where the promise's conditions fail the plan runs step by step, and the
+// figures are still those of the hidden plan.
+TEST_CASE("the ring outside the shortcut's conditions simulates step by step", "[sim]") {
+  const int p = 12;
+  const SchedulePlan plan = ring_plan(p, 1200);
+  REQUIRE(rotation_symmetric(plan));
+  SimulationOptions uni;
+  uni.model = CostModel::uniform({1e-6, 1e-9}, 5e-10, Ports::unidirectional);
+  SimulationOptions arrival;
+  for (int r = 0; r < p; ++r) arrival.start.push_back(static_cast<Picos>((r * 7) % 5) * 100000);
+  SimulationOptions nodes;
+  nodes.layout = RankMap::uniform(p, 4);
+  for (const SimulationOptions* o : {&uni, &arrival, &nodes}) {
+    const SimulationResult shortcut = simulate(plan, p, *o), stepwise = simulate(hidden(plan), p, *o);
+    check_same(shortcut, stepwise);
+  }
+}
+
+// At p = 2^20 the step-by-step ring would run 2^41 transfers; the shortcut's
+// time is the Hockney sum: 2(p-1) transfers of one chunk and p-1 combines.
+TEST_CASE("the ring at p = 2^20 simulates through its shortcut", "[sim]") {
+  const int p = 1 << 20;
+  const std::uint64_t chunk = 5, bytes = 4;
+  SimulationOptions o;
+  o.model = CostModel::uniform({1e-6, 1e-10}, 3e-11, Ports::bidirectional);
+  o.element_bytes = bytes;
+  const SimulationResult r = simulate(ring_plan(p, chunk * p), p, o);
+  const Picos transfer = o.model.transfer(1, chunk * bytes), combine = o.model.combine(chunk * bytes);
+  CHECK(r.time == 2 * (p - 1) * transfer + (p - 1) * combine);
+  CHECK(r.messages == 2 * std::uint64_t(p) * (p - 1));
+  CHECK(r.max_steps == 2 * std::uint64_t(p - 1));
+  CHECK(r.slowest_rank == 0);
+  CHECK(r.finish.size() == std::size_t(p));
+  CHECK(r.finish.back() == r.time);
+}

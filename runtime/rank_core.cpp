@@ -101,10 +101,9 @@ void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch
 // schedule).
 bool RankCore::direct_fits(Collective c, std::size_t bytes, bool sliced) const {
   const int p = core_team.ranks;
-  return leaves_choice_to_direct(c) &&
-         (sliced                       ? core_team.shares_memory && DirectReduce::slices(p, bytes)
-          : c == Collective::allreduce ? DirectReduce::fits(p, bytes)
-                                       : DirectReduce::holds(p, bytes));
+  return leaves_choice_to_direct(c) && (sliced ? core_team.shares_memory && DirectReduce::slices(p, bytes)
+                                        : c == Collective::allreduce ? DirectReduce::fits(p, bytes)
+                                                                     : DirectReduce::holds(p, bytes));
 }
 
 template <class Body>

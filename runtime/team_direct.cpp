@@ -91,7 +91,6 @@ void TeamDirectReduce::reduce_scatter(const void* send, void* recv, std::size_t 
   });
 }
 
-
 void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   guarded(Collective::reduce, [&] {
     direct_reduce(reducer_, direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, root,

@@ -279,8 +279,8 @@ TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails 
     for (const auto& e : errors) {
       REQUIRE(e);
       CHECK_THROWS_AS(std::rethrow_exception(e), ScheduleError);
-      CHECK_THAT(message_of(e), Catch::Contains("mismatched roots") && Catch::Contains("root 1") &&
-                                    Catch::Contains("root 0"));
+      CHECK_THAT(message_of(e),
+                 Catch::Contains("mismatched roots") && Catch::Contains("root 1") && Catch::Contains("root 0"));
     }
   }
   SECTION("collectives") {

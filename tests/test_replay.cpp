@@ -157,8 +157,8 @@ TEST_CASE("replay: a bad trace is one error naming file and line") {
   const std::string ok1 = line(1, 0, "allreduce", 2, 8, 4, -1, 0);
   CHECK_THAT(error_of("json", ok0 + "{\"rank\": 1,\n"), Catch::StartsWith(":2: not a JSON object"));
   CHECK_THAT(error_of("key", ok0 + "{\"rank\": 1, \"size\": 2}\n"), Catch::StartsWith(":2: no \"call\""));
-  CHECK_THAT(error_of("collective", ok0 + line(1, 0, "alltoall", 2, 8, 4, -1, 0)),
-             Catch::StartsWith(":2: unknown collective \"alltoall\""));
+  CHECK_THAT(error_of("collective", ok0 + line(1, 0, "alltoallw", 2, 8, 4, -1, 0)),
+             Catch::StartsWith(":2: unknown collective \"alltoallw\""));
   CHECK_THAT(error_of("gap", ok0 + line(1, 0, "allreduce", 2, 8, 4, -1, -1)),
              Catch::StartsWith(":2: \"gap\" must be a number of seconds >= 0"));
   CHECK_THAT(error_of("rank", ok0 + line(2, 0, "allreduce", 2, 8, 4, -1, 0)),

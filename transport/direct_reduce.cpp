@@ -31,7 +31,7 @@ struct alignas(64) DirectReduce::Slot {
   std::uint64_t bytes[kBuffers] = {0, 0};
   Collective collective[kBuffers] = {Collective::barrier,
                                      Collective::barrier};  // the call's (a mixed-up call is an error)
-  std::int32_t root[kBuffers] = {-1, -1};  // a reduce's (else -1): ranks that disagree are an error
+  std::int32_t root[kBuffers] = {-1, -1};                   // a reduce's (else -1): ranks that disagree are an error
   const std::byte* input[kBuffers] = {nullptr, nullptr};
   std::byte* output[kBuffers] = {nullptr, nullptr};
 };

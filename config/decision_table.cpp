@@ -22,8 +22,8 @@ constexpr std::string_view kBuiltinTable =
 #include "config/default_decisions.inc"  // generated in the build tree
     ;
 
-constexpr std::string_view kRowKeys[] = {"collective", "min_bytes", "max_bytes", "min_ranks", "max_ranks",
-                                         "min_nodes",  "max_nodes", "use",       "note",      "shape"};
+constexpr std::string_view kRowKeys[] = {"collective", "min_bytes", "max_bytes", "min_ranks", "max_ranks", "min_nodes",
+                                         "max_nodes",  "min_hosts", "max_hosts", "use",       "note",      "shape"};
 
 class Reader {
  public:
@@ -77,9 +77,10 @@ class Reader {
     r.line = static_cast<int>(table.source().begin.line);
     for (const auto& [key, node] : table)
       if (std::find(std::begin(kRowKeys), std::end(kRowKeys), key.str()) == std::end(kRowKeys))
-        fail(&node, "unknown key '" + std::string(key.str()) +
-                        "' in a row (known: collective, min_bytes, "
-                        "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, use, note, shape)");
+        fail(&node,
+             "unknown key '" + std::string(key.str()) +
+                 "' in a row (known: collective, min_bytes, "
+                 "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, note, shape)");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");
@@ -90,6 +91,8 @@ class Reader {
     if (const auto* n = table.get("max_ranks")) r.max_ranks = count(*n, "max_ranks");
     if (const auto* n = table.get("min_nodes")) r.min_nodes = count(*n, "min_nodes");
     if (const auto* n = table.get("max_nodes")) r.max_nodes = count(*n, "max_nodes");
+    if (const auto* n = table.get("min_hosts")) r.min_hosts = count(*n, "min_hosts");
+    if (const auto* n = table.get("max_hosts")) r.max_hosts = count(*n, "max_hosts");
     if (const auto* n = table.get("note")) {
       if (!n->is_string()) fail(n, "note must be a string");
       r.note = *n->value<std::string>();
@@ -101,6 +104,7 @@ class Reader {
     if (r.min_bytes > r.max_bytes) fail(&table, "min_bytes is above max_bytes: no call could match");
     if (r.min_ranks > r.max_ranks) fail(&table, "min_ranks is above max_ranks: no call could match");
     if (r.min_nodes > r.max_nodes) fail(&table, "min_nodes is above max_nodes: no call could match");
+    if (r.min_hosts > r.max_hosts) fail(&table, "min_hosts is above max_hosts: no call could match");
     return r;
   }
 
@@ -132,13 +136,14 @@ std::string show_bytes(std::uint64_t v) { return format_bytes(v); }
 
 std::string_view to_string(Provider provider) { return provider == Provider::copse ? "copse" : "mpi"; }
 
-bool DecisionRow::fits(MpiCollective c, int ranks, int nodes) const {
+bool DecisionRow::fits(MpiCollective c, int ranks, int nodes, int hosts) const {
   return (!collective || *collective == c) && ranks >= min_ranks && ranks <= max_ranks && nodes >= min_nodes &&
-         nodes <= max_nodes;
+         nodes <= max_nodes && hosts >= min_hosts && hosts <= max_hosts;
 }
 
 bool DecisionRow::matches(const CallShape& call) const {
-  return fits(call.collective, call.ranks, call.nodes) && call.bytes >= min_bytes && call.bytes <= max_bytes;
+  return fits(call.collective, call.ranks, call.nodes, call.hosts) && call.bytes >= min_bytes &&
+         call.bytes <= max_bytes;
 }
 
 std::size_t DecisionTable::find(const CallShape& call) const {
@@ -146,10 +151,10 @@ std::size_t DecisionTable::find(const CallShape& call) const {
   return static_cast<std::size_t>(it - rows.begin());
 }
 
-std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int ranks, int nodes) const {
+std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int ranks, int nodes, int hosts) const {
   std::vector<std::uint32_t> out;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].fits(collective, ranks, nodes)) out.push_back(static_cast<std::uint32_t>(i));
+    if (rows[i].fits(collective, ranks, nodes, hosts)) out.push_back(static_cast<std::uint32_t>(i));
   return out;
 }
 
@@ -164,7 +169,8 @@ std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) con
       << (r.collective ? std::string(to_string(*r.collective)) : std::string("every collective"))
       << range<std::uint64_t>("bytes", r.min_bytes, r.max_bytes, std::numeric_limits<std::uint64_t>::max(), show_bytes)
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
-      << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int) << " -> "
+      << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int)
+      << range<int>("hosts", r.min_hosts, r.max_hosts, std::numeric_limits<int>::max(), show_int) << " -> "
       << to_string(r.use) << (r.note.empty() ? "" : "  # " + r.note) << "\n";
   }
   o << "no row matches" << counted(rows.size()) << " -> " << to_string(fallback) << "\n";
@@ -217,6 +223,8 @@ std::string write_decision_table(const DecisionTable& table, std::string_view he
     if (r.max_ranks != none) o << "max_ranks = " << r.max_ranks << "\n";
     if (r.min_nodes) o << "min_nodes = " << r.min_nodes << "\n";
     if (r.max_nodes != none) o << "max_nodes = " << r.max_nodes << "\n";
+    if (r.min_hosts) o << "min_hosts = " << r.min_hosts << "\n";
+    if (r.max_hosts != none) o << "max_hosts = " << r.max_hosts << "\n";
     o << "use = \"" << to_string(r.use) << "\"\n";
     if (!r.note.empty()) o << "note = " << json_string(r.note) << "\n";
     if (!r.shape.empty()) o << "shape = " << json_string(r.shape) << "\n";

@@ -20,6 +20,9 @@
 //   max_ranks = 8
 //   min_nodes = 1                # nodes of the communicator (hierarchy.ranks_per_node's
 //   max_nodes = 1                #   virtual nodes when set), inclusive
+//   min_hosts = 1                # hosts of the communicator (its shared-memory islands,
+//   max_hosts = 1                #   whatever the virtual nodes), inclusive: virtual nodes of
+//                                #   one host and real hosts are measured apart
 //   use = "mpi"                  # "copse" or "mpi"
 //   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
 //   shape = "np4"                # the measured shape the row stands for (written
@@ -51,6 +54,7 @@ struct CallShape {
   std::uint64_t bytes = 0;  // per process, as MpiOptions::min_bytes measures them
   int ranks = 1;            // the communicator's size
   int nodes = 1;
+  int hosts = 1;  // its shared-memory islands (nodes, unless they are virtual)
 };
 
 struct DecisionRow {
@@ -58,6 +62,7 @@ struct DecisionRow {
   std::uint64_t min_bytes = 0, max_bytes = std::numeric_limits<std::uint64_t>::max();
   int min_ranks = 0, max_ranks = std::numeric_limits<int>::max();
   int min_nodes = 0, max_nodes = std::numeric_limits<int>::max();
+  int min_hosts = 0, max_hosts = std::numeric_limits<int>::max();
   Provider use = Provider::mpi;
   std::string note;
   std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
@@ -65,7 +70,7 @@ struct DecisionRow {
 
   // Whether the row can decide calls of `c` on a communicator of this shape
   // (its bytes aside).
-  bool fits(MpiCollective c, int ranks, int nodes) const;
+  bool fits(MpiCollective c, int ranks, int nodes, int hosts) const;
   bool matches(const CallShape& call) const;
   bool operator==(const DecisionRow&) const = default;
 };
@@ -78,9 +83,9 @@ struct DecisionTable {
   // The index of the first row that matches, or rows.size() when none does.
   std::size_t find(const CallShape& call) const;
   // The rows that can match calls of `collective` on a communicator of
-  // `ranks` and `nodes`, in order: what a communicator keeps, so that a
-  // call then compares its bytes with a few rows only.
-  std::vector<std::uint32_t> rows_for(MpiCollective collective, int ranks, int nodes) const;
+  // `ranks`, `nodes` and `hosts`, in order: what a communicator keeps, so
+  // that a call then compares its bytes with a few rows only.
+  std::vector<std::uint32_t> rows_for(MpiCollective collective, int ranks, int nodes, int hosts) const;
   // The first of `candidates` (rows_for's) that takes `bytes`, or rows.size().
   std::size_t find(const std::vector<std::uint32_t>& candidates, std::uint64_t bytes) const {
     for (const std::uint32_t i : candidates)

@@ -40,25 +40,31 @@ double ratios_median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The rank and node ranges of each shape (the header's "Shapes" rule).
+// The rank, node and host ranges of each shape (the header's "Shapes" rule).
+// Three kinds of shape are measured apart, each covering its own calls: one
+// node, virtual nodes of one host (max_hosts 1), and several hosts
+// (min_hosts 2; a host's ranks may be virtual nodes too). Within a
+// kind a shape covers its rank count up to the next measured one.
 struct TuneCover {
-  int min_ranks, max_ranks, min_nodes, max_nodes;
+  int min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts;
 };
 
 std::map<std::string, TuneCover> covers(const std::set<std::string>& names) {
   constexpr int none = std::numeric_limits<int>::max();
-  std::vector<std::pair<int, std::string>> groups[2];  // one node, several
+  enum Kind { one_node, virtual_nodes, hosts, kinds };
+  std::vector<std::pair<int, std::string>> groups[kinds];
   for (const std::string& name : names) {
     const TuneShape s = parse_tune_shape(name);
-    groups[s.multi_node()].emplace_back(s.ranks, name);
+    groups[s.hosts > 1 ? hosts : s.multi_node() ? virtual_nodes : one_node].emplace_back(s.ranks, name);
   }
   std::map<std::string, TuneCover> out;
-  for (int multi = 0; multi < 2; ++multi) {
-    auto& group = groups[multi];
+  for (int kind = 0; kind < kinds; ++kind) {
+    auto& group = groups[kind];
     std::sort(group.begin(), group.end());
     for (std::size_t i = 0; i < group.size(); ++i)
       out[group[i].second] = {i == 0 ? 2 : group[i].first, i + 1 < group.size() ? group[i + 1].first - 1 : none,
-                              multi ? 2 : 1, multi ? none : 1};
+                              kind == one_node ? 1 : 2,    kind == one_node ? 1 : none,
+                              kind == hosts ? 2 : 0,       kind == virtual_nodes ? 1 : none};
   }
   return out;
 }
@@ -245,6 +251,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::
     const TuneCover& c = cover.at(shape);
     for (DecisionRow& r : rows) {
       r.min_ranks = c.min_ranks, r.max_ranks = c.max_ranks, r.min_nodes = c.min_nodes, r.max_nodes = c.max_nodes;
+      r.min_hosts = c.min_hosts, r.max_hosts = c.max_hosts;
       r.line = 0;
       table.rows.push_back(std::move(r));
     }

@@ -14,8 +14,11 @@
 //    nodes of K ranks (hierarchy.ranks_per_node), npP-hN P processes on N
 //    hosts. The one-node shapes cover communicators of P ranks up to the next
 //    measured P (the smallest from 2 ranks, the largest without bound), all
-//    of one node; the multi-node ones (virtual or real) likewise by ranks,
-//    every communicator of two or more nodes.
+//    of one node; the virtual-node ones likewise by ranks, every
+//    communicator of two or more nodes on one host (max_hosts 1); the
+//    several-host ones likewise, every communicator of two or more hosts
+//    (min_hosts 2). Virtual nodes and real hosts are measured apart: Open
+//    MPI's shared memory between virtual nodes is no network.
 //  - Sizes. A measured size decides the band up to the integer geometric
 //    mean with the next measured size; adjacent bands that decide alike are
 //    one row, whose note lists the ratios it stands for.

@@ -169,22 +169,23 @@ void stop(State& s) {
 
 // ---------------------------------------------------------------- serving
 
-// The nodes of a communicator as its Team will see them: virtual nodes of
-// hierarchy.ranks_per_node, or its shared-memory islands (one split and one
-// allreduce, once per communicator, at the first call every process makes
-// alike).
-int count_nodes(const State& s, MPI_Comm comm, int size) {
-  if (const int k = s.options.hierarchy.ranks_per_node; k > 0) return (size + k - 1) / k;
+// The hosts of a communicator -- its shared-memory islands (one split and
+// one allreduce, once per communicator, at the first call every process
+// makes alike) -- and its nodes as its Team will see them: the virtual nodes
+// of hierarchy.ranks_per_node, or the hosts. Failures count as one host (a
+// row's shape then may not fit; the call is still right whoever serves it).
+void count_hosts_and_nodes(const State& s, MPI_Comm comm, Record& r) {
   MPI_Comm island = MPI_COMM_NULL;
-  int local = 0, leader = 0, nodes = 1;
-  // Failures count as one node (a row's shape then may not fit; the call is
-  // still right whoever serves it).
-  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &island) != MPI_SUCCESS) return 1;
-  PMPI_Comm_rank(island, &local);
-  PMPI_Comm_free(&island);
-  leader = local == 0 ? 1 : 0;
-  if (PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) return 1;
-  return nodes;
+  int local = 0, leader = 0;
+  r.hosts = 1;
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &island) == MPI_SUCCESS) {
+    PMPI_Comm_rank(island, &local);
+    PMPI_Comm_free(&island);
+    leader = local == 0 ? 1 : 0;
+    if (PMPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) r.hosts = 1;
+  }
+  const int k = s.options.hierarchy.ranks_per_node;
+  r.nodes = k > 0 ? (r.size + k - 1) / k : r.hosts;
 }
 
 // The operator of a reduction copse serves; null: the MPI library's call.
@@ -237,8 +238,9 @@ Record* record(State& s, MPI_Comm comm) {
   // One process: nothing to gain, and a Team would cost a shared segment.
   r->served = inter == 0 && r->size > 1;
   if (r->served && s.table) {
-    r->nodes = count_nodes(s, comm, r->size);
-    for (MpiCollective c : kMpiCollectives) r->table_rows[State::index(c)] = s.table->rows_for(c, r->size, r->nodes);
+    count_hosts_and_nodes(s, comm, *r);
+    for (MpiCollective c : kMpiCollectives)
+      r->table_rows[State::index(c)] = s.table->rows_for(c, r->size, r->nodes, r->hosts);
   }
   {
     std::lock_guard<std::mutex> lock(s.mutex);

@@ -42,6 +42,7 @@ struct Record {
   int rank = 0;
   int size = 1;
   int nodes = 1;  // counted when a decision table needs it
+  int hosts = 1;  // likewise
   // Per collective, the decision table's rows that fit this communicator.
   std::array<std::vector<std::uint32_t>, kMpiCollectives.size()> table_rows;
   std::unique_ptr<Team> team;  // made at the first served call

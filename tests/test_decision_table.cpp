@@ -36,7 +36,9 @@ min_nodes = 2
 use = "copse"
 )";
 
-CallShape call(MpiCollective c, std::uint64_t bytes, int ranks, int nodes = 1) { return {c, bytes, ranks, nodes}; }
+CallShape call(MpiCollective c, std::uint64_t bytes, int ranks, int nodes = 1, int hosts = 1) {
+  return {c, bytes, ranks, nodes, hosts};
+}
 
 std::string error_of(const std::string& text) {
   try {
@@ -73,8 +75,8 @@ TEST_CASE("decision table: the first matching row decides, in file order, unmatc
   for (const auto& [c, ranks, nodes] : std::vector<std::tuple<MpiCollective, int, int>>{
            {MpiCollective::bcast, 2, 1}, {MpiCollective::bcast, 4, 1}, {MpiCollective::allreduce, 8, 2}})
     for (std::uint64_t bytes : {0, 8, 128, 129, 2048, 4096, 1 << 20})
-      CHECK(t.find(t.rows_for(c, ranks, nodes), bytes) == t.find(call(c, bytes, ranks, nodes)));
-  CHECK(t.rows_for(MpiCollective::bcast, 4, 1) == std::vector<std::uint32_t>{0, 2});
+      CHECK(t.find(t.rows_for(c, ranks, nodes, 1), bytes) == t.find(call(c, bytes, ranks, nodes)));
+  CHECK(t.rows_for(MpiCollective::bcast, 4, 1, 1) == std::vector<std::uint32_t>{0, 2});
   const std::string text = t.describe();
   CHECK_THAT(text, Catch::Contains("row 1 (line 3): bcast bytes <= 128 B -> mpi  # np 4: 0.01x"));
   CHECK_THAT(text, Catch::Contains("row 3 (line 13): every collective bytes 2 KiB..512 KiB nodes <= 1 -> copse"));
@@ -90,6 +92,8 @@ TEST_CASE("decision table: the writer's text reads back as the same table, and d
   t.rows[2].max_bytes = std::uint64_t{3} << 20;  // whole MiB
   t.rows[3].min_ranks = 2;
   t.rows[3].max_nodes = 9;
+  t.rows[3].min_hosts = 2;
+  t.rows[0].max_hosts = 1;
   const std::string text = write_decision_table(t, "made here\nsecond line");
   CHECK(text.starts_with("# made here\n# second line\ndefault = \"copse\"\n"));
   CHECK_THAT(text, Catch::Contains("max_bytes = \"3MiB\"\n") && Catch::Contains("min_bytes = 1000\n") &&
@@ -104,9 +108,37 @@ TEST_CASE("decision table: the writer's text reads back as the same table, and d
   CHECK(back.rows[1].shape == "np2");
   // A stats file's counts: per row, then the unmatched calls.
   const std::string counted = t.describe({7, 1, 0, 2, 5});
-  CHECK_THAT(counted, Catch::Contains("row 1 (line 3), 7 calls: bcast bytes <= 128 B -> mpi"));
+  CHECK_THAT(counted, Catch::Contains("row 1 (line 3), 7 calls: bcast bytes <= 128 B hosts <= 1 -> mpi"));
   CHECK_THAT(counted, Catch::Contains("row 2 (line 8), 1 call: bcast"));
   CHECK_THAT(counted, Catch::Contains("no row matches, 5 calls -> copse"));
+}
+
+TEST_CASE("decision table: virtual nodes of one host and real hosts are told apart") {
+  const DecisionTable t = parse_decision_table(R"(
+[[row]]
+collective = "bcast"
+min_nodes = 2
+max_hosts = 1
+use = "mpi"
+note = "np4-vn2"
+[[row]]
+collective = "bcast"
+min_hosts = 2
+use = "copse"
+)",
+                                               "h.toml");
+  CHECK(t.find(call(MpiCollective::bcast, 8, 4, 2, 1)) == 0);  // two virtual nodes on one host
+  CHECK(t.find(call(MpiCollective::bcast, 8, 4, 2, 2)) == 1);  // two hosts
+  CHECK(t.find(call(MpiCollective::bcast, 8, 8, 4, 2)) == 1);  // two hosts of two virtual nodes
+  CHECK(t.find(call(MpiCollective::bcast, 8, 4, 1, 1)) == 2);  // one node: no row
+  CHECK(t.rows_for(MpiCollective::bcast, 4, 2, 1) == std::vector<std::uint32_t>{0});
+  CHECK(t.rows_for(MpiCollective::bcast, 4, 2, 3) == std::vector<std::uint32_t>{1});
+  CHECK_THAT(t.describe(), Catch::Contains("row 1 (line 2): bcast nodes >= 2 hosts <= 1 -> mpi") &&
+                               Catch::Contains("row 2 (line 8): bcast hosts >= 2 -> copse"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_hosts = 3\nmax_hosts = 2"),
+             Catch::Contains("line 1: min_hosts is above max_hosts"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmax_hosts = 0"),
+             Catch::Contains("line 3: max_hosts must be a whole number >= 1"));
 }
 
 TEST_CASE("decision table: the default default is mpi, and an empty table defers everything") {
@@ -139,12 +171,14 @@ TEST_CASE("decision table: mpi.table picks the built-in table, none, or a file")
   REQUIRE(configured_decision_table(o));
   CHECK(configured_decision_table(o)->source == "built-in");
   CHECK(configured_decision_table(o)->rows == builtin_decision_table().rows);
-  // The shipped table is measured (copse tune) at np 2, 4 and 8 on one node
-  // and np 4 on two nodes: every served collective has a row of its own at
+  // The shipped table is measured (copse tune) at np 2, 4 and 8 on one node,
+  // np 4 on two virtual nodes and np 4 on two hosts: every served collective
+  // has a row of its own at
   // each of those shapes, at the smallest and the largest size measured.
   for (MpiCollective c : kMpiCollectives)
-    for (const CallShape& shape : {call(c, 8, 2), call(c, 16 << 20, 2), call(c, 8, 4), call(c, 16 << 20, 4),
-                                   call(c, 8, 8), call(c, 16 << 20, 8), call(c, 8, 4, 2), call(c, 16 << 20, 4, 2)}) {
+    for (const CallShape& shape :
+         {call(c, 8, 2), call(c, 16 << 20, 2), call(c, 8, 4), call(c, 16 << 20, 4), call(c, 8, 8), call(c, 16 << 20, 8),
+          call(c, 8, 4, 2), call(c, 16 << 20, 4, 2), call(c, 8, 4, 2, 2), call(c, 16 << 20, 4, 2, 2)}) {
       const std::size_t row = builtin_decision_table().find(shape);
       REQUIRE(row < builtin_decision_table().rows.size());
       CHECK(builtin_decision_table().rows[row].collective == c);

@@ -62,17 +62,28 @@ TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge
            row.min_nodes == 1 && row.max_nodes == 1));
 }
 
-TEST_CASE("tune: shapes cover ranks up to the next measured one, multi-node ones every node count from 2") {
+TEST_CASE("tune: shapes cover ranks up to the next measured one of their kind: one node, virtual nodes, hosts") {
   const TuneRatios r = ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
-                                 csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2));
+                                 csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2) +
+                                 csv_row("np4-h2", "allreduce", 8, 2));
   const DecisionTable t = tune_table(r, 0.95, std::nullopt);
-  REQUIRE(t.rows.size() == 4);
-  // Rows by shape name: np2, np4, np4-vn2, np8-h2.
+  constexpr int none = std::numeric_limits<int>::max();
+  REQUIRE(t.rows.size() == 5);
+  // Rows by shape name: np2, np4, np4-h2, np4-vn2, np8-h2.
   CHECK((t.rows[0].shape == "np2" && t.rows[0].min_ranks == 2 && t.rows[0].max_ranks == 3));
-  CHECK((t.rows[1].shape == "np4" && t.rows[1].min_ranks == 4 && t.rows[1].max_nodes == 1));
-  CHECK((t.rows[2].shape == "np4-vn2" && t.rows[2].min_ranks == 2 && t.rows[2].max_ranks == 7 &&
-         t.rows[2].min_nodes == 2 && t.rows[2].max_nodes == std::numeric_limits<int>::max()));
-  CHECK((t.rows[3].shape == "np8-h2" && t.rows[3].min_ranks == 8 && t.rows[3].min_nodes == 2));
+  CHECK((t.rows[1].shape == "np4" && t.rows[1].min_ranks == 4 && t.rows[1].max_nodes == 1 && t.rows[1].min_hosts == 0 &&
+         t.rows[1].max_hosts == none));
+  CHECK((t.rows[2].shape == "np4-h2" && t.rows[2].min_ranks == 2 && t.rows[2].max_ranks == 7 &&
+         t.rows[2].min_nodes == 2 && t.rows[2].min_hosts == 2 && t.rows[2].max_hosts == none));
+  // The only virtual-node shape covers every rank count, on one host only.
+  CHECK((t.rows[3].shape == "np4-vn2" && t.rows[3].min_ranks == 2 && t.rows[3].max_ranks == none &&
+         t.rows[3].min_nodes == 2 && t.rows[3].max_nodes == none && t.rows[3].min_hosts == 0 &&
+         t.rows[3].max_hosts == 1));
+  CHECK((t.rows[4].shape == "np8-h2" && t.rows[4].min_ranks == 8 && t.rows[4].max_ranks == none &&
+         t.rows[4].min_hosts == 2));
+  // So two virtual nodes of one host and two hosts of 4 ranks each find their own row.
+  CHECK(t.find({MpiCollective::allreduce, 8, 4, 2, 1}) == 3);
+  CHECK(t.find({MpiCollective::allreduce, 8, 4, 2, 2}) == 2);
 }
 
 TEST_CASE("tune: malformed measurements name the line") {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <sstream>
 
+#include "algorithms/huge_pages.hpp"
 #include "algorithms/step_cursor.hpp"
 #include "algorithms/symmetric_plan.hpp"
 
@@ -11,24 +12,33 @@ namespace copse {
 
 namespace {
 
-// One rank's progress through its schedule. The current step stays with the
-// step source (a coroutine's frame, or a cursor that computes it again);
-// matching reads only the peers and counts cached here, so it touches two
-// small records rather than two coroutine frames -- at p = 2^20 the
-// difference is a cache miss per access.
+// One rank's progress through its schedule: what matching and a step's end
+// read, in one cache line. The current step stays with the step source (a
+// coroutine's frame, or a cursor that computes it again); matching reads only
+// the peers, counts and ports cached here, so it touches two lines rather
+// than two coroutine frames -- at p = 2^24 each access is a cache miss.
 //
-// At p = 2^24 every byte here costs 16 MB: the flags are bits.
-struct RankState {
-  RankClock clock;
-  std::uint64_t steps = 0;  // steps begun
-  std::uint64_t send_count = 0, recv_count = 0;
-  std::uint64_t elements_received = 0;
+// The clock is RankClock's (common/cost_model.hpp) arithmetic, kept here so
+// that it fits the line: `start` is both its step start and its `now` (they
+// are equal from one step's begin_step to its end_step, and begin_step
+// follows end_step at once); with unidirectional ports recv_port is the one
+// port. The counts give three bits each to the flags.
+struct alignas(64) RankState {
+  Picos start = 0;     // the current step's start; once finished, the rank's finish
+  Picos step_end = 0;  // the latest end of the step's transfers (the start if none)
+  Picos send_port = 0, recv_port = 0;
   Picos work = 0;  // the step's local work (CostModel::step_work)
+  std::uint64_t send_count : 61 = 0, send_open : 1 = 0, send_waiting : 1 = 0, send_first : 1 = 0;
+  std::uint64_t recv_count : 61 = 0, recv_open : 1 = 0, recv_waiting : 1 = 0, finished : 1 = 0;
   std::int32_t send_peer = -1, recv_peer = -1;
-  bool send_open : 1 = false, recv_open : 1 = false;        // posted, not yet matched
-  bool send_waiting : 1 = false, recv_waiting : 1 = false;  // unidirectional: not yet posted
-  bool finished : 1 = false;
-  bool send_first : 1 = false;  // unidirectional: send_goes_first
+};
+static_assert(sizeof(RankState) == 64);
+constexpr std::uint64_t kMostElements = std::uint64_t{1} << 61;  // what a 61-bit count holds
+
+// What a rank's step touches only once: kept apart from the hot line.
+struct RankTally {
+  std::uint64_t steps = 0;  // steps begun
+  std::uint64_t elements_received = 0;
 };
 
 // Each rank's steps from its coroutine: any plan. A rank's frames are freed
@@ -68,7 +78,7 @@ class CursorSteps {
  private:
   static constexpr std::uint32_t kBefore = ~std::uint32_t{0};  // no step begun yet
   const StepCursor& cursor_;
-  std::vector<std::uint32_t> position_;
+  HugeVector<std::uint32_t> position_;
   Step next_;  // the step next() returned last
 };
 
@@ -92,47 +102,44 @@ class Simulation {
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
         bidirectional_(options.model.ports() == Ports::bidirectional),
-        ranks_(static_cast<std::size_t>(ranks)) {
+        ranks_(static_cast<std::size_t>(ranks)),
+        tally_(static_cast<std::size_t>(ranks)) {
     // Every rank on a node of its own and no measured interface share: every
     // pair costs the same, so each message skips the layout's lookups.
     if (ranks > 1 && layout_.nodes() == ranks && !model_.nic_load()) same_pair_ = model_.pair_cost(layout_, 0, 1);
-    for (int r = 0; r < ranks; ++r) {
-      auto& st = at(r);
-      st.clock = RankClock(options.model.ports());
-      if (!options.start.empty()) arrive_at(st.clock, options.start[static_cast<std::size_t>(r)]);
-    }
-    result_.finish.assign(ranks_.size(), 0);
+    // arrive_at: a step of local work until the offset.
+    if (!options.start.empty())
+      for (int r = 0; r < ranks; ++r) at(r).start = options.start[static_cast<std::size_t>(r)];
   }
 
   SimulationResult run() {
     const int p = static_cast<int>(ranks_.size());
     woken_.assign((ranks_.size() + 63) / 64, 0);
-    runnable_.reserve(ranks_.size());
     for (int r = 0; r < p; ++r) next_step(r);
-    for (int r = p; r-- > 0;) wake(r);
-    // Run the woken ranks, the last woken first, until none is left. Any
-    // order gives the same times (see the header); this one follows the
-    // partners of the transfer just matched, whose records are in cache, and
-    // starts from rank 0 upwards, as tree partners are mostly near each other.
-    while (!runnable_.empty()) {
-      const int r = runnable_.back();
-      runnable_.pop_back();
-      woken_[static_cast<std::size_t>(r) / 64] &= ~(std::uint64_t{1} << (r % 64));
-      advance(r);
-      report_progress();
-    }
+    for (int r = 0; r < p; ++r) wake(r);
+    sweep();
+    if (pending_ > 0) depth_first();
     for (int r = 0; r < p; ++r)
       if (!at(r).finished) throw ScheduleError(deadlock_report());
+    result_.finish.resize(ranks_.size());
     for (int r = 0; r < p; ++r) {
-      result_.finish[static_cast<std::size_t>(r)] = at(r).clock.now();
-      result_.max_steps = std::max(result_.max_steps, at(r).steps);
-      if (at(r).clock.now() > result_.time) result_.time = at(r).clock.now(), result_.slowest_rank = r;
+      const Picos finish = at(r).start;
+      result_.finish[static_cast<std::size_t>(r)] = finish;
+      result_.max_steps = std::max(result_.max_steps, tally_[static_cast<std::size_t>(r)].steps);
+      if (finish > result_.time) result_.time = finish, result_.slowest_rank = r;
     }
     return std::move(result_);
   }
 
  private:
   RankState& at(int r) { return ranks_[static_cast<std::size_t>(r)]; }
+  RankTally& tally(int r) { return tally_[static_cast<std::size_t>(r)]; }
+  // RankClock::send_ready and recv_ready: with unidirectional ports the send
+  // waits for the one port, recv_port.
+  Picos send_ready(const RankState& st) const {
+    return std::max(st.start, bidirectional_ ? st.send_port : st.recv_port);
+  }
+  static Picos recv_ready(const RankState& st) { return std::max(st.start, st.recv_port); }
 
   // SimulationOptions::progress at most once per kProgressSteps steps
   // simulated.
@@ -143,12 +150,55 @@ class Simulation {
     options_.progress(finished_, ranks_.size());
   }
 
+  // Woken ranks run in sweeps of ascending rank: a rank woken ahead of the
+  // sweep runs later in the same sweep, one woken behind it in the next. Any
+  // order gives the same times (see the header); this one reads the records
+  // as a stream. In a pipelined tree every rank moves about one round a
+  // sweep, and its nearest partners (most of them: children and parent sit
+  // next to it in post order) are still in cache. A schedule whose work runs
+  // against the sweep (a chain towards rank 0) would need a sweep per rank:
+  // once a sweep finds less than one woken rank in kSparse words of the wake
+  // set, the rest runs depth first, the last woken first, following the
+  // partners of the transfer just matched.
   void wake(int r) {
     auto& word = woken_[static_cast<std::size_t>(r) / 64];
     const std::uint64_t bit = std::uint64_t{1} << (r % 64);
     if (word & bit) return;
     word |= bit;
-    runnable_.push_back(r);
+    ++pending_;
+    if (depth_first_) runnable_.push_back(r);
+  }
+
+  void sweep() {
+    static constexpr std::size_t kSparse = 16;
+    while (pending_ > 0) {
+      std::size_t visited = 0;
+      for (std::size_t w = 0; w < woken_.size(); ++w)
+        while (const std::uint64_t bits = woken_[w]) {
+          woken_[w] = bits & (bits - 1);
+          --pending_;
+          ++visited;
+          advance(static_cast<int>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+          report_progress();
+        }
+      if (visited * kSparse < woken_.size()) return;
+    }
+  }
+
+  void depth_first() {
+    depth_first_ = true;
+    runnable_.reserve(pending_);
+    for (std::size_t w = woken_.size(); w-- > 0;)
+      for (std::uint64_t bits = woken_[w]; bits; bits &= ~(std::uint64_t{1} << (63 - std::countl_zero(bits))))
+        runnable_.push_back(static_cast<std::int32_t>(w * 64 + 63 - static_cast<std::size_t>(std::countl_zero(bits))));
+    while (!runnable_.empty()) {
+      const int r = runnable_.back();
+      runnable_.pop_back();
+      woken_[static_cast<std::size_t>(r) / 64] &= ~(std::uint64_t{1} << (r % 64));
+      --pending_;
+      advance(r);
+      report_progress();
+    }
   }
 
   // Fetches and begins rank r's next step, posting what can be posted.
@@ -160,12 +210,13 @@ class Simulation {
       ++finished_;
       return;
     }
-    ++st.steps;
+    ++tally(r).steps;
     ++steps_begun_;
-    st.clock.begin_step();
+    st.step_end = st.start;  // RankClock::begin_step
     const Step& s = *next;
     check_peer(r, s.send, "sends to");
     check_peer(r, s.recv, "receives from");
+    if (s.send.count >= kMostElements || s.recv.count >= kMostElements) throw_too_long(r, s);
     st.send_peer = s.send.peer;
     st.recv_peer = s.recv.peer;
     st.send_count = s.send.count;
@@ -214,19 +265,24 @@ class Simulation {
     if (s.send_count != d.recv_count) throw_size_mismatch(src, dst);
     // A posted operation's ready time cannot change before it is matched: its
     // port and step start are fixed once it is posted.
-    const std::uint64_t bytes = s.send_count * options_.element_bytes;
-    const TransferEnds ends = (same_pair_ ? *same_pair_ : model_.pair_cost(layout_, src, dst))
-                                  .ends(bytes, s.clock.send_ready(), d.clock.recv_ready());
+    const std::uint64_t count = s.send_count;
+    const std::uint64_t bytes = count * options_.element_bytes;
+    const TransferEnds ends =
+        (same_pair_ ? *same_pair_ : model_.pair_cost(layout_, src, dst)).ends(bytes, send_ready(s), recv_ready(d));
     if (options_.timeline) record_transfer(src, dst, bytes, ends);
-    if (hooks_) hooks_->on_transfer(src, s.steps - 1, steps_.step(src).send, dst, d.steps - 1, steps_.step(dst));
+    if (hooks_)
+      hooks_->on_transfer(src, tally(src).steps - 1, steps_.step(src).send, dst, tally(dst).steps - 1,
+                          steps_.step(dst));
     s.send_open = false;
-    s.clock.send_done(ends.send_end);
+    (bidirectional_ ? s.send_port : s.recv_port) = ends.send_end;  // RankClock::send_done
+    s.step_end = std::max(s.step_end, ends.send_end);
     d.recv_open = false;
-    d.clock.recv_done(ends.recv_end);
+    d.recv_port = ends.recv_end;  // RankClock::recv_done
+    d.step_end = std::max(d.step_end, ends.recv_end);
     ++result_.messages;
-    result_.elements_moved += s.send_count;
-    d.elements_received += s.send_count;
-    result_.max_elements_received = std::max(result_.max_elements_received, d.elements_received);
+    result_.elements_moved += count;
+    const std::uint64_t received = tally(dst).elements_received += count;
+    result_.max_elements_received = std::max(result_.max_elements_received, received);
     wake(src);
     wake(dst);
   }
@@ -235,9 +291,16 @@ class Simulation {
     const Transfer send = steps_.step(src).send;
     const Transfer recv = steps_.step(dst).recv;
     std::ostringstream m;
-    m << "size mismatch: rank " << src << " step " << at(src).steps - 1 << " sends " << send.count
-      << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << at(dst).steps - 1
+    m << "size mismatch: rank " << src << " step " << tally(src).steps - 1 << " sends " << send.count
+      << " elements (from element " << send.offset << ") to rank " << dst << ", whose step " << tally(dst).steps - 1
       << " receives " << recv.count << " elements (into element " << recv.offset << ")";
+    throw ScheduleError(m.str());
+  }
+
+  [[noreturn, gnu::noinline]] void throw_too_long(int r, const Step& s) {
+    std::ostringstream m;
+    m << "rank " << r << " step " << tally(r).steps - 1 << " moves " << std::max(s.send.count, s.recv.count)
+      << " elements, more than the simulator counts (2^61)";
     throw ScheduleError(m.str());
   }
 
@@ -247,10 +310,10 @@ class Simulation {
     while (!st.finished) {
       if (!bidirectional_) post_next_unidirectional(r);
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
-      if (hooks_) hooks_->on_step_end(r, st.steps - 1, steps_.step(r));
-      st.clock.end_step(st.work);
+      if (hooks_) hooks_->on_step_end(r, tally(r).steps - 1, steps_.step(r));
+      st.start = st.step_end + st.work;  // RankClock::end_step, then begin_step's start
       if (options_.timeline && r < options_.timeline_ranks)
-        add_local_work(*options_.timeline, r, st.steps - 1, steps_.step(r), st.clock.now() - st.work, st.clock.now());
+        add_local_work(*options_.timeline, r, tally(r).steps - 1, steps_.step(r), st.start - st.work, st.start);
       next_step(r);
     }
   }
@@ -263,11 +326,11 @@ class Simulation {
     auto& d = at(dst);
     Timeline& out = *options_.timeline;
     if (src < options_.timeline_ranks)
-      out.push_back(TimelineEvent{src, Activity::send, dst, s.steps - 1, steps_.step(src).send.offset, s.send_count,
-                                  bar_start(s.clock.send_ready(), ends.send_end, busy), ends.send_end, 0, 0});
+      out.push_back(TimelineEvent{src, Activity::send, dst, tally(src).steps - 1, steps_.step(src).send.offset,
+                                  s.send_count, bar_start(send_ready(s), ends.send_end, busy), ends.send_end, 0, 0});
     if (dst < options_.timeline_ranks)
-      out.push_back(TimelineEvent{dst, Activity::recv, src, d.steps - 1, steps_.step(dst).recv.offset, d.recv_count,
-                                  bar_start(d.clock.recv_ready(), ends.recv_end, busy), ends.recv_end, 0, 0});
+      out.push_back(TimelineEvent{dst, Activity::recv, src, tally(dst).steps - 1, steps_.step(dst).recv.offset,
+                                  d.recv_count, bar_start(recv_ready(d), ends.recv_end, busy), ends.recv_end, 0, 0});
   }
 
   void check_peer(int r, const Transfer& t, const char* verb) const {
@@ -279,7 +342,7 @@ class Simulation {
   [[noreturn, gnu::noinline]] void throw_bad_peer(int r, const Transfer& t, const char* verb) const {
     const auto p = static_cast<int>(ranks_.size());
     std::ostringstream m;
-    m << "rank " << r << " step " << ranks_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank " << t.peer
+    m << "rank " << r << " step " << tally_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank " << t.peer
       << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
     throw ScheduleError(m.str());
   }
@@ -294,7 +357,7 @@ class Simulation {
       ++blocked;
       if (shown++ >= 4) continue;
       const Step& s = steps_.step(static_cast<int>(r));
-      m << " rank " << r << " is stuck in step " << st.steps - 1 << " (";
+      m << " rank " << r << " is stuck in step " << tally_[r].steps - 1 << " (";
       if (st.send_open || st.send_waiting) m << "sending " << s.send.count << " elements to rank " << s.send.peer;
       if ((st.send_open || st.send_waiting) && (st.recv_open || st.recv_waiting)) m << ", ";
       if (st.recv_open || st.recv_waiting) m << "receiving " << s.recv.count << " elements from rank " << s.recv.peer;
@@ -311,9 +374,12 @@ class Simulation {
   DataHooks* hooks_;
   bool bidirectional_;
   std::optional<PairCost> same_pair_;  // when every pair of ranks costs the same
-  std::vector<RankState> ranks_;
-  std::vector<std::uint64_t> woken_;    // ranks that may be able to progress: a bit each
-  std::vector<std::int32_t> runnable_;  // the same ranks, the last woken at the back
+  HugeVector<RankState> ranks_;
+  HugeVector<RankTally> tally_;
+  HugeVector<std::uint64_t> woken_;     // ranks that may be able to progress: a bit each
+  std::uint64_t pending_ = 0;           // bits set in woken_
+  bool depth_first_ = false;            // woken ranks go to runnable_ as well
+  std::vector<std::int32_t> runnable_;  // depth first: the woken ranks, the last woken at the back
   std::uint64_t finished_ = 0;          // ranks whose schedule has ended
   std::uint64_t steps_begun_ = 0;       // by all ranks
   std::uint64_t reported_steps_ = 0;    // steps_begun_ at the last progress report
@@ -391,7 +457,9 @@ std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options
   return hints;
 }
 
-std::size_t simulator_bytes_per_rank() { return sizeof(RankState) + sizeof(Picos) + 1; }
+// The record, the tally, the finish time and the wake bit (a schedule run
+// depth first adds a place on the runnable stack).
+std::size_t simulator_bytes_per_rank() { return sizeof(RankState) + sizeof(RankTally) + sizeof(Picos) + 1; }
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "algorithms/huge_pages.hpp"
 #include "algorithms/patterns.hpp"
 #include "algorithms/step_cursor_grid.hpp"
 
@@ -15,17 +16,15 @@ using cursor::fill_step;
 using cursor::GridCursor;
 
 // patterns::doubly_pipelined_allreduce over trees::dual_root, one rank's
-// tree links in compact arrays (16 bytes a rank, against some 250 for its
-// coroutine frame). Position 3j + s is round j's slot s: s = 0, 1 the
-// exchange with child s, s = 2 the one with the parent (or the dual root).
+// tree links in one 16-byte record (against some 250 bytes for its
+// coroutine frame): one cache line serves a step. Position 4j + s is round
+// j's slot s: s = 0, 1 the exchange with child s, s = 2 the one with the
+// parent (or the dual root); s = 3 is always void, so that a position splits
+// by shifts. first_from jumps over the slots of absent children (a leaf's
+// rounds are its parent slots alone).
 class DualRootCursor final : public GridCursor<DualRootCursor> {
  public:
-  DualRootCursor(int ranks, BlockPartition part)
-      : blocks_(part),
-        rounds_(part.blocks + 1),
-        parent_(to_size(ranks)),
-        child_(to_size(ranks) * 2, -1),
-        depth_(to_size(ranks)) {
+  DualRootCursor(int ranks, BlockPartition part) : blocks_(part), rounds_(part.blocks + 1), nodes_(to_size(ranks)) {
     const int lower_size = static_cast<int>((std::int64_t{ranks} + 1) / 2);
     lower_root_ = lower_size - 1;
     upper_root_ = ranks > 1 ? ranks - 1 : -1;
@@ -33,18 +32,33 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
     if (ranks > 1) link(lower_size, ranks - 1, -1, 0);
   }
 
-  std::uint32_t positions(int rank) const { return static_cast<std::uint32_t>(3 * (rounds_ + depth_[to_size(rank)])); }
+  // No elements: every slot is void, and the grid is empty.
+  std::uint32_t positions(int rank) const {
+    return blocks_.blocks() == 0 ? 0 : static_cast<std::uint32_t>(4 * (rounds_ + nodes_[to_size(rank)].depth));
+  }
+
+  std::uint32_t first_from(int rank, std::uint32_t position) const {
+    const Node& n = nodes_[to_size(rank)];
+    if ((position & 3) == 3) ++position;
+    // Child 1 is present only beside child 0 (link), so a rank without
+    // child 0 is a leaf.
+    if ((position & 3) == 0 && n.child[0] < 0) return position + 2;
+    if ((position & 3) == 1 && n.child[1] < 0) return position + 1;
+    return position;
+  }
 
   bool fill(int rank, std::uint32_t position, Step& s) const {
-    const auto r = to_size(rank);
-    const long j = position / 3, d = depth_[r];
-    if (const auto slot = position % 3; slot < 2) {
-      const int child = child_[2 * r + slot];
+    const Node& n = nodes_[to_size(rank)];
+    const long j = position >> 2, d = n.depth;
+    if (const auto slot = position & 3; slot < 2) {
+      const int child = n.child[slot];
       return child >= 0 && fill_step(s, blocks_.transfer(j - (d + 1), child), blocks_.transfer(j, child),
                                      patterns::side_of(child, rank));
+    } else if (slot == 3) {
+      return false;
     }
-    if (const int parent = parent_[r]; parent >= 0)
-      return fill_step(s, blocks_.transfer(j, parent), blocks_.transfer(j - d, parent), Combine::replace);
+    if (n.parent >= 0)
+      return fill_step(s, blocks_.transfer(j, n.parent), blocks_.transfer(j - d, n.parent), Combine::replace);
     // For a non-commutative operator the lower root computes Y ⊙ t, the upper root t ⊙ Y.
     const int dual = rank == lower_root_ ? upper_root_ : rank == upper_root_ ? lower_root_ : -1;
     return dual >= 0 &&
@@ -54,31 +68,35 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
  private:
   static std::size_t to_size(int r) { return static_cast<std::size_t>(r); }
 
+  struct Node {
+    std::int32_t parent = -1;
+    std::int32_t child[2] = {-1, -1};  // nearest first; -1 if absent
+    std::int32_t depth = 0;
+  };
+
   // trees::post_order_binary_range over [lo, hi] hung below `parent`: the
   // root is hi, its children hi-1 (the upper part, when it has two) and the
   // lower part's root; the lower part takes the extra rank.
   void link(int lo, int hi, int parent, int depth) {
-    const auto root = to_size(hi);
-    parent_[root] = parent;
-    depth_[root] = static_cast<std::uint8_t>(depth);
+    Node& root = nodes_[to_size(hi)];
+    root.parent = parent;
+    root.depth = depth;
     const std::int64_t below_root = std::int64_t{hi} - lo;
     if (below_root < 1) return;
     const int lower_last = static_cast<int>(lo + (below_root + 1) / 2 - 1);
     if (below_root >= 2) {
-      child_[2 * root] = hi - 1;
-      child_[2 * root + 1] = lower_last;
+      root.child[0] = hi - 1;
+      root.child[1] = lower_last;
       link(lower_last + 1, hi - 1, hi, depth + 1);
     } else {
-      child_[2 * root] = lower_last;
+      root.child[0] = lower_last;
     }
     link(lo, lower_last, hi, depth + 1);
   }
 
   Blocks blocks_;
   long rounds_;  // a rank at depth d runs rounds_ + d rounds
-  std::vector<std::int32_t> parent_;
-  std::vector<std::int32_t> child_;  // [2r], [2r+1]: rank r's children, nearest first; -1 if absent
-  std::vector<std::uint8_t> depth_;
+  HugeVector<Node> nodes_;
   int lower_root_ = 0, upper_root_ = -1;
 };
 

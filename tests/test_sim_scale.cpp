@@ -170,3 +170,34 @@ TEST_CASE("dual-root at p = 2^20 simulates as before issue 20's rework", "[slow]
   const Case c{"dual-root", shape.ranks, MiB, 16, Model::cluster};
   CHECK(figures_of(c, Path::coroutines) == figures_of(c));
 }
+
+// A chain towards rank 0 runs against the simulator's ascending sweeps (one
+// rank a sweep): past the first sweep it must run depth first, and its
+// figures are the closed form's. Rank r receives from r + 1, then sends to
+// r - 1; with Hockney costs each hop takes alpha + wire after the last.
+TEST_CASE("a chain towards rank 0 simulates to its closed form at p = 5000", "[sim]") {
+  const int p = 5000;
+  const std::uint64_t count = 1000;
+  const SchedulePlan chain = [p, count](int rank) -> RankSchedule {
+    return [](int r, int ranks, std::uint64_t n) -> RankSchedule {
+      if (r + 1 < ranks) {
+        Step s;
+        s.recv = Transfer{r + 1, 0, n};
+        co_yield s;
+      }
+      if (r > 0) {
+        Step s;
+        s.send = Transfer{r - 1, 0, n};
+        co_yield s;
+      }
+    }(rank, p, count);
+  };
+  SimulationOptions o;
+  o.model = CostModel::uniform({1e-6, 1e-9}, 0, Ports::bidirectional);
+  const SimulationResult r = simulate(chain, p, o);
+  const Picos hop = o.model.pair_cost(RankMap::uniform(p, 0), 1, 0).ends(count, 0, 0).recv_end;
+  REQUIRE(hop > 0);
+  CHECK(r.time == (p - 1) * hop);
+  CHECK(r.messages == static_cast<std::uint64_t>(p - 1));
+  for (int rank = 0; rank < p; ++rank) CHECK(r.finish[static_cast<std::size_t>(rank)] == (p - std::max(rank, 1)) * hop);
+}

@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "algorithms/block_layout.hpp"
 #include "algorithms/schedule_file.hpp"
 #include "common/error.hpp"
 
@@ -80,6 +81,12 @@ constexpr AlgorithmInfo on(TreeTrait tree, AlgorithmInfo row) {
 // neither a hierarchy nor lanes compose them yet.
 constexpr AlgorithmInfo flat_only(AlgorithmInfo row) {
   row.forms = Forms{true, false, false};
+  return row;
+}
+
+// A row whose builder takes blocks of unequal sizes (Shape::counts).
+constexpr AlgorithmInfo v(AlgorithmInfo row) {
+  row.unequal_counts = true;
   return row;
 }
 
@@ -168,39 +175,40 @@ constexpr std::array kAlgorithms = {
     on(kBinary, AlgorithmInfo{C::allgather, "binary-tree",
                               "gather up a post-order binary tree, then pipelined broadcast of the whole vector", false,
                               true, a::binary_tree_allgather}),
-    AlgorithmInfo{C::allgather, "ring", "p-1 steps around the ring, one block each", false, false, a::ring_allgather},
+    v(AlgorithmInfo{C::allgather, "ring", "p-1 steps around the ring, one block each", false, false,
+                    a::ring_allgather}),
     AlgorithmInfo{C::allgather, "bruck", "Bruck's ceil(log2 p) rounds at distance 1, 2, 4, ..., any p", false, false,
                   a::bruck_allgather},
-    AlgorithmInfo{C::allgather, "recursive-doubling",
-                  "block groups doubling at distance 1, 2, 4, ... (any p, folded onto a power of two)", false, false,
-                  a::recursive_doubling_allgather},
+    v(AlgorithmInfo{C::allgather, "recursive-doubling",
+                    "block groups doubling at distance 1, 2, 4, ... (any p, folded onto a power of two)", false, false,
+                    a::recursive_doubling_allgather}),
     on(kBinomial, AlgorithmInfo{C::reduce_scatter, "binomial",
                                 "pipelined binomial reduce of the whole vector, then scatter down the tree", false,
                                 true, a::binomial_reduce_scatter}),
     on(kBinary, AlgorithmInfo{C::reduce_scatter, "binary-tree",
                               "pipelined post-order binary reduce of the whole vector, then scatter down the tree",
                               false, true, a::binary_tree_reduce_scatter}),
-    AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true,
-                  false, a::ring_reduce_scatter},
+    v(AlgorithmInfo{C::reduce_scatter, "ring", "p-1 steps around the ring, each block accumulating cyclically", true,
+                    false, a::ring_reduce_scatter}),
     AlgorithmInfo{C::reduce_scatter, "recursive-halving",
                   "halving at distance p/2, ..., 1 (any p, folded onto a power of two), log2 p steps", true, false,
                   a::recursive_halving_reduce_scatter},
-    AlgorithmInfo{C::reduce_scatter, "pairwise", "p-1 direct exchanges, each rank's block straight to its owner", true,
-                  false, a::pairwise_reduce_scatter},
-    flat_only(AlgorithmInfo{C::scatter, "binomial",
-                            "the root's rank range halved ceil(log2 p) times, each half sent whole to a rank in it; "
-                            "any root",
-                            false, false, a::binomial_scatter}),
-    flat_only(AlgorithmInfo{C::scatter, "flat", "the root sends each rank its block in turn (linear)", false, false,
-                            a::flat_scatter}),
-    flat_only(AlgorithmInfo{C::gather, "binomial",
-                            "the binomial scatter backwards: halves gathered up ceil(log2 p) levels; any root", false,
-                            false, a::binomial_gather}),
-    flat_only(AlgorithmInfo{C::gather, "flat", "each rank sends the root its block in turn (linear)", false, false,
-                            a::flat_gather}),
-    flat_only(AlgorithmInfo{C::alltoall, "pairwise",
-                            "p-1 exchanges, the block for rank r+s straight to it in step s (large blocks)", false,
-                            false, a::pairwise_alltoall}),
+    v(AlgorithmInfo{C::reduce_scatter, "pairwise", "p-1 direct exchanges, each rank's block straight to its owner",
+                    true, false, a::pairwise_reduce_scatter}),
+    v(flat_only(AlgorithmInfo{C::scatter, "binomial",
+                              "the root's rank range halved ceil(log2 p) times, each half sent whole to a rank in it; "
+                              "any root",
+                              false, false, a::binomial_scatter})),
+    v(flat_only(AlgorithmInfo{C::scatter, "flat", "the root sends each rank its block in turn (linear)", false, false,
+                              a::flat_scatter})),
+    v(flat_only(AlgorithmInfo{C::gather, "binomial",
+                              "the binomial scatter backwards: halves gathered up ceil(log2 p) levels; any root", false,
+                              false, a::binomial_gather})),
+    v(flat_only(AlgorithmInfo{C::gather, "flat", "each rank sends the root its block in turn (linear)", false, false,
+                              a::flat_gather})),
+    v(flat_only(AlgorithmInfo{C::alltoall, "pairwise",
+                              "p-1 exchanges, the block for rank r+s straight to it in step s (large blocks)", false,
+                              false, a::pairwise_alltoall})),
     flat_only(AlgorithmInfo{C::alltoall, "bruck",
                             "Bruck's index algorithm: ceil(log2 p) rounds of about half the blocks (small blocks)",
                             false, false, a::bruck_alltoall}),
@@ -263,6 +271,10 @@ bool has_hierarchy(Collective collective) {
 }
 
 std::uint64_t vector_elements(Collective collective, const Shape& shape) {
+  if (shape.counts) {  // unequal blocks, packed (algorithms/block_layout.hpp)
+    if (collective == C::alltoall) return AlltoallLayout::elements(shape);
+    if (has_blocks(collective)) return BlockLayout(shape).total();
+  }
   switch (collective) {
     case C::allgather:
     case C::reduce_scatter:
@@ -296,6 +308,20 @@ void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape) {
   if (takes_root(algorithm.collective) && (shape.root < 0 || shape.root >= shape.ranks))
     throw UsageError("root " + std::to_string(shape.root) + " is not a rank in [0, " + std::to_string(shape.ranks) +
                      ")");
+  if (!shape.counts) return;
+  const std::string what =
+      std::string(to_string(algorithm.collective)) + " algorithm '" + std::string(algorithm.name) + "'";
+  if (!algorithm.unequal_counts) throw UsageError(what + " does not take blocks of unequal sizes");
+  const auto p = static_cast<std::size_t>(shape.ranks);
+  const std::size_t expected = algorithm.collective == C::alltoall ? p * p : p;
+  if (shape.counts->size() != expected)
+    throw UsageError(what + " needs " + std::to_string(expected) + " block counts, got " +
+                     std::to_string(shape.counts->size()));
+}
+
+bool has_blocks(Collective collective) {
+  return collective == C::allgather || collective == C::reduce_scatter || collective == C::scatter ||
+         collective == C::gather || collective == C::alltoall;
 }
 
 void check_operator(const AlgorithmInfo& algorithm, std::string_view op_name, bool commutative) {

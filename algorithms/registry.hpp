@@ -63,6 +63,9 @@ struct AlgorithmInfo {
   // hierarchy as one tree, and serve every collective hierarchically.
   TreeTrait tree = {};
   Forms forms = {};
+  // Takes blocks of unequal sizes (Shape::counts: allgatherv, gatherv,
+  // scatterv, alltoallv, reduce_scatter with counts; issue 19).
+  bool unequal_counts = false;
 };
 
 // Whether `algorithm` can be planned in `form`: its row allows the form, and
@@ -85,11 +88,16 @@ std::span<const AlgorithmInfo> algorithms();
 // (algorithms/schedule_file.hpp, file_algorithm).
 const AlgorithmInfo& find_algorithm(Collective collective, std::string_view name);
 
+// Whether the collective's vector is p blocks, one per rank (allgather,
+// reduce_scatter, scatter, gather, alltoall): the collectives Shape::counts applies to.
+bool has_blocks(Collective collective);
+
 // Whether the collective has a root (reduce, bcast, scatter, gather).
 bool takes_root(Collective collective);
 
-// Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in range.
-// Throws UsageError with one clear sentence.
+// Checks a shape against an algorithm: ranks >= 1, blocks >= 1, root in
+// range; Shape::counts only for a row that takes them, p of them (alltoall:
+// p * p). Throws UsageError with one clear sentence.
 void validate_shape(const AlgorithmInfo& algorithm, const Shape& shape);
 
 // Throws UsageError when the algorithm needs a commutative operator and

@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "algorithms/block_layout.hpp"
 #include "algorithms/simulator.hpp"
 #include "common/error.hpp"
 
@@ -81,7 +82,8 @@ class SymbolicData final : public HeldValues<Sym> {
         shape_(shape),
         collective_(algorithm.collective),
         cyclic_(algorithm.needs_commutative),
-        part_(n_, shape.blocks) {
+        part_(n_, shape.blocks),
+        layout_(shape) {
     for (int r = 0; r < shape.ranks; ++r) {
       auto& mine = held_[static_cast<std::size_t>(r)];
       const bool has_input = collective_ != Collective::bcast || r == shape.root;
@@ -205,7 +207,7 @@ class SymbolicData final : public HeldValues<Sym> {
   }
 
   // The rank whose block holds element e (allgather, reduce_scatter).
-  int owner(std::uint64_t e) const { return shape_.count ? static_cast<int>(e / shape_.count) : 0; }
+  int owner(std::uint64_t e) const { return layout_.owner(e); }
 
   std::string describe(Sym s) const {
     if (s.len == 0) return "nothing";
@@ -241,6 +243,7 @@ class SymbolicData final : public HeldValues<Sym> {
   Collective collective_;
   bool cyclic_;
   BlockPartition part_;
+  BlockLayout layout_;  // where each rank's block is (allgather, reduce_scatter; unequal with Shape::counts)
   // Commutative products that are not cyclic intervals (Sym::is_set).
   std::vector<std::vector<std::uint64_t>> sets_;
   std::map<std::vector<std::uint64_t>, std::int32_t> set_index_;
@@ -258,17 +261,20 @@ bool moves_data_only(Collective c) {
 class MovementData final : public HeldValues<std::uint64_t> {
  public:
   MovementData(Collective collective, const Shape& shape)
-      : HeldValues(shape.ranks, vector_elements(collective, shape)), collective_(collective), shape_(shape) {
-    const std::uint64_t c = shape.count, all = c * static_cast<std::uint64_t>(shape.ranks);
+      : HeldValues(shape.ranks, vector_elements(collective, shape)),
+        collective_(collective),
+        shape_(shape),
+        layout_(shape) {
     for (int r = 0; r < shape.ranks; ++r) {
       auto& mine = held_[static_cast<std::size_t>(r)];
       mine.assign(n_, kNothing);
       // The input: the root's every block (scatter), the rank's own block
-      // (gather), the rank's send area (alltoall).
+      // (gather), the rank's send area (alltoall); blocks packed, of unequal
+      // sizes with Shape::counts (algorithms/block_layout.hpp).
       std::uint64_t lo = 0, hi = 0;
-      if (collective == Collective::scatter && r == shape.root) hi = all;
-      if (collective == Collective::gather) lo = static_cast<std::uint64_t>(r) * c, hi = lo + c;
-      if (collective == Collective::alltoall) hi = all;
+      if (collective == Collective::scatter && r == shape.root) hi = layout_.total();
+      if (collective == Collective::gather) lo = layout_.offset(r), hi = lo + layout_.size(r);
+      if (collective == Collective::alltoall) hi = AlltoallLayout(shape, r).send().total();
       for (std::uint64_t e = lo; e < hi; ++e) mine[e] = origin(r, e);
     }
   }
@@ -290,10 +296,12 @@ class MovementData final : public HeldValues<std::uint64_t> {
 
   // The final state: returns an empty string when correct.
   std::string check_final() const {
-    const std::uint64_t c = shape_.count, all = c * static_cast<std::uint64_t>(shape_.ranks);
+    std::vector<AlltoallLayout> areas;  // alltoall: every rank's two areas
+    if (collective_ == Collective::alltoall)
+      for (int r = 0; r < shape_.ranks; ++r) areas.emplace_back(shape_, r);
     for (int r = 0; r < shape_.ranks; ++r) {
       const auto& mine = held_[static_cast<std::size_t>(r)];
-      const auto block = static_cast<std::uint64_t>(r) * c;
+      const std::uint64_t block = layout_.offset(r), end = block + layout_.size(r);
       auto wrong = [&](std::uint64_t e, std::uint64_t expected) {
         std::ostringstream m;
         m << "rank " << r << " ends holding " << describe(mine[e]) << " at element " << e << ", expected "
@@ -301,16 +309,21 @@ class MovementData final : public HeldValues<std::uint64_t> {
         return m.str();
       };
       if (collective_ == Collective::scatter)  // its own block of the root's vector
-        for (std::uint64_t e = block; e < block + c; ++e)
+        for (std::uint64_t e = block; e < end; ++e)
           if (mine[e] != origin(shape_.root, e)) return wrong(e, origin(shape_.root, e));
       if (collective_ == Collective::gather && r == shape_.root)  // every rank's own block
-        for (std::uint64_t e = 0; e < all; ++e)
-          if (mine[e] != origin(static_cast<int>(e / c), e)) return wrong(e, origin(static_cast<int>(e / c), e));
-      if (collective_ == Collective::alltoall)  // receive block s: rank s's send block r
-        for (std::uint64_t e = all; e < 2 * all; ++e) {
-          const std::uint64_t expected = origin(static_cast<int>((e - all) / c), block + (e - all) % c);
+        for (std::uint64_t e = 0; e < layout_.total(); ++e)
+          if (mine[e] != origin(layout_.owner(e), e)) return wrong(e, origin(layout_.owner(e), e));
+      if (collective_ != Collective::alltoall) continue;
+      // Receive block s: rank s's send block r, element by element.
+      const BlockLayout& received = areas[static_cast<std::size_t>(r)].recv();
+      for (int s = 0; s < shape_.ranks; ++s) {
+        const std::uint64_t from = areas[static_cast<std::size_t>(s)].send().offset(r);
+        for (std::uint64_t i = 0; i < received.size(s); ++i) {
+          const std::uint64_t e = received.offset(s) + i, expected = origin(s, from + i);
           if (mine[e] != expected) return wrong(e, expected);
         }
+      }
     }
     return {};
   }
@@ -326,6 +339,7 @@ class MovementData final : public HeldValues<std::uint64_t> {
 
   Collective collective_;
   Shape shape_;
+  BlockLayout layout_;  // scatter's and gather's blocks
 };
 
 // Runs `plan` against `data`, returning its verdict.

@@ -70,7 +70,8 @@ int run_algorithms(bool json) {
                       {"needs_commutative", a.needs_commutative},
                       {"pipelined", a.pipelined},
                       {"tree", tree_json(a.tree)},
-                      {"forms", forms_json(a)}});
+                      {"forms", forms_json(a)},
+                      {"unequal_counts", a.unequal_counts}});
     }
     std::cout << list.dump(2) << "\n";
     return 0;
@@ -83,11 +84,13 @@ int run_algorithms(bool json) {
   }
   const std::size_t collective = collective_width();
   std::cout << pad("COLLECTIVE", collective) << pad("NAME", name_width + 2) << pad("PIPELINED", 11)
-            << pad("COMMUTATIVE-ONLY", 18) << pad("TREE", tree_width) << pad("FORMS", forms_width) << "DESCRIPTION\n";
+            << pad("COMMUTATIVE-ONLY", 18) << pad("TREE", tree_width) << pad("FORMS", forms_width) << pad("V", 4)
+            << "DESCRIPTION\n";
   for (const auto& a : algorithms()) {
     std::cout << pad(std::string(to_string(a.collective)), collective) << pad(std::string(a.name), name_width + 2)
               << pad(a.pipelined ? "yes" : "no", 11) << pad(a.needs_commutative ? "yes" : "no", 18)
-              << pad(tree_description(a.tree), tree_width) << pad(forms_text(a), forms_width) << a.description << "\n";
+              << pad(tree_description(a.tree), tree_width) << pad(forms_text(a), forms_width)
+              << pad(a.unequal_counts ? "v" : "-", 4) << a.description << "\n";
   }
   return 0;
 }

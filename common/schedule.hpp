@@ -109,6 +109,12 @@ struct Shape {
   int blocks = 1;                                    // pipeline blocks (algorithms that do not pipeline ignore it)
   int root = 0;                                      // reduce / bcast / scatter / gather root
   std::shared_ptr<const PlanHints> hints = nullptr;  // null: none (see PlanHints)
+  // The v-variants (issue 19): blocks of unequal sizes, packed in rank order
+  // (algorithms/block_layout.hpp). Allgather, reduce_scatter, scatter,
+  // gather: p counts, rank r's block; alltoall: p * p, [s * p + d] the
+  // elements rank s sends rank d. Null: every block is `count`. Only the
+  // registry rows marked unequal_counts take them.
+  std::shared_ptr<const std::vector<std::uint64_t>> counts = nullptr;
 };
 
 using RankSchedule = Generator<Step>;

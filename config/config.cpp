@@ -47,9 +47,13 @@ std::string_view to_string(MpiCollective c) {
     case MpiCollective::reduce_scatter: return "reduce_scatter";
     case MpiCollective::scatter: return "scatter";
     case MpiCollective::gather: return "gather";
-    case MpiCollective::alltoall: break;
+    case MpiCollective::alltoall: return "alltoall";
+    case MpiCollective::allgatherv: return "allgatherv";
+    case MpiCollective::gatherv: return "gatherv";
+    case MpiCollective::scatterv: return "scatterv";
+    case MpiCollective::alltoallv: break;
   }
-  return "alltoall";
+  return "alltoallv";
 }
 
 namespace {

@@ -175,13 +175,19 @@ enum class MpiCollective : std::uint8_t {
   scatter,
   gather,
   alltoall,
+  // The v-variants (issue 19; mpi/interposer_vector.cpp).
+  allgatherv,
+  gatherv,
+  scatterv,
+  alltoallv,
 };
-inline constexpr std::array<MpiCollective, 10> kMpiCollectives = {
-    MpiCollective::allreduce,      MpiCollective::reduce,    MpiCollective::bcast,
-    MpiCollective::barrier,        MpiCollective::allgather, MpiCollective::reduce_scatter_block,
-    MpiCollective::reduce_scatter, MpiCollective::scatter,   MpiCollective::gather,
-    MpiCollective::alltoall};
-std::string_view to_string(MpiCollective c);  // "allreduce", ..., "reduce_scatter", "scatter", "gather", "alltoall"
+inline constexpr std::array<MpiCollective, 14> kMpiCollectives = {
+    MpiCollective::allreduce,      MpiCollective::reduce,     MpiCollective::bcast,
+    MpiCollective::barrier,        MpiCollective::allgather,  MpiCollective::reduce_scatter_block,
+    MpiCollective::reduce_scatter, MpiCollective::scatter,    MpiCollective::gather,
+    MpiCollective::alltoall,       MpiCollective::allgatherv, MpiCollective::gatherv,
+    MpiCollective::scatterv,       MpiCollective::alltoallv};
+std::string_view to_string(MpiCollective c);  // "allreduce", ..., "alltoall", "allgatherv", ..., "alltoallv"
 
 // What the interposition library serves and what it leaves to the MPI library.
 enum class CmaMode { automatic, on, off };  // mpi.cma

@@ -13,7 +13,8 @@
 //   [[row]]
 //   collective = "bcast"         # allreduce, reduce, bcast, barrier, allgather,
 //                                # reduce_scatter_block, reduce_scatter, scatter,
-//                                # gather, alltoall, or "*"
+//                                # gather, alltoall, allgatherv, gatherv,
+//                                # scatterv, alltoallv, or "*"
 //   min_bytes = 0                # bytes each process contributes, inclusive
 //   max_bytes = "128B"           #   (mpi.min_bytes' measure; SIZE or integer)
 //   min_ranks = 3                # communicator size, inclusive

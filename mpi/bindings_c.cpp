@@ -66,4 +66,24 @@ int MPI_Alltoall(const void* send, int send_count, MPI_Datatype send_type, void*
   return ip::alltoall(send, send_count, send_type, recv, recv_count, recv_type, comm);
 }
 
+int MPI_Allgatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                   const int displs[], MPI_Datatype recv_type, MPI_Comm comm) {
+  return ip::allgatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, comm);
+}
+
+int MPI_Gatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                const int displs[], MPI_Datatype recv_type, int root, MPI_Comm comm) {
+  return ip::gatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm);
+}
+
+int MPI_Scatterv(const void* send, const int send_counts[], const int displs[], MPI_Datatype send_type, void* recv,
+                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
+  return ip::scatterv(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm);
+}
+
+int MPI_Alltoallv(const void* send, const int send_counts[], const int send_displs[], MPI_Datatype send_type,
+                  void* recv, const int recv_counts[], const int recv_displs[], MPI_Datatype recv_type, MPI_Comm comm) {
+  return ip::alltoallv(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm);
+}
+
 }  // extern "C"

@@ -179,6 +179,45 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_alltoall(void* send
                            *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm)));
 }
 
+// The v-variants: counts and displacements go through as they are (MPI_Fint is int).
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_allgatherv(void* send, MPI_Fint* send_count,
+                                                                        MPI_Fint* send_type, void* recv,
+                                                                        MPI_Fint* recv_counts, MPI_Fint* displs,
+                                                                        MPI_Fint* recv_type, MPI_Fint* comm,
+                                                                        MPI_Fint* ierror) {
+  set(ierror, ip::allgatherv(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                             recv_counts, displs, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_gatherv(void* send, MPI_Fint* send_count,
+                                                                     MPI_Fint* send_type, void* recv,
+                                                                     MPI_Fint* recv_counts, MPI_Fint* displs,
+                                                                     MPI_Fint* recv_type, MPI_Fint* root,
+                                                                     MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror, ip::gatherv(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                          recv_counts, displs, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_scatterv(void* send, MPI_Fint* send_counts,
+                                                                      MPI_Fint* displs, MPI_Fint* send_type, void* recv,
+                                                                      MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                      MPI_Fint* root, MPI_Fint* comm,
+                                                                      MPI_Fint* ierror) {
+  set(ierror,
+      ip::scatterv(ip::from_fortran(send), send_counts, displs, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                   *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_alltoallv(void* send, MPI_Fint* send_counts,
+                                                                       MPI_Fint* send_displs, MPI_Fint* send_type,
+                                                                       void* recv, MPI_Fint* recv_counts,
+                                                                       MPI_Fint* recv_displs, MPI_Fint* recv_type,
+                                                                       MPI_Fint* comm, MPI_Fint* ierror) {
+  set(ierror,
+      ip::alltoallv(ip::from_fortran(send), send_counts, send_displs, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                    recv_counts, recv_displs, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm)));
+}
+
 }  // extern "C"
 
 COPSE_FORTRAN_SPELLINGS(mpi_init, MPI_INIT, (MPI_Fint*))
@@ -204,3 +243,14 @@ COPSE_FORTRAN_SPELLINGS(mpi_gather, MPI_GATHER,
                         (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_alltoall, MPI_ALLTOALL,
                         (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_allgatherv, MPI_ALLGATHERV,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_gatherv, MPI_GATHERV,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_scatterv, MPI_SCATTERV,
+                        (void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_alltoallv, MPI_ALLTOALLV,
+                        (void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))

@@ -225,6 +225,38 @@ int copse_alltoall(copse_comm* comm, const void* send, void* recv, size_t count,
   return guarded([&] { comm_of(comm).alltoall(send_of(send, recv), recv, count, served_type(type).dtype); });
 }
 
+int copse_allgatherv(copse_comm* comm, const void* send, void* recv, const int* counts, const int* displs,
+                     MPI_Datatype type) {
+  return guarded([&] { comm_of(comm).allgatherv(send_of(send, recv), recv, counts, displs, served_type(type).dtype); });
+}
+
+int copse_gatherv(copse_comm* comm, const void* send, size_t count, void* recv, const int* counts, const int* displs,
+                  MPI_Datatype type, int root) {
+  return guarded([&] {
+    copse::mpi::Comm& c = comm_of(comm);
+    if (send == MPI_IN_PLACE && c.rank() != root) throw UsageError("MPI_IN_PLACE is the root's only, in a gatherv");
+    c.gatherv(send_of(send, recv), count, recv, counts, displs, served_type(type).dtype, root);
+  });
+}
+
+int copse_scatterv(copse_comm* comm, const void* send, const int* counts, const int* displs, void* recv, size_t count,
+                   MPI_Datatype type, int root) {
+  return guarded([&] {
+    copse::mpi::Comm& c = comm_of(comm);
+    if (recv == MPI_IN_PLACE && c.rank() != root) throw UsageError("MPI_IN_PLACE is the root's only, in a scatterv");
+    c.scatterv(send, counts, displs, recv == MPI_IN_PLACE ? const_cast<void*>(send) : recv, count,
+               served_type(type).dtype, root);
+  });
+}
+
+int copse_alltoallv(copse_comm* comm, const void* send, const int* send_counts, const int* send_displs, void* recv,
+                    const int* recv_counts, const int* recv_displs, MPI_Datatype type) {
+  return guarded([&] {
+    comm_of(comm).alltoallv(send_of(send, recv), send_counts, send_displs, recv, recv_counts, recv_displs,
+                            served_type(type).dtype);
+  });
+}
+
 const char* copse_error_message(void) { return t_message.c_str(); }
 
 const char* copse_error_name(int code) {

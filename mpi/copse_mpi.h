@@ -99,6 +99,19 @@ int copse_gather(copse_comm* comm, const void* send, void* recv, size_t count, M
  * d * count; recv gets the block from rank s at s * count. MPI_IN_PLACE as
  * send: the blocks to send are in recv, replaced by those received. */
 int copse_alltoall(copse_comm* comm, const void* send, void* recv, size_t count, MPI_Datatype type);
+/* The v-variants, as MPI's (counts and displacements in elements; displs
+ * NULL: packed in rank order). Gatherv's and scatterv's counts and displs
+ * are read at the root only; MPI_IN_PLACE as for MPI_Allgatherv (send),
+ * MPI_Gatherv (send, at the root), MPI_Scatterv (recv, at the root) and
+ * MPI_Alltoallv (send: the blocks to send are recv's, by the receive counts). */
+int copse_allgatherv(copse_comm* comm, const void* send, void* recv, const int* counts, const int* displs,
+                     MPI_Datatype type);
+int copse_gatherv(copse_comm* comm, const void* send, size_t count, void* recv, const int* counts, const int* displs,
+                  MPI_Datatype type, int root);
+int copse_scatterv(copse_comm* comm, const void* send, const int* counts, const int* displs, void* recv, size_t count,
+                   MPI_Datatype type, int root);
+int copse_alltoallv(copse_comm* comm, const void* send, const int* send_counts, const int* send_displs, void* recv,
+                    const int* recv_counts, const int* recv_displs, MPI_Datatype type);
 
 /* Progress report for the next allreduce (Proficz 2018, section 3): this
  * rank has done `fraction` (0 < fraction <= 1) of its computation phase, the

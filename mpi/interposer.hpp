@@ -90,6 +90,15 @@ int gather(const void* send, int send_count, MPI_Datatype send_type, void* recv,
            int root, MPI_Comm comm);
 int alltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
              MPI_Datatype recv_type, MPI_Comm comm);
+// The v-variants (mpi/interposer_vector.cpp says when they are served).
+int allgatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+               const int* displs, MPI_Datatype recv_type, MPI_Comm comm);
+int gatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+            const int* displs, MPI_Datatype recv_type, int root, MPI_Comm comm);
+int scatterv(const void* send, const int* send_counts, const int* displs, MPI_Datatype send_type, void* recv,
+             int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm);
+int alltoallv(const void* send, const int* send_counts, const int* send_displs, MPI_Datatype send_type, void* recv,
+              const int* recv_counts, const int* recv_displs, MPI_Datatype recv_type, MPI_Comm comm);
 
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are addresses of its own (common
 // blocks), not C's: the C constant for either, any other address unchanged.

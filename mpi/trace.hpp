@@ -11,12 +11,14 @@
 //   rank, size   the process in MPI_COMM_WORLD and its size
 //   call         this process's call number, 0, 1, 2, ... over all its communicators
 //   collective   allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block, reduce_scatter,
-//                scatter, gather, alltoall
+//                scatter, gather, alltoall, allgatherv, gatherv, scatterv, alltoallv
 //   comm_size, comm_rank  the communicator of the call and the process's rank in it
 //   count        MPI's count argument: elements per process (allgather: recvcount, each process's
 //                block; reduce_scatter_block: each block; reduce_scatter: the sum of recvcounts,
 //                the whole input; scatter and alltoall: recvcount, gather: sendcount, one block,
-//                the other side's at a root in place); 0 for barrier
+//                the other side's at a root in place; allgatherv: the process's own recvcount,
+//                gatherv: sendcount, scatterv: recvcount, alltoallv: the sum of sendcounts --
+//                these differ between processes); 0 for barrier
 //   type_size    bytes of one element of the datatype (MPI_Type_size; allgather: recvtype's;
 //                scatter, gather, alltoall: that of the count's side)
 //   op           sum, prod, min, max, band, bor, bxor, land, lor, maxloc, minloc, lxor, replace,

@@ -55,6 +55,29 @@ class Comm {
   // Alltoall: send holds size() * count elements, the block for rank d at
   // d * count; recv gets size() * count, the block from rank s at s * count.
   void alltoall(const void* send, void* recv, std::size_t count, DType dtype);
+  // The v-variants (issue 19), shaped as MPI's: blocks of unequal counts
+  // (none negative, zeros allowed) at displacements in elements (null: packed
+  // in rank order). Served through the equal-block collectives above over
+  // blocks of the largest count (runtime/vector_collectives.cpp), which
+  // gatherv, scatterv and alltoallv first agree on in one small allreduce.
+  // Allgatherv: rank r's counts[r] elements go to recv + displs[r]
+  // everywhere; in place (send == recv), they are already there.
+  void allgatherv(const void* send, void* recv, const int* counts, const int* displs, DType dtype);
+  // Gatherv: this rank's `count` elements to the root's recv + displs[r];
+  // counts and displs are read at the root only. In place at the root: its
+  // block is already at recv + displs[root].
+  void gatherv(const void* send, std::size_t count, void* recv, const int* counts, const int* displs, DType dtype,
+               int root);
+  // Scatterv: the root's counts[r] elements at send + displs[r] to rank r's
+  // recv (`count` elements); counts and displs are read at the root only.
+  // In place at the root: its block stays in send.
+  void scatterv(const void* send, const int* counts, const int* displs, void* recv, std::size_t count, DType dtype,
+                int root);
+  // Alltoallv: send_counts[d] elements at send + send_displs[d] to rank d,
+  // recv_counts[s] from rank s to recv + recv_displs[s]. In place (send ==
+  // recv): the blocks to send are recv's, by the receive counts and displacements.
+  void alltoallv(const void* send, const int* send_counts, const int* send_displs, void* recv, const int* recv_counts,
+                 const int* recv_displs, DType dtype);
 
   // This rank's virtual clock after its last collective (the thread Team's
   // TeamOptions::virtual_clock; 0 without a virtual clock, and after a

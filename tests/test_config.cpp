@@ -88,12 +88,14 @@ TEST_CASE("config: mpi.serve takes all, none or a list, and writes it back in on
   for (MpiCollective c : copse::kMpiCollectives) CHECK_FALSE(config.options().mpi.serves(c));
   CHECK(config.value_text("mpi.serve") == "none");
   config.set("mpi.serve",
-             "allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,scatter,gather,alltoall");
+             "allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,scatter,gather,alltoall,"
+             "allgatherv,gatherv,scatterv,alltoallv");
   CHECK(config.value_text("mpi.serve") == "all");
   std::vector<std::string> names;
   for (MpiCollective c : copse::kMpiCollectives) names.emplace_back(copse::to_string(c));
   CHECK(names == std::vector<std::string>{"allreduce", "reduce", "bcast", "barrier", "allgather",
-                                          "reduce_scatter_block", "reduce_scatter", "scatter", "gather", "alltoall"});
+                                          "reduce_scatter_block", "reduce_scatter", "scatter", "gather", "alltoall",
+                                          "allgatherv", "gatherv", "scatterv", "alltoallv"});
 }
 
 TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config]") {

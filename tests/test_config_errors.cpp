@@ -81,7 +81,7 @@ TEST_CASE("config: every invalid environment value names key, value and variable
       {"collectives.barrier", "ring", "unknown barrier algorithm 'ring'"},
       {"collectives.allgather", "dual-root", "unknown allgather algorithm 'dual-root'"},
       {"collectives.reduce_scatter", "two-tree", "unknown reduce_scatter algorithm 'two-tree'"},
-      {"mpi.serve", "allreduce,alltoallv", "unknown collective \"alltoallv\" (accepted: all, none, or a"},
+      {"mpi.serve", "allreduce,alltoallw", "unknown collective \"alltoallw\" (accepted: all, none, or a"},
       {"collectives.scatter", "ring", "unknown scatter algorithm 'ring'"},
       {"collectives.alltoall", "binomial", "unknown alltoall algorithm 'binomial'"},
       {"mpi.serve", "allreduce,", "an empty name"},

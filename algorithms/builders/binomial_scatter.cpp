@@ -17,12 +17,16 @@
 // The gather is the scatter run backwards (patterns::reversed): a rank
 // receives the halves it would have given, smallest first, then sends its
 // whole range to its parent; same rounds, same cost.
+// Unequal blocks (scatterv, gatherv: Shape::counts): the same tree, each
+// transfer the blocks of its range packed (algorithms/block_layout.hpp); a
+// range holding nothing is no transfer on either side.
 // Example, p = 6, root 4: 4 keeps [3, 6) and sends [0, 3) to 1 (offset 1 in
 // its half); 1 keeps [0, 2), sends [2, 3) to 2, then [0, 1) to 0; 4 sends
 // [5, 6) to 5, then [3, 4) to 3.
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/block_layout.hpp"
 #include "algorithms/builders/power_of_two_fold.hpp"
 #include "algorithms/patterns.hpp"
 
@@ -67,17 +71,18 @@ HalvingRole halving_role(int p, int root, int rank) {
 }
 
 RankSchedule halving_scatter_rank(Shape shape, int rank) {
-  if (shape.ranks == 1 || shape.count == 0) co_return;
+  const BlockLayout layout(shape);
+  if (shape.ranks == 1 || layout.total() == 0) co_return;
   const HalvingRole role = halving_role(shape.ranks, shape.root, rank);
   if (role.parent >= 0) {
     Step down;
-    down.recv = blocks(role.parent, role.own.lo, role.own.hi, shape.count);
-    co_yield down;
+    down.recv = layout.range(role.parent, role.own.lo, role.own.hi);
+    if (!down.empty()) co_yield down;
   }
   for (const auto& [child, range] : role.given) {
     Step s;
-    s.send = blocks(child, range.lo, range.hi, shape.count);
-    co_yield s;
+    s.send = layout.range(child, range.lo, range.hi);
+    if (!s.empty()) co_yield s;
   }
 }
 

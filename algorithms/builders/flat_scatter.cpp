@@ -5,8 +5,10 @@
 // all, against the binomial tree's ceil(log2 p) alpha + (p-1)/p m beta. No
 // rank but the root sends or receives more than once, which is what makes it
 // the choice for a handful of ranks on a model where start-ups overlap
-// (LogGP: the root's sends leave one overhead apart).
-#include "algorithms/builders/power_of_two_fold.hpp"
+// (LogGP: the root's sends leave one overhead apart). Unequal blocks
+// (Shape::counts): each rank's own, packed (algorithms/block_layout.hpp); a
+// rank with none is skipped.
+#include "algorithms/block_layout.hpp"
 #include "algorithms/patterns.hpp"
 
 namespace copse::builders {
@@ -15,17 +17,18 @@ namespace {
 
 RankSchedule flat_scatter_rank(Shape shape, int rank) {
   const int p = shape.ranks;
-  if (p == 1 || shape.count == 0) co_return;
+  const BlockLayout layout(shape);
+  if (p == 1 || layout.total() == 0) co_return;
   Step s;
   if (rank != shape.root) {
-    s.recv = blocks(shape.root, rank, rank + 1, shape.count);
-    co_yield s;
+    s.recv = layout.range(shape.root, rank, rank + 1);
+    if (s.recv) co_yield s;
     co_return;
   }
   for (int i = 1; i < p; ++i) {
     const int to = (shape.root + i) % p;
-    s.send = blocks(to, to, to + 1, shape.count);
-    co_yield s;
+    s.send = layout.range(to, to, to + 1);
+    if (s.send) co_yield s;
   }
 }
 

@@ -9,6 +9,7 @@
 // chunks accumulate cyclically (commutative operators only).
 // A barrier is an allreduce of one element: when it ends, every rank has
 // heard (transitively) from every rank.
+#include "algorithms/block_layout.hpp"
 #include "algorithms/builders/tree_helpers.hpp"
 
 namespace copse::builders {
@@ -44,21 +45,24 @@ RankSchedule tree_reduce_scatter(TreeOf tree, Shape shape, int rank) {
 // Around the ring, rank r's block b sits at b * count. In allgather step s a
 // rank forwards the block it got in step s-1 (its own first); in
 // reduce_scatter step s it passes on the partial block r-s-1, so after p-1
-// steps it holds its own block r, accumulated over all ranks.
+// steps it holds its own block r, accumulated over all ranks. Unequal
+// blocks (allgatherv, reduce_scatter with counts: Shape::counts) travel the
+// same way at their own sizes; a step moving only empty blocks is left out.
 RankSchedule ring_rank(Shape shape, int rank, bool reduce) {
   const long p = shape.ranks;
-  if (p == 1 || shape.count == 0) co_return;
+  const BlockLayout layout(shape);
+  if (p == 1 || layout.total() == 0) co_return;
   const int right = static_cast<int>((rank + 1) % p), left = static_cast<int>((rank + p - 1) % p);
   auto block = [&](int peer, long b) {
-    const auto k = static_cast<std::uint64_t>(((b % p) + p) % p);
-    return Transfer{peer, k * shape.count, shape.count};
+    const auto k = static_cast<int>(((b % p) + p) % p);
+    return layout.range(peer, k, k + 1);
   };
   for (long s = 0; s < p - 1; ++s) {
     Step step;
     step.send = block(right, reduce ? rank - s - 1 : rank - s);
     step.recv = block(left, reduce ? rank - s - 2 : rank - s - 1);
     step.combine = reduce ? Combine::left : Combine::replace;
-    co_yield step;
+    if (!step.empty()) co_yield step;
   }
 }
 

@@ -7,6 +7,9 @@
 // ..., wrapping past 0, so the operator must be commutative.
 // Example, p = 3: step 1, rank 0 sends block 1 to rank 1 and combines rank
 // 2's block 0; step 2, it sends block 2 to rank 2 and combines rank 1's.
+// Unequal blocks (Shape::counts) go at their own sizes, packed
+// (algorithms/block_layout.hpp); a step moving nothing is left out.
+#include "algorithms/block_layout.hpp"
 #include "algorithms/builders/power_of_two_fold.hpp"
 #include "algorithms/patterns.hpp"
 
@@ -16,16 +19,15 @@ namespace {
 
 RankSchedule pairwise_rank(Shape shape, int rank) {
   const int p = shape.ranks;
-  const std::uint64_t c = shape.count;
-  if (p == 1 || c == 0) co_return;
-  const auto block = [&](int peer, int b) { return Transfer{peer, static_cast<std::uint64_t>(b) * c, c}; };
+  const BlockLayout layout(shape);
+  if (p == 1 || layout.total() == 0) co_return;
   for (int s = 1; s < p; ++s) {
     const int to = (rank + s) % p, from = (rank - s + p) % p;
     Step step;
-    step.send = block(to, to);
-    step.recv = block(from, rank);
+    step.send = layout.range(to, to, to + 1);
+    step.recv = layout.range(from, rank, rank + 1);
     step.combine = patterns::side_of(from, rank);
-    co_yield step;
+    if (!step.empty()) co_yield step;
   }
 }
 

@@ -9,7 +9,11 @@
 // Example, p = 3, rank 0: step 1 sends block 1 to rank 1 and receives rank
 // 2's block into block 2 of its receive area; step 2 sends block 2 to rank 2
 // and receives rank 1's.
-#include "algorithms/builders/power_of_two_fold.hpp"
+// Unequal blocks (alltoallv, Shape::counts as a p x p matrix): the same
+// pairs, each transfer the block as algorithms/block_layout.hpp packs it; an
+// empty block is no transfer (both sides know its size), and a step with
+// neither is left out.
+#include "algorithms/block_layout.hpp"
 
 namespace copse::builders {
 
@@ -17,19 +21,20 @@ namespace {
 
 RankSchedule pairwise_alltoall_rank(Shape shape, int rank) {
   const int p = shape.ranks;
-  const std::uint64_t c = shape.count;
-  if (c == 0) co_return;
-  auto received_at = [&](int from) { return static_cast<std::uint64_t>(p + from) * c; };
+  const AlltoallLayout layout(shape, rank);
   Step own;
-  own.copy = LocalCopy{static_cast<std::uint64_t>(rank) * c, received_at(rank), c};
+  own.copy = LocalCopy{layout.send().offset(rank), layout.recv().offset(rank), layout.send().size(rank)};
+  bool copied = own.copy.count == 0;
   for (int s = 1; s < p; ++s) {
     const int to = (rank + s) % p, from = (rank - s + p) % p;
-    Step step = s == 1 ? own : Step{};
-    step.send = blocks(to, to, to + 1, c);
-    step.recv = Transfer{from, received_at(from), c};
+    Step step = copied ? Step{} : own;
+    step.send = layout.send().range(to, to, to + 1);
+    step.recv = layout.recv().range(from, from, from + 1);
+    if (step.empty()) continue;
+    copied = true;
     co_yield step;
   }
-  if (p == 1) co_yield own;
+  if (!copied) co_yield own;
 }
 
 }  // namespace

@@ -85,5 +85,8 @@ void run_large(Comm& c, bool moving = true);
 void check_bitwise(Comm& c);
 // Repeated shapes hit the plan cache and more than it holds evict (a cache of 4).
 void check_plan_cache(Comm& c);
+// The v-variants against the reference (tests/mpi/mpi_vector.cpp); blocks
+// over 2^20 bytes too when `large`.
+void run_vector(Comm& c, bool large);
 
 }  // namespace mpi_tests

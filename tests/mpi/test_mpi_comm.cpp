@@ -293,6 +293,8 @@ void run_all(const Args& a, bool features) {
     phase("matrix");
     run_large(c);
     phase("large");
+    run_vector(c, p == 2 || p == 5);
+    phase("vector");
     check_bitwise(c);
     phase("bitwise");
     run_matrix(c, true);  // again: every plan from the cache
@@ -306,6 +308,7 @@ void run_all(const Args& a, bool features) {
   for (MPI_Comm sub : {dup, reverse, round_robin}) {
     Team team(sub, options_for(a));
     run_matrix(team.comm(), true);
+    run_vector(team.comm(), false);
     check_bitwise(team.comm());
     phase("sub-communicator");
   }

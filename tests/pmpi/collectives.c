@@ -1,5 +1,6 @@
 /* A plain MPI program -- no copse header, built with the MPI C compiler --
- * that calls the ten collectives libcopse_mpi.so serves, checks every
+ * that calls the collectives libcopse_mpi.so serves (the v-variants:
+ * collectives_vector.c), checks every
  * result against a sequential computation, and records which calls it
  * expects copse to serve and which to pass to the MPI library.
  *
@@ -24,19 +25,19 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, SCATTER, GATHER, ALLTOALL };
-enum { COLLECTIVES = ALLTOALL + 1 };
-static const char* const names[COLLECTIVES] = {
-    "allreduce",      "reduce",  "bcast",  "barrier", "allgather", "reduce_scatter_block",
-    "reduce_scatter", "scatter", "gather", "alltoall"};
+#include "collectives.h"
 
-static int world_rank, world_size, failures;
+static const char* const names[COLLECTIVES] = {
+    "allreduce", "reduce",   "bcast",      "barrier", "allgather", "reduce_scatter_block", "reduce_scatter",
+    "scatter",   "gather",   "alltoall",   "allgatherv", "gatherv", "scatterv",           "alltoallv"};
+
+int world_rank, world_size, failures;
 static long served[COLLECTIVES], passed[COLLECTIVES];
 static int not_served[COLLECTIVES];
 static long long max_bytes = -1; /* -1: no bound */
 
 /* A failed check: one line on stderr, written whole. */
-static void report(int line, const char* format, ...) {
+void report(int line, const char* format, ...) {
   char text[512];
   int n = snprintf(text, sizeof text, "rank %d: line %d: ", world_rank, line);
   va_list args;
@@ -46,17 +47,12 @@ static void report(int line, const char* format, ...) {
   fprintf(stderr, "%s\n", text);
   ++failures;
 }
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) report(__LINE__, __VA_ARGS__); \
-  } while (0)
-
-static int comm_size(MPI_Comm comm) {
+int comm_size(MPI_Comm comm) {
   int p;
   MPI_Comm_size(comm, &p);
   return p;
 }
-static int comm_rank(MPI_Comm comm) {
+int comm_rank(MPI_Comm comm) {
   int r;
   MPI_Comm_rank(comm, &r);
   return r;
@@ -64,7 +60,7 @@ static int comm_rank(MPI_Comm comm) {
 
 /* One call about to be made: copse_can says whether its datatype and
  * operator are copse's; bytes are what each process contributes. */
-static void expect(int collective, MPI_Comm comm, int copse_can, long long bytes) {
+void expect(int collective, MPI_Comm comm, int copse_can, long long bytes) {
   const int serves = copse_can && !not_served[collective] && comm_size(comm) > 1 &&
                      (collective == BARRIER || max_bytes < 0 || bytes <= max_bytes);
   if (serves)
@@ -118,7 +114,7 @@ static void pair_sum_fn(void* in, void* inout, int* len, MPI_Datatype* type) {
 }
 
 /* The world ranks of comm's members, in comm's order. */
-static int* members(MPI_Comm comm) {
+int* members(MPI_Comm comm) {
   const int p = comm_size(comm);
   int* world = malloc(sizeof(int) * (size_t)p);
   MPI_Group group, world_group;
@@ -135,7 +131,7 @@ static int* members(MPI_Comm comm) {
 
 /* ---------------------------------------------------------------- the checks */
 
-static int input(int world, int i) { return (world * 37 + i * 11) % 101 - 50; }
+int input(int world, int i) { return (world * 37 + i * 11) % 101 - 50; }
 
 /* allreduce, reduce, reduce_scatter(_block) with MPI_SUM on int and the
  * non-commutative affine operator, in and out of place, on `comm`. */
@@ -554,6 +550,7 @@ int main(int argc, char** argv) {
 
   reductions(MPI_COMM_WORLD, affine_op, "world");
   movements(MPI_COMM_WORLD, "world");
+  vector_collectives(MPI_COMM_WORLD, "world");
   world_only(affine_op);
 
   /* the world in reverse order: rank order matters to the affine operator */
@@ -561,6 +558,7 @@ int main(int argc, char** argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &reversed);
   reductions(reversed, affine_op, "reversed");
   movements(reversed, "reversed");
+  vector_collectives(reversed, "reversed");
   MPI_Comm_free(&reversed);
   /* a duplicate, freed and made again (its Team goes with it) */
   for (int k = 0; k < 2; ++k) {

@@ -83,9 +83,9 @@ subroutine with_mpi_f08(failures)
   use mpi_f08
   implicit none
   integer, intent(inout) :: failures
-  integer :: rank, size, i
+  integer :: rank, size, i, j
   real :: r(4)
-  integer, allocatable :: s(:), t(:)
+  integer, allocatable :: s(:), t(:), c(:), d(:), g(:)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, size)
   r = real(rank + 1)
@@ -100,6 +100,14 @@ subroutine with_mpi_f08(failures)
   call MPI_Alltoall(MPI_IN_PLACE, 0, MPI_INTEGER, s, 1, MPI_INTEGER, MPI_COMM_WORLD)
   if (any(s /= t)) failures = failures + 1
   deallocate(s, t)
+  ! allgatherv: rank q contributes q + 1 integers of value q, packed in rank order
+  allocate(s(rank + 1), c(size), d(size), g(size * (size + 1) / 2))
+  s = rank
+  c = (/ (i + 1, i = 0, size - 1) /)
+  d = (/ (i * (i + 1) / 2, i = 0, size - 1) /)
+  call MPI_Allgatherv(s, rank + 1, MPI_INTEGER, g, c, d, MPI_INTEGER, MPI_COMM_WORLD)
+  if (any(g /= (/ ((i, j = 0, i), i = 0, size - 1) /))) failures = failures + 1
+  deallocate(s, c, d, g)
 end subroutine
 
 program fortran_collectives

@@ -127,7 +127,7 @@ case "$what" in
     if ((k > 0)); then
       # Virtual nodes take the inter-node path; reduce_scatter is left to MPI.
       export COPSE_HIERARCHY_RANKS_PER_NODE=$k
-      export COPSE_MPI_SERVE=allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,scatter,gather,alltoall
+      export COPSE_MPI_SERVE=allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,scatter,gather,alltoall,allgatherv,gatherv,scatterv,alltoallv
       extra=(--not-served reduce_scatter)
       [[ -z $form ]] || export COPSE_HIERARCHY_FORM=$form
     else
@@ -170,8 +170,8 @@ EOF
     export COPSE_MPI_STATS="$tmp/stats.jsonl"
     preloaded -np "$np" "$PMPI_FORTRAN" || { echo "FAIL the Fortran program reported wrong results"; exit 1; }
     if ((np > 1)); then
-      served='{"allreduce": 5, "reduce": 1, "bcast": 1, "barrier": 1, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 1, "gather": 1, "alltoall": 2}'
-      passed='{"allreduce": 1, "reduce": 0, "bcast": 0, "barrier": 0, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 0, "gather": 0, "alltoall": 0}'
+      served='{"allreduce": 5, "reduce": 1, "bcast": 1, "barrier": 1, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 1, "gather": 1, "alltoall": 2, "allgatherv": 1, "gatherv": 0, "scatterv": 0, "alltoallv": 0}'
+      passed='{"allreduce": 1, "reduce": 0, "bcast": 0, "barrier": 0, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 0, "gather": 0, "alltoall": 0, "allgatherv": 0, "gatherv": 0, "scatterv": 0, "alltoallv": 0}'
       check_stats "{\"served\": $served, \"passed\": $passed}"
     fi
     ;;

@@ -74,9 +74,15 @@ TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures", "[sim]
       check_ring_shortcut(p, count);
 }
 
+// The step-by-step side runs 2(p-1)p transfers per model: at p = 4099 a
+// minute and a half of the default suite's budget for what p = 1000 already
+// shows (no path of the simulator depends on p's size), so 4099 is [slow].
 TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures at large p", "[exhaustive]") {
-  for (int p : {1000, 4099})
-    for (std::uint64_t count : {std::uint64_t(p), std::uint64_t(7 * p)}) check_ring_shortcut(p, count);
+  for (std::uint64_t count : {std::uint64_t{1000}, std::uint64_t{7000}}) check_ring_shortcut(1000, count);
+}
+
+TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures at p = 4099", "[slow]") {
+  for (std::uint64_t count : {std::uint64_t{4099}, std::uint64_t{7 * 4099}}) check_ring_shortcut(4099, count);
 }
 
 // Where the promise's conditions fail the plan runs step by step, and the

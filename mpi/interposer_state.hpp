@@ -103,6 +103,9 @@ inline State* active() noexcept { return t_nested == 0 ? g_state.load(std::memor
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm);
 
+// The operator of a reduction copse serves; null: the MPI library's call.
+const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op);
+
 // The MPI error class of a copse error.
 int error_class(ErrorKind kind);
 // A served call failed: the communicator's error handler decides.

@@ -210,19 +210,21 @@ void MpiLink::start_send(LinkRank& c, const Transfer& send, const std::byte* dat
   c.begin_send(send);
   const int bytes = bytes_of(c, send);
   auto held = channel_.lock();
-  check_mpi(PMPI_Isend(data, bytes, MPI_BYTE, layout_.mpi_rank(send.peer),
-                       channel_.tag(TagSpace::link, layout_.thread(rank_), layout_.thread(send.peer)), channel_.comm(),
-                       &send_),
-            "copse: rank " + std::to_string(rank_) + ": MPI_Isend to rank " + std::to_string(send.peer));
+  // The message is built only on failure: a run's transfers allocate nothing.
+  const int rc = PMPI_Isend(data, bytes, MPI_BYTE, layout_.mpi_rank(send.peer),
+                            channel_.tag(TagSpace::link, layout_.thread(rank_), layout_.thread(send.peer)),
+                            channel_.comm(), &send_);
+  if (rc != MPI_SUCCESS)
+    check_mpi(rc, "copse: rank " + std::to_string(rank_) + ": MPI_Isend to rank " + std::to_string(send.peer));
 }
 
 bool MpiLink::test_send(LinkRank& c) {
   if (c.send_done) return true;
   auto held = channel_.lock();
   int flag = 0;
-  check_mpi(
-      PMPI_Test(&send_, &flag, MPI_STATUS_IGNORE),
-      "copse: rank " + std::to_string(rank_) + ": MPI_Test (send to rank " + std::to_string(c.sending.peer) + ")");
+  if (const int rc = PMPI_Test(&send_, &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
+    check_mpi(rc, "copse: rank " + std::to_string(rank_) + ": MPI_Test (send to rank " +
+                      std::to_string(c.sending.peer) + ")");
   if (!flag) {
     poll_notice_now_and_then();
     return false;
@@ -241,10 +243,11 @@ void MpiLink::start_recv(LinkRank& c, const Transfer& recv, std::byte* target, C
                         " in place, which it cannot: the executor stages such receives");
   c.begin_recv(recv, target, side);
   auto held = channel_.lock();
-  check_mpi(PMPI_Irecv(target, bytes, MPI_BYTE, layout_.mpi_rank(recv.peer),
-                       channel_.tag(TagSpace::link, layout_.thread(recv.peer), layout_.thread(rank_)), channel_.comm(),
-                       &recv_),
-            "copse: rank " + std::to_string(rank_) + ": MPI_Irecv from rank " + std::to_string(recv.peer));
+  const int rc = PMPI_Irecv(target, bytes, MPI_BYTE, layout_.mpi_rank(recv.peer),
+                            channel_.tag(TagSpace::link, layout_.thread(recv.peer), layout_.thread(rank_)),
+                            channel_.comm(), &recv_);
+  if (rc != MPI_SUCCESS)
+    check_mpi(rc, "copse: rank " + std::to_string(rank_) + ": MPI_Irecv from rank " + std::to_string(recv.peer));
 }
 
 bool MpiLink::test_recv(LinkRank& c) {

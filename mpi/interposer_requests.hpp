@@ -28,8 +28,4 @@ MPI_Request register_request(CopseRequest* r);
 // The request behind `handle` if it is copse's, else null.
 CopseRequest* ours(MPI_Request handle);
 
-// A served call's failure, as the communicator's error handler takes it
-// (mpi/interposer.cpp's fail) -- from inside a catch block.
-int fail_current(const char* call, const Record& r);
-
 }  // namespace copse::mpi::interposer

@@ -102,8 +102,8 @@ class Recorder {
  private:
   void add(Activity a, int src, int dst, const Transfer& t, Picos ready, Picos end, std::int64_t wall_start) {
     const Picos busy = transfer_busy(config_.model, config_.layout, src, dst, t.count * c_.eb);
-    r_.timeline->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count,
-                                         bar_start(ready, end, busy), end, wall_start, wall_ns()});
+    r_.timeline->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count, bar_start(ready, end, busy),
+                                         end, wall_start, wall_ns()});
   }
   StepRun& r_;
   const ExecutorConfig& config_;

@@ -65,11 +65,10 @@ int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, M
     if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm)) {
       const void* from = send == MPI_IN_PLACE ? recv : send;
       const auto n = static_cast<std::size_t>(count);
-      return serve(*s, c, persistent ? "MPIX_Allreduce_init" : "MPI_Iallreduce", *r, request, persistent,
-                   [&](Comm& cc) {
-                     return persistent ? cc.allreduce_init(from, recv, n, *reduce_op)
-                                       : cc.iallreduce(from, recv, n, *reduce_op);
-                   });
+      return serve(
+          *s, c, persistent ? "MPIX_Allreduce_init" : "MPI_Iallreduce", *r, request, persistent, [&](Comm& cc) {
+            return persistent ? cc.allreduce_init(from, recv, n, *reduce_op) : cc.iallreduce(from, recv, n, *reduce_op);
+          });
     }
   }
   if (s) s->stats.passed(c, persistent);
@@ -94,8 +93,8 @@ int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_O
   return allreduce_call(send, recv, count, type, op, comm, request, false);
 }
 
-int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Info info, MPI_Request* request) {
+int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request) {
   (void)info;  // hints: none that copse reads
   return allreduce_call(send, recv, count, type, op, comm, request, true);
 }
@@ -171,9 +170,8 @@ int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* r
     if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes &&
         s->in_bounds(block->bytes))
       if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r))
-        return serve(*s, c, "MPI_Iallgather", *r, request, false, [&](Comm& cc) {
-          return cc.iallgather(in_place ? recv : send, recv, block->bytes, DType::uint8);
-        });
+        return serve(*s, c, "MPI_Iallgather", *r, request, false,
+                     [&](Comm& cc) { return cc.iallgather(in_place ? recv : send, recv, block->bytes, DType::uint8); });
   }
   if (s) s->stats.passed(c, false);
   return PMPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, request);

@@ -4,6 +4,8 @@
 // every library request it was given is progressed, and the MPI library
 // with them, so that neither side's progress waits on the other's.
 
+#include "mpi/interposer_requests.hpp"
+
 #include <mpi.h>
 #include <sched.h>
 
@@ -14,8 +16,6 @@
 #include <new>
 #include <thread>
 #include <vector>
-
-#include "mpi/interposer_requests.hpp"
 
 namespace copse::mpi::interposer {
 
@@ -207,8 +207,7 @@ int testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
   if (!all) return MPI_SUCCESS;
   std::vector<MPI_Status> library_statuses(library.size());
   int library_done = 1;
-  const int rc = PMPI_Testall(static_cast<int>(library.size()), library.data(), &library_done,
-                              library_statuses.data());
+  const int rc = PMPI_Testall(static_cast<int>(library.size()), library.data(), &library_done, library_statuses.data());
   if (rc != MPI_SUCCESS || !library_done) return rc;
   for (std::size_t k = 0; k < library.size(); ++k) {
     requests[at[k]] = library[k];

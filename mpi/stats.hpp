@@ -65,7 +65,7 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> served_{};
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
   using Counts = std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()>;
-  Counts nonblocking_[2]{}, persistent_[2]{};  // served, passed
+  Counts nonblocking_[2]{}, persistent_[2]{};        // served, passed
   std::vector<std::atomic<std::uint64_t>> decided_;  // per table row, then "no row"; empty: no table
   std::string table_source_;
   mutable std::mutex cma_mutex_;  // Teams end rarely: a lock keeps the four together

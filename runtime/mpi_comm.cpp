@@ -14,8 +14,8 @@
 #include "plan/hierarchical.hpp"
 #include "plan/plan_cache.hpp"
 #include "plan/planner.hpp"
-#include "runtime/mpi_team_state.hpp"
 #include "runtime/mpi_rank.hpp"
+#include "runtime/mpi_team_state.hpp"
 #include "runtime/rank_core.hpp"
 #include "runtime/team_wait.hpp"
 #include "transport/mpi_link.hpp"
@@ -26,7 +26,6 @@ namespace copse::mpi {
 // process's thread rank over the runtime core (runtime/rank_core.hpp) -- its
 // plans' agreement, its arrival channel, its working memory and pieces --
 // and the collectives' buffer strategies.
-
 
 // Rank 0 plans `key` and tells everyone what it chose (form, algorithm,
 // blocks), with its view of the call; the others check the call and
@@ -186,7 +185,6 @@ void MpiRank::move(Collective c, const void* send, void* recv, std::size_t count
   });
   returned(c);
 }
-
 
 // ---- Team (its set-up and what the set-up found: runtime/mpi_setup.cpp) -----------------------------
 

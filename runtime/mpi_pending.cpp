@@ -24,8 +24,7 @@ namespace {
 // progressed without waiting unless asked to wait.
 class MpiCall final : public PendingCall {
  public:
-  MpiCall(MpiRank& rank, const CallArgs& args)
-      : r_(rank), a_(args) {
+  MpiCall(MpiRank& rank, const CallArgs& args) : r_(rank), a_(args) {
     const Collective c = a_.collective;
     // A barrier's one element has no bytes: its messages carry no data.
     eb_ = a_.op ? a_.op->element_bytes : c == Collective::barrier ? 0 : dtype_size(a_.dtype);
@@ -102,8 +101,9 @@ bool MpiCall::progress(bool wait) {
         const Planner& planner = r_.planner_of(hierarchical_);
         CompiledPlan plan = r_.agree_end(*agreement_, c, planner, r_.internal_key(key_, hierarchical_));
         agreement_.reset();
-        entry_ = &r_.cache.insert({key_, a_.dtype, a_.op ? a_.op->identity : nullptr,
-                                   r_.make_entry(std::move(plan), hierarchical_, c, eb_)})
+        entry_ = &r_.cache
+                      .insert({key_, a_.dtype, a_.op ? a_.op->identity : nullptr,
+                               r_.make_entry(std::move(plan), hierarchical_, c, eb_)})
                       .value;
         begin_piece();
         stage_ = Stage::running;
@@ -155,8 +155,8 @@ void MpiCall::begin_piece() {
     case Collective::reduce_scatter:  // equal blocks (reduce_scatter_block)
       y_ = r_.work_vector(p * n * eb);
       for (std::size_t v = 0; v < p; ++v)
-        copy_bytes(y_ + entry_->block_at(t, static_cast<int>(v), n), (send == recv ? recv : send) + (v * count_ + at) * eb,
-                   n * eb);
+        copy_bytes(y_ + entry_->block_at(t, static_cast<int>(v), n),
+                   (send == recv ? recv : send) + (v * count_ + at) * eb, n * eb);
       break;
     case Collective::barrier: y_ = r_.work_vector(0); break;
     default: y_ = recv + at * eb; break;  // bcast: the buffer

@@ -156,8 +156,8 @@ struct MpiRank final : RankCore {
   }
   // A piece's key in the cache; `hierarchical`: planned over the
   // node-by-node numbering (else the communicator's order).
-  CallKey entry_key(Collective c, std::uint64_t count, std::size_t eb, const ReduceOp* op, int root,
-                    bool& hierarchical, bool warmup = false, const ArrivalKey* arrival = nullptr) const {
+  CallKey entry_key(Collective c, std::uint64_t count, std::size_t eb, const ReduceOp* op, int root, bool& hierarchical,
+                    bool warmup = false, const ArrivalKey* arrival = nullptr) const {
     const bool commutative = op ? op->commutative : true;
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
     // A non-commutative operator must see the communicator's rank order,

@@ -84,8 +84,8 @@ void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch
   advance_run(r, remote, true);
 }
 
-void RankCore::start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch,
-                         const ReduceOp& op, Collective c, Link* remote, RunInput input) {
+void RankCore::start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+                         Collective c, Link* remote, RunInput input) {
   LinkEngine& engine = *core_team.engine;
   if (engine.aborted()) core_team.rethrow_failure();
   link.round = calls++;

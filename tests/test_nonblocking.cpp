@@ -2,8 +2,8 @@
 // the same resumable run (StepExecutor::start, advance) as the blocking
 // call's, progressed by Request::test -- same results, same virtual times.
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
@@ -55,7 +55,7 @@ TEST_CASE("thread Comm: iallreduce, several outstanding, tested to the end, then
         Request rc = c.iallreduce(in_place.data(), in_place.data(), n, sum);
         while (!rb.test()) {
         }
-        const bool in_order = ra.done();  // b is done only after a
+        const bool in_order = ra.done();                    // b is done only after a
         c.allreduce(b_in.data(), blocking.data(), n, sum);  // completes c first
         const bool drained = rc.done();
         ra.wait();

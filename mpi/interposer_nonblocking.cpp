@@ -33,6 +33,7 @@ Record* with_team(State& s, MPI_Comm comm) {
 template <class Start>
 int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
   s.stats.served(c, persistent);
+  const auto progressing = progress_lock();
   Nested nested;
   try {
     auto request = std::make_unique<CopseRequest>();

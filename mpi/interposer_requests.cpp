@@ -24,6 +24,10 @@ namespace {
 std::mutex g_requests_mutex;
 std::vector<CopseRequest*> g_requests;  // every live copse request
 std::atomic<std::size_t> g_live{0};     // its size, read without the lock
+// Held while a thread progresses copse's calls: a rank's queue is one
+// thread's at a time, whichever threads call MPI_Test (MPI_THREAD_MULTIPLE).
+// Recursive: progress_all tests requests under it.
+std::recursive_mutex g_progress_mutex;
 
 void forget(CopseRequest* r) {
   {
@@ -51,6 +55,7 @@ int test_ours(CopseRequest* r, bool& done) {
     done = true;
     return MPI_SUCCESS;
   }
+  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
   Nested nested;
   try {
     done = r->request.test();
@@ -76,6 +81,8 @@ void complete(MPI_Request* handle, CopseRequest* r, MPI_Status* status) {
 // than the one waited for, and those whose handles were freed while active).
 void progress_all() {
   if (g_live.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::recursive_mutex> progressing(g_progress_mutex, std::try_to_lock);
+  if (!progressing) return;  // another thread is at it
   // Under the lock, which no progress takes (a call done here keeps its
   // handle until its own test or wait): nothing copied, nothing allocated.
   std::lock_guard<std::mutex> lock(g_requests_mutex);
@@ -104,6 +111,10 @@ bool any_ours(int count, const MPI_Request* requests) {
 }
 
 }  // namespace
+
+std::unique_lock<std::recursive_mutex> progress_lock() {
+  return std::unique_lock<std::recursive_mutex>(g_progress_mutex);
+}
 
 MPI_Request register_request(CopseRequest* r) {
   std::lock_guard<std::mutex> lock(g_requests_mutex);
@@ -275,6 +286,7 @@ int request_free(MPI_Request* request) {
 int start(MPI_Request* request) {
   CopseRequest* r = request ? ours(*request) : nullptr;
   if (!r) return PMPI_Start(request);
+  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
   Nested nested;
   try {
     r->request.start();

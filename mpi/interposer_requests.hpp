@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 
+#include <mutex>
+
 #include "mpi/interposer_state.hpp"
 #include "runtime/request.hpp"
 
@@ -22,6 +24,10 @@ struct CopseRequest {
   bool persistent = false;
   bool active = false;  // persistent: started and not yet completed by a test or wait
 };
+
+// Held while a thread progresses (or starts) copse's calls: a rank's queue
+// is one thread's at a time.
+std::unique_lock<std::recursive_mutex> progress_lock();
 
 // Registers `r` (now owned by the list) and returns its handle.
 MPI_Request register_request(CopseRequest* r);

@@ -159,21 +159,29 @@ static void completions(MPI_Comm comm, long n) {
 }
 
 /* Rank 0: Ibarrier, Send to 1, Wait; rank 1: Recv from 0, Ibarrier, Wait --
- * deadlocks if a start waits for its peers. */
+ * deadlocks if a start waits for its peers. Run first, so that the start
+ * also agrees on a plan no call has made yet (and again with an allreduce
+ * of a count no other call uses). */
 static void start_never_waits(void) {
   MPI_Request r;
   int token = 42;
-  if (rank == 0) {
-    MPI_Ibarrier(MPI_COMM_WORLD, &r);
-    if (size > 1) MPI_Send(&token, 1, MPI_INT, 1, 9, MPI_COMM_WORLD);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
-  } else {
-    if (rank == 1) MPI_Recv(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Ibarrier(MPI_COMM_WORLD, &r);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  int64_t x[3] = {rank, rank, rank}, y[3] = {0, 0, 0};
+  for (int kind = 0; kind < 2; ++kind) {
+    if (rank == 0) {
+      if (kind == 0) MPI_Ibarrier(MPI_COMM_WORLD, &r);
+      else MPI_Iallreduce(x, y, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+      if (size > 1) MPI_Send(&token, 1, MPI_INT, 1, 9, MPI_COMM_WORLD);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      if (rank == 1) MPI_Recv(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (kind == 0) MPI_Ibarrier(MPI_COMM_WORLD, &r);
+      else MPI_Iallreduce(x, y, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    expect(kind == 0 ? BARRIER : ALLREDUCE, MPI_COMM_WORLD);
   }
-  expect(BARRIER, MPI_COMM_WORLD);
   CHECK(token == 42, "token %d", token);
+  CHECK(y[2] == (int64_t)size * (size - 1) / 2, "allreduce after a Recv: %lld", (long long)y[2]);
 }
 
 /* Two communicators at once: calls outstanding on both, finished in an
@@ -234,11 +242,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int p = size;
+  start_never_waits();
   const long counts[] = {0, 1, p - 1, p + 1, 1000, (1L << 20) / 8 + 3};
   for (int k = 0; k < 6; ++k) all_at(MPI_COMM_WORLD, counts[k], k * 100);
   completions(MPI_COMM_WORLD, 1000);
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
-  start_never_waits();
   two_communicators();
   persistent(1);
   persistent((1L << 20) / 8 + 3);

@@ -77,36 +77,37 @@ std::int64_t wall_ns() {
 }
 
 // A rank's timeline while it runs (StepExecutor::run's `timeline`): each
-// operation is noted when posted (its port's ready time, the wall clock)
-// and recorded when done.
+// operation is noted when posted (its port's ready time, the wall clock, in
+// the StepRun, which outlives a pause between advances) and recorded when done.
 class Recorder {
  public:
-  Recorder(Timeline* out, const ExecutorConfig& config, const LinkRank& c) : out_(out), config_(config), c_(c) {}
-  explicit operator bool() const { return out_ != nullptr; }
-  void posting_send() { send_ready_ = c_.clock.send_ready(), send_wall_ = wall_ns(); }
-  void posting_recv() { recv_ready_ = c_.clock.recv_ready(), recv_wall_ = wall_ns(); }
-  void sent(const Transfer& t) { add(Activity::send, c_.rank, t.peer, t, send_ready_, c_.send_end, send_wall_); }
-  void received(const Transfer& t) { add(Activity::recv, t.peer, c_.rank, t, recv_ready_, c_.recv_end, recv_wall_); }
+  Recorder(StepRun& r, const ExecutorConfig& config, const LinkRank& c) : r_(r), config_(config), c_(c) {}
+  explicit operator bool() const { return r_.timeline != nullptr; }
+  void posting_send() { r_.send_ready = c_.clock.send_ready(), r_.send_wall = wall_ns(); }
+  void posting_recv() { r_.recv_ready = c_.clock.recv_ready(), r_.recv_wall = wall_ns(); }
+  void sent(const Transfer& t) { add(Activity::send, c_.rank, t.peer, t, r_.send_ready, c_.send_end, r_.send_wall); }
+  void received(const Transfer& t) {
+    add(Activity::recv, t.peer, c_.rank, t, r_.recv_ready, c_.recv_end, r_.recv_wall);
+  }
   // After the step's transfers (before its staged combine and copy).
-  void transfers_done() { work_wall_ = wall_ns(); }
+  void transfers_done() { r_.work_wall = wall_ns(); }
   // After end_step(work).
   void step_done(const Step& st, Picos work) {
-    const std::size_t before = out_->size();
-    add_local_work(*out_, c_.rank, c_.step, st, c_.clock.now() - work, c_.clock.now());
-    if (out_->size() > before) out_->back().wall_start_ns = work_wall_, out_->back().wall_end_ns = wall_ns();
+    Timeline& out = *r_.timeline;
+    const std::size_t before = out.size();
+    add_local_work(out, c_.rank, c_.step, st, c_.clock.now() - work, c_.clock.now());
+    if (out.size() > before) out.back().wall_start_ns = r_.work_wall, out.back().wall_end_ns = wall_ns();
   }
 
  private:
   void add(Activity a, int src, int dst, const Transfer& t, Picos ready, Picos end, std::int64_t wall_start) {
     const Picos busy = transfer_busy(config_.model, config_.layout, src, dst, t.count * c_.eb);
-    out_->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count, bar_start(ready, end, busy), end,
-                                  wall_start, wall_ns()});
+    r_.timeline->push_back(TimelineEvent{c_.rank, a, t.peer, c_.step, t.offset, t.count, bar_start(ready, end, busy),
+                                         end, wall_start, wall_ns()});
   }
-  Timeline* out_;
+  StepRun& r_;
   const ExecutorConfig& config_;
   const LinkRank& c_;
-  Picos send_ready_ = 0, recv_ready_ = 0;
-  std::int64_t send_wall_ = 0, recv_wall_ = 0, work_wall_ = 0;
 };
 
 // The ranges of y that still hold only the run's input (RunInput): where a
@@ -116,10 +117,13 @@ class Recorder {
 // from returning y's address).
 class UnwrittenInput {
  public:
+  // The run's view (its ranges live in c.unwritten between advances).
   UnwrittenInput(LinkRank& c, std::byte* y, RunInput input)
-      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb), result_read_(input.result_read) {
-    ranges_.clear();
-    if (data_ && data_ != y && input.count > 0 && eb_ > 0) ranges_.emplace_back(0, input.count);
+      : ranges_(c.unwritten), y_(y), data_(input.data), eb_(c.eb), result_read_(input.result_read) {}
+  // At the run's start: all of y is unwritten (with an input).
+  static void begin(LinkRank& c, const std::byte* y, RunInput input) {
+    c.unwritten.clear();
+    if (input.data && input.data != y && input.count > 0 && c.eb > 0) c.unwritten.emplace_back(0, input.count);
   }
 
   // Where the region [offset, offset + count) of y can be read: the input
@@ -209,10 +213,34 @@ class Landing {
   std::byte* target_;
 };
 
+// Which of a step's transfers go in part `part` (0, then 1): both at once
+// where the ports allow, else one at a time, in send_goes_first's order.
+enum : unsigned { kSendOp = 1, kRecvOp = 2 };
+unsigned part_ops(const Step& st, unsigned part, bool bidirectional, bool send_first) {
+  const unsigned all = (st.send ? kSendOp : 0u) | (st.recv ? kRecvOp : 0u);
+  if (all != (kSendOp | kRecvOp) || bidirectional) return part == 0 ? all : 0u;
+  const unsigned first = send_first ? kSendOp : kRecvOp;
+  return part == 0 ? first : part == 1 ? all & ~first : 0u;
+}
+
 }  // namespace
 
 void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
                        Timeline* timeline, RunInput input) {
+  StepRun r;
+  start(r, c, steps, y, scratch, op, timeline, input);
+  advance(r, c, true);
+}
+
+void StepExecutor::start(StepRun& r, LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch,
+                         const ReduceOp& op, Timeline* timeline, RunInput input) {
+  r = StepRun{};
+  r.steps = steps;
+  r.y = y;
+  r.scratch = scratch;
+  r.timeline = config_.virtual_clock ? timeline : nullptr;
+  r.input = input;
+  r.active = true;
   c.y = y;
   c.scratch = scratch;
   c.op = &op;
@@ -220,93 +248,114 @@ void StepExecutor::run(LinkRank& c, std::span<const Step> steps, std::byte* y, s
   c.waiting = LinkRank::Wait::none;
   c.send_done = c.recv_done = true;
   if (local_) local_->publish_start(c);
-  const bool clock = config_.virtual_clock;
-  // Without a clock the port model does not matter: both operations of a
-  // step always run at once.
-  const bool bidirectional = !clock || config_.model.ports() == Ports::bidirectional;
-  const std::size_t eb = c.eb;
-  Recorder record(clock ? timeline : nullptr, config_, c);
-  UnwrittenInput unwritten(c, y, input);
-  // A send, or a receive into `at`, alone: posted, then waited for.
-  auto send_alone = [&](Link& out, const Transfer& t) {
-    if (record) record.posting_send();
-    out.start_send(c, t, unwritten.source(t.offset, t.count));
-    finish(c, &out, nullptr);
-    if (record) record.sent(t);
-    if (clock) c.clock.send_done(c.send_end);
-  };
-  auto recv_alone = [&](Link& in, const Landing& at) {
-    if (record) record.posting_recv();
-    at.start(in, c, unwritten);
-    finish(c, nullptr, &in);
-    if (record) record.received(at.recv());
-    if (clock) c.clock.recv_done(c.recv_end);
-  };
+  UnwrittenInput::begin(c, y, input);
+}
+
+bool StepExecutor::advance(StepRun& r, LinkRank& c, bool wait) {
+  if (!r.active) return true;
   try {
     if (aborted()) throw LinkAborted{};
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const Step& st = steps[i];
-      c.step = i;
-      if (local_) local_->publish_step(c);
-      if (clock) c.clock.begin_step();
-      if (st.send && st.recv) {
-        Link& out = link_to(c, st.send.peer);
-        Link& in = link_to(c, st.recv.peer);
-        // A send that goes first is acknowledged before the receive starts:
-        // only the link can need the receive staged then.
-        const bool send_first = !bidirectional && send_goes_first(c.rank, st);
-        const Landing at(st, stages_receive(st, in.combines_in_place(), !send_first), y, scratch, eb);
-        if (bidirectional) {
-          if (record) record.posting_send(), record.posting_recv();
-          out.start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
-          at.start(in, c, unwritten);
-          finish(c, &out, &in);
-          if (record) record.sent(st.send), record.received(st.recv);
-          if (clock) c.clock.send_done(c.send_end), c.clock.recv_done(c.recv_end);
-        } else if (send_first) {
-          send_alone(out, st.send);
-          recv_alone(in, at);
-        } else {
-          recv_alone(in, at);
-          send_alone(out, st.send);
-        }
-        if (record) record.transfers_done();
-        at.apply(c, unwritten);
-      } else if (st.send) {
-        send_alone(link_to(c, st.send.peer), st.send);
-        if (record) record.transfers_done();
-      } else if (st.recv) {
-        Link& in = link_to(c, st.recv.peer);
-        const Landing at(st, stages_receive(st, in.combines_in_place()), y, scratch, eb);
-        recv_alone(in, at);
-        if (record) record.transfers_done();
-        at.apply(c, unwritten);
-      } else if (record) {
-        record.transfers_done();
-      }
-      if (st.copy.count > 0 && eb > 0) {
-        const std::byte* const from = unwritten.source(st.copy.from, st.copy.count);
-        unwritten.overwriting(st.copy.to, st.copy.count);
-        std::memmove(y + st.copy.to * eb, from, static_cast<std::size_t>(st.copy.count * eb));
-      }
-      if (clock) {
-        const Picos work = config_.model.step_work(st, eb);
-        c.clock.end_step(work);
-        if (record) record.step_done(st, work);
-      }
-    }
+    if (!step_on(r, c, wait)) return false;
   } catch (const LinkAborted&) {
     // Another rank failed: its error is the one to report.
+    r.active = false;
     if (local_) local_->abort();
     withdraw(c);
     throw;
   } catch (...) {
+    r.active = false;
     fail(std::current_exception());
     withdraw(c);
     throw;
   }
-  unwritten.finish();
+  r.active = false;
+  UnwrittenInput(c, r.y, r.input).finish();
   if (local_) local_->publish_done(c);
+  return true;
+}
+
+void StepExecutor::begin_step(StepRun& r, LinkRank& c) {
+  const Step& st = r.steps[r.next];
+  c.step = r.next;
+  if (local_) local_->publish_step(c);
+  if (config_.virtual_clock) c.clock.begin_step();
+  r.out = st.send ? &link_to(c, st.send.peer) : nullptr;
+  r.in = st.recv ? &link_to(c, st.recv.peer) : nullptr;
+  // A send that goes first is acknowledged before the receive starts: only
+  // the link can need the receive staged then.
+  r.send_first = st.send && st.recv && !bidirectional() && send_goes_first(c.rank, st);
+  r.staged = st.recv && stages_receive(st, r.in->combines_in_place(), !r.send_first);
+  r.part = 0;
+  r.posted = false;
+  r.begun = true;
+}
+
+// The step's transfers done: its staged receive applied, its local copy,
+// its work on the clock.
+void StepExecutor::end_step(StepRun& r, LinkRank& c) {
+  const Step& st = r.steps[r.next];
+  const std::size_t eb = c.eb;
+  Recorder record(r, config_, c);
+  UnwrittenInput unwritten(c, r.y, r.input);
+  if (record) record.transfers_done();
+  if (st.recv) Landing(st, r.staged, r.y, r.scratch, eb).apply(c, unwritten);
+  if (st.copy.count > 0 && eb > 0) {
+    const std::byte* const from = unwritten.source(st.copy.from, st.copy.count);
+    unwritten.overwriting(st.copy.to, st.copy.count);
+    std::memmove(r.y + st.copy.to * eb, from, static_cast<std::size_t>(st.copy.count * eb));
+  }
+  if (config_.virtual_clock) {
+    const Picos work = config_.model.step_work(st, eb);
+    c.clock.end_step(work);
+    if (record) record.step_done(st, work);
+  }
+  ++r.next;
+  r.begun = false;
+}
+
+bool StepExecutor::step_on(StepRun& r, LinkRank& c, bool wait) {
+  const bool clock = config_.virtual_clock;
+  const bool bidirectional = this->bidirectional();
+  Recorder record(r, config_, c);
+  UnwrittenInput unwritten(c, r.y, r.input);
+  while (r.next < r.steps.size()) {
+    const Step& st = r.steps[r.next];
+    if (!r.begun) begin_step(r, c);
+    const unsigned ops = part_ops(st, r.part, bidirectional, r.send_first);
+    if (ops == 0) {
+      end_step(r, c);
+      continue;
+    }
+    const bool sends = ops & kSendOp, receives = ops & kRecvOp;
+    if (!r.posted) {
+      if (record) {
+        if (sends) record.posting_send();
+        if (receives) record.posting_recv();
+      }
+      if (sends) r.out->start_send(c, st.send, unwritten.source(st.send.offset, st.send.count));
+      if (receives) Landing(st, r.staged, r.y, r.scratch, c.eb).start(*r.in, c, unwritten);
+      r.posted = true;
+    }
+    if (wait) {
+      finish(c, sends ? r.out : nullptr, receives ? r.in : nullptr);
+    } else {
+      // Both tested, whatever the first says: each test progresses its link.
+      const bool sent = !sends || r.out->test_send(c);
+      const bool received = !receives || r.in->test_recv(c);
+      if (!sent || !received) return false;
+    }
+    if (record) {
+      if (sends) record.sent(st.send);
+      if (receives) record.received(st.recv);
+    }
+    if (clock) {
+      if (sends) c.clock.send_done(c.send_end);
+      if (receives) c.clock.recv_done(c.recv_end);
+    }
+    r.posted = false;
+    ++r.part;
+  }
+  return true;
 }
 
 void StepExecutor::fail(std::exception_ptr error) noexcept {

@@ -61,6 +61,32 @@ struct RunInput {
 struct TimelineEvent;
 using Timeline = std::vector<TimelineEvent>;
 
+// A run in progress (StepExecutor::start, then advance until it says done):
+// where the rank is in its steps, so that a caller that must not block (a
+// nonblocking collective, progressed from MPI_Test) can post a step's
+// transfers, come back later to test them, and go on. Owned by the caller,
+// private to the rank, like its LinkRank; it holds no memory of its own.
+struct StepRun {
+  std::span<const Step> steps;
+  std::byte* y = nullptr;
+  std::byte* scratch = nullptr;
+  Timeline* timeline = nullptr;
+  RunInput input;
+  std::size_t next = 0;  // the step in progress
+  // Within it: its transfers go in one part (both at once where the ports
+  // allow) or two (one port: send or receive first); `posted` while the
+  // part's transfers are in flight.
+  std::uint8_t part = 0;
+  bool begun = false, posted = false;
+  bool active = false;  // started and neither done nor failed
+  bool send_first = false, staged = false;
+  Link* out = nullptr;  // the step's links
+  Link* in = nullptr;
+  // The timeline's notes of the transfers in flight (ready times, wall clock).
+  Picos send_ready = 0, recv_ready = 0;
+  std::int64_t send_wall = 0, recv_wall = 0, work_wall = 0;
+};
+
 class StepExecutor {
  public:
   // Runs under `config` over the shared-memory link `local` (to ranks that
@@ -83,8 +109,22 @@ class StepExecutor {
   // (algorithms/timeline.hpp) and in wall time from post to completion; this
   // rank's vector only, so recording takes no lock. With an `input`, y
   // starts as that (see RunInput) rather than as it is.
+  // start() and advance(wait = true): the one code path.
   void run(LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
            Timeline* timeline = nullptr, RunInput input = {});
+
+  // The same run in parts: start() sets `run` up (and waits for nothing);
+  // each advance() goes as far as it can -- posting a step's transfers,
+  // testing them, applying the step, the next -- and returns true once the
+  // run is over. With `wait` it waits for the transfers as run() does
+  // (returning true); without, it returns false as soon as a posted
+  // transfer is not yet done. Failures are run()'s: the run is over, the
+  // rank's transfers withdrawn, the error thrown. Virtual times and the
+  // timeline are the same whichever way the run is advanced. The executor,
+  // `c`, `steps`, the buffers and `op` must outlive the run.
+  void start(StepRun& run, LinkRank& c, std::span<const Step> steps, std::byte* y, std::byte* scratch,
+             const ReduceOp& op, Timeline* timeline = nullptr, RunInput input = {});
+  bool advance(StepRun& run, LinkRank& c, bool wait);
 
   // Whether `rank`'s receives from `peer` travel over a link that combines in
   // place (true when there is no such link: the run fails there anyway).
@@ -111,6 +151,13 @@ class StepExecutor {
   // ExecutorConfig::peer_gone says it can no longer answer.
   void check_peer(LinkRank& c, LinkRank::Wait what) const;
   std::string describe_wait(const LinkRank& c, const Link& link, std::string_view how) const;
+  // advance()'s body, outside its failure handling.
+  bool step_on(StepRun& run, LinkRank& c, bool wait);
+  void begin_step(StepRun& run, LinkRank& c);
+  void end_step(StepRun& run, LinkRank& c);
+  // Without a clock the port model does not matter: both operations of a
+  // step always run at once.
+  bool bidirectional() const { return !config_.virtual_clock || config_.model.ports() == Ports::bidirectional; }
 
   LinkEngine* local_;
   Link* remote_;

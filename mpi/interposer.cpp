@@ -122,6 +122,7 @@ void start() {
 // Ends a record's Team (if it has one), counting its cross-memory attach in the stats.
 void end_team(State& s, Record& r) {
   if (!r.team) return;
+  r.team->comm(0).wait_outstanding();  // its nonblocking calls still running (mpi/interposer_nonblocking.cpp)
   s.stats.team_done(r.team->cross_memory_attach(), r.team->cross_memory_attach_note(), r.team->attached_bytes());
   r.team.reset();
 }
@@ -188,16 +189,6 @@ void count_hosts_and_nodes(const State& s, MPI_Comm comm, Record& r) {
   r.nodes = k > 0 ? (r.size + k - 1) / k : r.hosts;
 }
 
-// The operator of a reduction copse serves; null: the MPI library's call.
-const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op) {
-  if (!s.options.mpi.serves(c) || count < 0) return nullptr;
-  const ServedType* t = s.mapping.type(type);
-  if (!t) return nullptr;
-  const ReduceOp* reduce_op = s.mapping.op(op, *t);
-  if (!reduce_op || (!reduce_op->commutative && !s.keeps_order[State::index(c)])) return nullptr;
-  return reduce_op;
-}
-
 std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
 
 // This thread's last record found, while no record has gone since
@@ -212,6 +203,16 @@ struct LastRecord {
 __attribute__((tls_model("initial-exec"))) thread_local LastRecord t_last_record;
 
 }  // namespace
+
+// The operator of a reduction copse serves; null: the MPI library's call.
+const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op) {
+  if (!s.options.mpi.serves(c) || count < 0) return nullptr;
+  const ServedType* t = s.mapping.type(type);
+  if (!t) return nullptr;
+  const ReduceOp* reduce_op = s.mapping.op(op, *t);
+  if (!reduce_op || (!reduce_op->commutative && !s.keeps_order[State::index(c)])) return nullptr;
+  return reduce_op;
+}
 
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
@@ -292,6 +293,7 @@ int started(int rc) {
   if (rc != MPI_SUCCESS) return rc;
   try {
     start();
+    make_world_team();  // mpi/interposer_nonblocking.cpp
   } catch (const std::exception& e) {
     say(std::string("cannot start: ") + e.what() + " (libcopse_mpi.so stops the job)");
     PMPI_Abort(MPI_COMM_WORLD, 2);

@@ -125,4 +125,35 @@ const CommOptions* comm_options();
 int at_finalize(std::function<void()> teardown);
 void forget_at_finalize(int id);
 
+// Nonblocking and persistent collectives (mpi/interposer_nonblocking.cpp):
+// served on a communicator whose Team exists (MPI_COMM_WORLD's is made at
+// MPI_Init; another's at its first served blocking call -- a nonblocking
+// start must never wait for other processes, and making a Team does), by
+// the same rules as the blocking call, contiguous datatypes only; the rest
+// go to the MPI library's PMPI_I* (PMPIX_*_init). The request is copse's
+// own handle, which the request calls below tell from the library's.
+void make_world_team();  // at MPI_Init
+int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request);
+int ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+            MPI_Request* request);
+int ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request);
+int ibarrier(MPI_Comm comm, MPI_Request* request);
+int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+               MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request);
+int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          MPI_Request* request);
+int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request);
+// The request calls: copse's requests progressed a step at a time, the
+// library's passed through, both in one call where MPI takes several.
+int test(MPI_Request* request, int* flag, MPI_Status* status);
+int wait(MPI_Request* request, MPI_Status* status);
+int testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses);
+int waitall(int count, MPI_Request* requests, MPI_Status* statuses);
+int waitany(int count, MPI_Request* requests, int* index, MPI_Status* status);
+int request_free(MPI_Request* request);
+int start(MPI_Request* request);
+int startall(int count, MPI_Request* requests);
+
 }  // namespace copse::mpi::interposer

@@ -104,10 +104,17 @@ inline State* active() noexcept { return t_nested == 0 ? g_state.load(std::memor
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm);
 
+// The operator of a reduction copse serves; null: the MPI library's call.
+const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op);
+
 // The MPI error class of a copse error.
 int error_class(ErrorKind kind);
 // A served call failed: the communicator's error handler decides.
 int fail(const char* call, const Record& r, const std::string& message, int error_class);
+
+// A served call's failure (fail above), from inside a catch block: its MPI
+// class from the exception's kind (mpi/interposer_requests.cpp).
+int fail_current(const char* call, const Record& r);
 
 // Serves one call on the record's Team, made now if this is the first.
 template <class Body>
@@ -119,12 +126,8 @@ int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
     if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
     body(r.team->comm(0));
     return MPI_SUCCESS;
-  } catch (const Error& e) {
-    return fail(call, r, e.what(), error_class(e.kind()));
-  } catch (const std::bad_alloc&) {
-    return fail(call, r, "out of memory", MPI_ERR_NO_MEM);
-  } catch (const std::exception& e) {
-    return fail(call, r, e.what(), MPI_ERR_INTERN);
+  } catch (...) {
+    return fail_current(call, r);
   }
 }
 

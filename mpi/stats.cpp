@@ -34,8 +34,12 @@ std::string Stats::json_line(int rank, int size) const {
     for (std::size_t i = 0; i + 1 < decided_.size(); ++i) table += (i ? ", " : "") + std::to_string(decided_[i].load());
     table += "], \"unmatched\": " + std::to_string(decided_.back().load()) + "}";
   }
+  const auto both = [&](const Counts* counts) {
+    return "{\"served\": " + object(counts[0]) + ", \"passed\": " + object(counts[1]) + "}";
+  };
   return "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) +
-         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + ", \"cma\": " + cma + table + "}\n";
+         ", \"served\": " + object(served_) + ", \"passed\": " + object(passed_) + ", \"cma\": " + cma + table +
+         ", \"nonblocking\": " + both(nonblocking_) + ", \"persistent\": " + both(persistent_) + "}\n";
 }
 
 void Stats::team_done(bool cma, const std::string& note, std::uint64_t attached_bytes) {

@@ -10,6 +10,9 @@
 // or "built-in"; `rows` in the table's order, `unmatched` those no row
 // matched; absent without a table: `copse config --stats FILE` shows the
 // counts beside the rows),
+// the nonblocking calls (MPI_Iallreduce, ...) and the persistent ones
+// (MPIX_Allreduce_init, ...) under "nonblocking" and "persistent", each
+// {"served": {...}, "passed": {...}} named by their blocking collective,
 // and cross-memory attach (mpi.cma) over the process's Teams: how many read
 // large messages from their node peers' memory, how many did not (`note`:
 // why, for the first), and the bytes this process read that way.
@@ -34,6 +37,13 @@ class Stats {
   void passed(MpiCollective c) noexcept { passed_[index(c)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t served_count(MpiCollective c) const noexcept { return served_[index(c)].load(); }
   std::uint64_t passed_count(MpiCollective c) const noexcept { return passed_[index(c)].load(); }
+  // A nonblocking (`persistent` false) or persistent call, served or passed.
+  void served(MpiCollective c, bool persistent) noexcept {
+    (persistent ? persistent_ : nonblocking_)[0][index(c)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void passed(MpiCollective c, bool persistent) noexcept {
+    (persistent ? persistent_ : nonblocking_)[1][index(c)].fetch_add(1, std::memory_order_relaxed);
+  }
   // The decision table's rows (set once, before any call): decided(i)
   // counts a call row i decided, decided(rows) one no row matched.
   void table_rows(std::size_t rows, std::string source) {
@@ -54,6 +64,8 @@ class Stats {
   static std::size_t index(MpiCollective c) noexcept { return static_cast<std::size_t>(c); }
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> served_{};
   std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()> passed_{};
+  using Counts = std::array<std::atomic<std::uint64_t>, kMpiCollectives.size()>;
+  Counts nonblocking_[2]{}, persistent_[2]{};        // served, passed
   std::vector<std::atomic<std::uint64_t>> decided_;  // per table row, then "no row"; empty: no table
   std::string table_source_;
   mutable std::mutex cma_mutex_;  // Teams end rarely: a lock keeps the four together

@@ -183,6 +183,7 @@ struct ThreadRank final : RankCore {
   void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) override;
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) override;
   void move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) override;
+  std::shared_ptr<PendingCall> make_call(const CallArgs& args, bool persistent) override;  // below
 };
 
 void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
@@ -258,6 +259,49 @@ void ThreadRank::move(Collective c, const void* send, void* recv, std::size_t co
   blocks.load(send, recv, e.work, 0, count);
   run(e, e.work, e.data_op);
   blocks.store(e.work, send, recv, 0, count);
+}
+
+// ---- nonblocking and persistent allreduce (runtime/pending.hpp) ----
+
+// A thread rank's allreduce as a call: the team's plan (planning waits for
+// no other rank), then the run, progressed a step at a time -- the same run
+// as the blocking allreduce's schedule (never the direct reduce's slots).
+class ThreadAllreduce final : public PendingCall {
+ public:
+  ThreadAllreduce(ThreadRank& rank, const CallArgs& args) : r_(rank), a_(args) {}
+  bool progress(bool wait) override {
+    if (!entry_) {
+      const ReduceOp& op = *a_.op;
+      entry_ = &r_.entry(r_.team->key_of(Collective::allreduce, a_.count, op.element_bytes, &op, 0), op.dtype, &op);
+      r_.start_run(run_, entry_->steps, bytes_of(a_.recv), entry_->scratch, op, Collective::allreduce, nullptr,
+                   input_of(a_.send, a_.recv, a_.count));
+    }
+    if (!r_.advance_run(run_, nullptr, wait)) return false;
+    entry_ = nullptr;
+    r_.returned(Collective::allreduce);
+    return true;
+  }
+  void restart() override { entry_ = nullptr; }
+
+ private:
+  ThreadRank& r_;
+  const CallArgs a_;
+  ThreadRank::Entry* entry_ = nullptr;  // while running
+  StepRun run_;
+};
+
+std::shared_ptr<PendingCall> ThreadRank::make_call(const CallArgs& args, bool persistent) {
+  if (args.collective != Collective::allreduce)
+    throw UsageError("the thread Comm's nonblocking collectives: iallreduce and allreduce_init only");
+  auto call = std::make_shared<ThreadAllreduce>(*this, args);
+  if (persistent) {
+    drain();
+    entry(team->key_of(Collective::allreduce, args.count, args.op->element_bytes, args.op, 0), args.op->dtype,
+          args.op);  // planned now
+    reserve_outstanding(8);
+    link.unwritten.reserve(16);
+  }
+  return call;
 }
 
 }  // namespace

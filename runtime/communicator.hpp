@@ -22,6 +22,7 @@
 
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
+#include "runtime/request.hpp"
 
 namespace copse {
 
@@ -104,6 +105,24 @@ class Comm {
   // arrival.
   const std::vector<Picos>& planned_arrival() const;
 
+  // Nonblocking (issue 19): each starts its collective and returns at once,
+  // waiting for no other rank; Request::test progresses it, Request::wait
+  // finishes it. Arguments as the blocking call's; the buffers (and `op`)
+  // must stay until it is done. Several may be outstanding: they complete
+  // in the order started, and a blocking collective first completes them.
+  // No direct shared-memory path serves them (runtime/pending.hpp).
+  Request iallreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request ireduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  Request ibcast(void* buffer, std::size_t count, DType dtype, int root);
+  Request ibarrier();
+  Request iallgather(const void* send, void* recv, std::size_t count, DType dtype);
+  Request ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // Persistent: planned now (every rank calls it, in the same order as its
+  // collectives), run by each Request::start, which plans and allocates nothing.
+  Request allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  // Waits until every outstanding nonblocking call of this rank is done.
+  void wait_outstanding();
+
   // Made by a Team (a RankCore is a runtime's, private to it).
   explicit Comm(std::unique_ptr<RankCore> core);
   Comm(Comm&&) noexcept;
@@ -112,6 +131,7 @@ class Comm {
 
  private:
   std::unique_ptr<RankCore> core_;
+  RankCore& ready();  // the core, its outstanding nonblocking calls done
 };
 
 }  // namespace copse

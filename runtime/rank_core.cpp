@@ -26,30 +26,30 @@ void Comm::edge(double fraction) { core_->edge(fraction); }
 const std::vector<Picos>& Comm::planned_arrival() const { return core_->planned; }
 
 void Comm::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  core_->allreduce(send, recv, count, op);
+  ready().allreduce(send, recv, count, op);
 }
 void Comm::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  core_->reduce(send, recv, count, op, root);
+  ready().reduce(send, recv, count, op, root);
 }
-void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) { core_->bcast(buffer, count, dtype, root); }
-void Comm::barrier() { core_->barrier(); }
+void Comm::bcast(void* buffer, std::size_t count, DType dtype, int root) { ready().bcast(buffer, count, dtype, root); }
+void Comm::barrier() { ready().barrier(); }
 void Comm::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
-  core_->allgather(send, recv, count, dtype);
+  ready().allgather(send, recv, count, dtype);
 }
 void Comm::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
-  core_->reduce_scatter_block(send, recv, count, op);
+  ready().reduce_scatter_block(send, recv, count, op);
 }
 void Comm::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
-  core_->reduce_scatter(send, recv, counts, op);
+  ready().reduce_scatter(send, recv, counts, op);
 }
 void Comm::scatter(const void* send, void* recv, std::size_t count, DType dtype, int root) {
-  core_->move(Collective::scatter, send, recv, count, dtype, root);
+  ready().move(Collective::scatter, send, recv, count, dtype, root);
 }
 void Comm::gather(const void* send, void* recv, std::size_t count, DType dtype, int root) {
-  core_->move(Collective::gather, send, recv, count, dtype, root);
+  ready().move(Collective::gather, send, recv, count, dtype, root);
 }
 void Comm::alltoall(const void* send, void* recv, std::size_t count, DType dtype) {
-  core_->move(Collective::alltoall, send, recv, count, dtype, 0);
+  ready().move(Collective::alltoall, send, recv, count, dtype, 0);
 }
 
 // ---- RankCore ----
@@ -79,19 +79,31 @@ void RankCore::check_call(const CallKey& key, const ReduceOp* op) const {
 
 void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
                    Link* remote, RunInput input) {
+  StepRun r;
+  start_run(r, steps, y, scratch, op, c, remote, input);
+  advance_run(r, remote, true);
+}
+
+void RankCore::start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+                         Collective c, Link* remote, RunInput input) {
   LinkEngine& engine = *core_team.engine;
   if (engine.aborted()) core_team.rethrow_failure();
   link.round = calls++;
   link.activity = to_string(c);
   link.clock.reset();
+  StepExecutor(engine, remote).start(r, link, steps, y, scratch, op, nullptr, input);
+}
+
+bool RankCore::advance_run(StepRun& r, Link* remote, bool wait) {
   try {
-    StepExecutor(engine, remote).run(link, steps, y, scratch, op, nullptr, input);
+    if (!StepExecutor(*core_team.engine, remote).advance(r, link, wait)) return false;
   } catch (...) {
     // Aborted by another rank, or failed here (recorded before the abort):
     // either way every rank reports the team's first failure.
     core_team.rethrow_failure();
   }
   last_time = link.clock.now();
+  return true;
 }
 
 // Whether collective `c` of `bytes` runs through the team's direct reduce

@@ -38,6 +38,8 @@
 #include "plan/plan_cache.hpp"
 #include "plan/planner.hpp"
 #include "runtime/comm_options.hpp"
+#include "runtime/pending.hpp"
+#include "runtime/request.hpp"
 #include "runtime/team_direct.hpp"
 #include "transport/direct_reduce.hpp"
 #include "transport/link_engine.hpp"
@@ -129,6 +131,11 @@ class RankCore {
   // failures rethrow the team's first.
   void run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
            Link* remote = nullptr, RunInput input = {});
+  // The same run in parts (StepExecutor::start, advance): run() is
+  // start_run, then advance_run waiting.
+  void start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
+                 Collective c, Link* remote = nullptr, RunInput input = {});
+  bool advance_run(StepRun& r, Link* remote, bool wait);
   // The direct paths: true when the call ran through the direct reduce
   // (and returned). Only where the configuration leaves the algorithm to
   // the selection, and never for an arrival-aware allreduce.
@@ -157,6 +164,24 @@ class RankCore {
   const ArrivalKey* arrive(bool& warmup);
   void edge(double fraction);
 
+  // ---- nonblocking and persistent calls (runtime/pending.hpp, request.cpp) ----
+  // A call of `args` (its buffers and operator outlive it): started now,
+  // or -- persistent -- planned now and started by Request::start.
+  Request start(const CallArgs& args, bool persistent);
+  // The runtime's call; this default refuses (UsageError).
+  virtual std::shared_ptr<PendingCall> make_call(const CallArgs& args, bool persistent);
+  // Queues a call behind the outstanding ones and progresses them without waiting.
+  void enqueue(std::shared_ptr<PendingCall> call);
+  // Progresses the outstanding calls in order (with `wait`: waiting) until
+  // `until` is done (null: all of them); true once it is.
+  bool progress(const PendingCall* until, bool wait);
+  // Before a blocking collective: every outstanding call done.
+  void drain() {
+    if (head_ < outstanding_.size()) progress(nullptr, true);
+  }
+  // Room for `calls` outstanding calls (a persistent call's start then allocates nothing).
+  void reserve_outstanding(std::size_t room) { outstanding_.reserve(room); }
+
  protected:
   // How predictions travel: `value` is this rank's for allreduce `call`
   // (the monitor's, picoseconds since the team's origin).
@@ -182,6 +207,9 @@ class RankCore {
   template <class Body>
   void run_direct(Collective c, Body&& body);
   void agree_arrivals(std::int64_t call);
+  void pop_outstanding() noexcept;
+  std::vector<std::shared_ptr<PendingCall>> outstanding_;  // from head_ on, in the order started
+  std::size_t head_ = 0;
 };
 
 // ---- buffers ----

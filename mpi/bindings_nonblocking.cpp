@@ -1,0 +1,71 @@
+// The nonblocking and persistent collectives and the request calls
+// libcopse_mpi.so defines for C and C++ programs (as bindings_c.cpp does the
+// blocking ones; mpi/interposer.hpp says what is served).
+
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_*_init
+#endif
+
+#include "mpi/interposer.hpp"
+
+namespace ip = copse::mpi::interposer;
+
+extern "C" {
+
+int MPI_Iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* request) {
+  return ip::iallreduce(send, recv, count, type, op, comm, request);
+}
+
+int MPI_Ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request* request) {
+  return ip::ireduce(send, recv, count, type, op, root, comm, request);
+}
+
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+  return ip::ibcast(buffer, count, type, root, comm, request);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) { return ip::ibarrier(comm, request); }
+
+int MPI_Iallgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                   MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return ip::iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+}
+
+int MPI_Ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              MPI_Request* request) {
+  return ip::ireduce_scatter_block(send, recv, count, type, op, comm, request);
+}
+
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+int MPIX_Allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Info info, MPI_Request* request) {
+  return ip::allreduce_init(send, recv, count, type, op, comm, info, request);
+}
+#endif
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) { return ip::test(request, flag, status); }
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) { return ip::wait(request, status); }
+
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  return ip::testall(count, requests, flag, statuses);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return ip::waitall(count, requests, statuses);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  return ip::waitany(count, requests, index, status);
+}
+
+int MPI_Request_free(MPI_Request* request) { return ip::request_free(request); }
+
+int MPI_Start(MPI_Request* request) { return ip::start(request); }
+
+int MPI_Startall(int count, MPI_Request requests[]) { return ip::startall(count, requests); }
+
+}  // extern "C"

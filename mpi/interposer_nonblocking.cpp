@@ -1,0 +1,181 @@
+// The nonblocking and persistent collectives copse serves (mpi/interposer.hpp
+// says which and when): the same decisions as the blocking calls', on a
+// communicator whose Team already exists, and a copse request back.
+
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_*_init
+#endif
+
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "mpi/datatype_layout.hpp"
+#include "mpi/interposer_requests.hpp"
+
+namespace copse::mpi::interposer {
+
+namespace {
+
+// The communicator's record when it has a Team already: looked up, never
+// made (making one waits for every process).
+Record* with_team(State& s, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  auto* r = static_cast<Record*>(value);
+  return r->served && r->team ? r : nullptr;
+}
+
+// Starts one call on the record's Team: start(comm) returns its Request.
+template <class Start>
+int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
+  s.stats.served(c, persistent);
+  const auto progressing = progress_lock();
+  Nested nested;
+  try {
+    auto request = std::make_unique<CopseRequest>();
+    request->record = &r;
+    request->call = call;
+    request->persistent = persistent;
+    request->request = start(r.team->comm(0));
+    *out = register_request(request.release());
+    return MPI_SUCCESS;
+  } catch (...) {
+    return fail_current(call, r);
+  }
+}
+
+std::uint64_t bytes_of(int count, const ReduceOp& op) { return static_cast<std::uint64_t>(count) * op.element_bytes; }
+
+// A reduction's record when copse serves it (`bytes` per process).
+Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t bytes, MPI_Comm comm) {
+  if (!op || !s.in_bounds(bytes)) return nullptr;
+  Record* r = with_team(s, comm);
+  return r && s.table_serves(c, bytes, *r) ? r : nullptr;
+}
+
+int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* request, bool persistent) {
+  constexpr MpiCollective c = MpiCollective::allreduce;
+  State* s = active();
+  if (s && request && recv != MPI_IN_PLACE) {
+    const ReduceOp* reduce_op = reduction(*s, c, count, type, op);
+    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm)) {
+      const void* from = send == MPI_IN_PLACE ? recv : send;
+      const auto n = static_cast<std::size_t>(count);
+      return serve(
+          *s, c, persistent ? "MPIX_Allreduce_init" : "MPI_Iallreduce", *r, request, persistent, [&](Comm& cc) {
+            return persistent ? cc.allreduce_init(from, recv, n, *reduce_op) : cc.iallreduce(from, recv, n, *reduce_op);
+          });
+    }
+  }
+  if (s) s->stats.passed(c, persistent);
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+  if (persistent) return PMPIX_Allreduce_init(send, recv, count, type, op, comm, MPI_INFO_NULL, request);
+#endif
+  return PMPI_Iallreduce(send, recv, count, type, op, comm, request);
+}
+
+}  // namespace
+
+void make_world_team() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->options.mpi.serve == 0) return;
+  Nested nested;
+  if (Record* r = record(*s, MPI_COMM_WORLD); r && !r->team)
+    r->team = std::make_unique<Team>(MPI_COMM_WORLD, s->comm_options, 1);
+}
+
+int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request) {
+  return allreduce_call(send, recv, count, type, op, comm, request, false);
+}
+
+int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request) {
+  (void)info;  // hints: none that copse reads
+  return allreduce_call(send, recv, count, type, op, comm, request, true);
+}
+
+int ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+            MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::reduce;
+  State* s = active();
+  if (s && request) {
+    const ReduceOp* reduce_op = reduction(*s, c, count, type, op);
+    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm))
+      // MPI_IN_PLACE is the root's only, as send buffer.
+      if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE))
+        return serve(*s, c, "MPI_Ireduce", *r, request, false, [&](Comm& cc) {
+          return cc.ireduce(send == MPI_IN_PLACE ? recv : send, r->rank == root ? recv : nullptr,
+                            static_cast<std::size_t>(count), *reduce_op, root);
+        });
+  }
+  if (s) s->stats.passed(c, false);
+  return PMPI_Ireduce(send, recv, count, type, op, root, comm, request);
+}
+
+int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::reduce_scatter_block;
+  State* s = active();
+  if (s && request && recv != MPI_IN_PLACE)
+    if (const ReduceOp* reduce_op = reduction(*s, c, count, type, op))
+      if (Record* r = with_team(*s, comm)) {
+        const std::uint64_t bytes = bytes_of(count, *reduce_op) * static_cast<std::uint64_t>(r->size);
+        if (s->serves(c, bytes, *r))
+          return serve(*s, c, "MPI_Ireduce_scatter_block", *r, request, false, [&](Comm& cc) {
+            return cc.ireduce_scatter_block(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count),
+                                            *reduce_op);
+          });
+      }
+  if (s) s->stats.passed(c, false);
+  return PMPI_Ireduce_scatter_block(send, recv, count, type, op, comm, request);
+}
+
+int ibarrier(MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::barrier;
+  State* s = active();
+  if (s && request && s->options.mpi.serves(c))
+    if (Record* r = with_team(*s, comm); r && s->table_serves(c, 0, *r))
+      return serve(*s, c, "MPI_Ibarrier", *r, request, false, [](Comm& cc) { return cc.ibarrier(); });
+  if (s) s->stats.passed(c, false);
+  return PMPI_Ibarrier(comm, request);
+}
+
+// The collectives that move bytes: contiguous datatypes only (packing would
+// need a step after the last, at completion), as bytes.
+int ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::bcast;
+  State* s = active();
+  if (s && request && s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
+    if (const auto l = layout_of(s->mapping, type, count); l && l->contiguous && s->in_bounds(l->bytes))
+      if (Record* r = with_team(*s, comm); r && root >= 0 && root < r->size && s->table_serves(c, l->bytes, *r))
+        return serve(*s, c, "MPI_Ibcast", *r, request, false,
+                     [&](Comm& cc) { return cc.ibcast(buffer, l->bytes, DType::uint8, root); });
+  if (s) s->stats.passed(c, false);
+  return PMPI_Ibcast(buffer, count, type, root, comm, request);
+}
+
+int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+               MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::allgather;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;
+  if (s && request && s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
+    const auto block = layout_of(s->mapping, recv_type, recv_count);
+    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
+    if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes &&
+        s->in_bounds(block->bytes))
+      if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r))
+        return serve(*s, c, "MPI_Iallgather", *r, request, false,
+                     [&](Comm& cc) { return cc.iallgather(in_place ? recv : send, recv, block->bytes, DType::uint8); });
+  }
+  if (s) s->stats.passed(c, false);
+  return PMPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+}
+
+}  // namespace copse::mpi::interposer

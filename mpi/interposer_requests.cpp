@@ -1,0 +1,306 @@
+// The request calls (mpi/interposer.hpp): copse's requests progressed a step
+// at a time (runtime/pending.hpp), the library's passed through. A wait
+// polls rather than sleeps: while it waits, every live copse request and
+// every library request it was given is progressed, and the MPI library
+// with them, so that neither side's progress waits on the other's.
+
+#include "mpi/interposer_requests.hpp"
+
+#include <mpi.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+namespace copse::mpi::interposer {
+
+namespace {
+
+std::mutex g_requests_mutex;
+std::vector<CopseRequest*> g_requests;  // every live copse request
+std::atomic<std::size_t> g_live{0};     // its size, read without the lock
+// Held while a thread progresses copse's calls: a rank's queue is one
+// thread's at a time, whichever threads call MPI_Test (MPI_THREAD_MULTIPLE).
+// Recursive: progress_all tests requests under it.
+std::recursive_mutex g_progress_mutex;
+
+void forget(CopseRequest* r) {
+  {
+    std::lock_guard<std::mutex> lock(g_requests_mutex);
+    std::erase(g_requests, r);
+    g_live.store(g_requests.size(), std::memory_order_release);
+  }
+  delete r;
+}
+
+// A collective's status: empty.
+void empty_status(MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+}
+
+// Progresses copse request `r` without waiting; `done` once its call is
+// (a persistent request not started is). Returns the call's MPI error.
+int test_ours(CopseRequest* r, bool& done) {
+  if (r->persistent && !r->active) {
+    done = true;
+    return MPI_SUCCESS;
+  }
+  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
+  Nested nested;
+  try {
+    done = r->request.test();
+    return MPI_SUCCESS;
+  } catch (...) {
+    done = true;
+    return fail_current(r->call, *r->record);
+  }
+}
+
+// A copse request done: its status, and its handle freed (persistent: inactive).
+void complete(MPI_Request* handle, CopseRequest* r, MPI_Status* status) {
+  empty_status(status);
+  if (r->persistent) {
+    r->active = false;
+    return;
+  }
+  forget(r);
+  *handle = MPI_REQUEST_NULL;
+}
+
+// Every live copse request a little further (calls of other communicators
+// than the one waited for, and those whose handles were freed while active).
+void progress_all() {
+  if (g_live.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::recursive_mutex> progressing(g_progress_mutex, std::try_to_lock);
+  if (!progressing) return;  // another thread is at it
+  // Under the lock, which no progress takes (a call done here keeps its
+  // handle until its own test or wait): nothing copied, nothing allocated.
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  for (CopseRequest* r : g_requests) {
+    bool done = false;
+    test_ours(r, done);  // a failure is reported by the request's own test or wait
+  }
+}
+
+// Between polls: spin briefly, then yield the core, then sleep a little.
+void pause(unsigned polls, std::chrono::steady_clock::time_point since) {
+  if (polls < 64) return;
+  if (std::chrono::steady_clock::now() - since > std::chrono::milliseconds(10))
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  else
+    sched_yield();
+}
+
+MPI_Status* status_at(MPI_Status* statuses, int i) {
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : statuses + i;
+}
+
+bool any_ours(int count, const MPI_Request* requests) {
+  if (g_live.load(std::memory_order_acquire) == 0 || !requests) return false;
+  return std::any_of(requests, requests + count, [](MPI_Request h) { return ours(h) != nullptr; });
+}
+
+}  // namespace
+
+std::unique_lock<std::recursive_mutex> progress_lock() {
+  return std::unique_lock<std::recursive_mutex>(g_progress_mutex);
+}
+
+MPI_Request register_request(CopseRequest* r) {
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  g_requests.push_back(r);
+  g_live.store(g_requests.size(), std::memory_order_release);
+  return reinterpret_cast<MPI_Request>(r);
+}
+
+CopseRequest* ours(MPI_Request handle) {
+  if (handle == MPI_REQUEST_NULL || g_live.load(std::memory_order_acquire) == 0) return nullptr;
+  auto* r = reinterpret_cast<CopseRequest*>(handle);
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  return std::find(g_requests.begin(), g_requests.end(), r) != g_requests.end() ? r : nullptr;
+}
+
+int fail_current(const char* call, const Record& r) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return fail(call, r, e.what(), error_class(e.kind()));
+  } catch (const std::bad_alloc&) {
+    return fail(call, r, "out of memory", MPI_ERR_NO_MEM);
+  } catch (const std::exception& e) {
+    return fail(call, r, e.what(), MPI_ERR_INTERN);
+  }
+}
+
+int test(MPI_Request* request, int* flag, MPI_Status* status) {
+  CopseRequest* r = request ? ours(*request) : nullptr;
+  if (!r) {
+    progress_all();
+    return PMPI_Test(request, flag, status);
+  }
+  bool done = false;
+  const int error = test_ours(r, done);
+  *flag = done;
+  if (done) complete(request, r, status);
+  return error;
+}
+
+int wait(MPI_Request* request, MPI_Status* status) {
+  if (g_live.load(std::memory_order_acquire) == 0) return PMPI_Wait(request, status);
+  return waitall(1, request, status);
+}
+
+int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
+  if (!any_ours(count, requests) && g_live.load(std::memory_order_acquire) == 0)
+    return PMPI_Waitall(count, requests, statuses);
+  // Which are done: on the stack for a few (a persistent call's wait
+  // allocates nothing).
+  char few[16] = {};
+  std::vector<char> many(count > 16 ? static_cast<std::size_t>(count) : 0, 0);
+  char* done = count > 16 ? many.data() : few;
+  int error = MPI_SUCCESS;
+  const auto since = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    bool all = true;
+    for (int i = 0; i < count; ++i) {
+      if (done[i]) continue;
+      MPI_Status* status = status_at(statuses, i);
+      int rc = MPI_SUCCESS, flag = 0;
+      if (CopseRequest* r = ours(requests[i])) {
+        bool finished = false;
+        rc = test_ours(r, finished);
+        if ((flag = finished)) complete(&requests[i], r, status);
+      } else {
+        rc = PMPI_Test(&requests[i], &flag, status);
+        if (rc != MPI_SUCCESS) flag = 1;
+      }
+      if (error == MPI_SUCCESS) error = rc;
+      done[i] = static_cast<char>(flag);
+      all = all && flag;
+    }
+    if (all) return error;
+    progress_all();
+    pause(polls, since);
+  }
+}
+
+int testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
+  if (!any_ours(count, requests)) {
+    progress_all();
+    return PMPI_Testall(count, requests, flag, statuses);
+  }
+  // MPI changes no request unless all are done: copse's first (their
+  // progress changes no handle), then the library's all at once.
+  std::vector<MPI_Request> library;
+  std::vector<int> at;
+  bool all = true;
+  for (int i = 0; i < count; ++i) {
+    if (CopseRequest* r = ours(requests[i])) {
+      bool done = false;
+      if (const int rc = test_ours(r, done); rc != MPI_SUCCESS) return rc;
+      all = all && done;
+    } else {
+      library.push_back(requests[i]);
+      at.push_back(i);
+    }
+  }
+  *flag = 0;
+  if (!all) return MPI_SUCCESS;
+  std::vector<MPI_Status> library_statuses(library.size());
+  int library_done = 1;
+  const int rc = PMPI_Testall(static_cast<int>(library.size()), library.data(), &library_done, library_statuses.data());
+  if (rc != MPI_SUCCESS || !library_done) return rc;
+  for (std::size_t k = 0; k < library.size(); ++k) {
+    requests[at[k]] = library[k];
+    if (statuses != MPI_STATUSES_IGNORE) statuses[at[k]] = library_statuses[k];
+  }
+  for (int i = 0; i < count; ++i)
+    if (CopseRequest* r = ours(requests[i])) complete(&requests[i], r, status_at(statuses, i));
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int waitany(int count, MPI_Request* requests, int* index, MPI_Status* status) {
+  if (!any_ours(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  // The library's requests tested together (MPI_Testany knows which are
+  // inactive), copse's one by one.
+  std::vector<MPI_Request> library;
+  std::vector<int> at;
+  for (int i = 0; i < count; ++i)
+    if (!ours(requests[i])) library.push_back(requests[i]), at.push_back(i);
+  const auto since = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    bool any_active = false;
+    for (int i = 0; i < count; ++i) {
+      CopseRequest* r = ours(requests[i]);
+      if (!r || (r->persistent && !r->active)) continue;
+      any_active = true;
+      bool done = false;
+      const int rc = test_ours(r, done);
+      if (done) {
+        *index = i;
+        complete(&requests[i], r, status);
+        return rc;
+      }
+    }
+    int k = MPI_UNDEFINED, flag = 0;
+    if (!library.empty()) {
+      const int rc = PMPI_Testany(static_cast<int>(library.size()), library.data(), &k, &flag, status);
+      if (rc != MPI_SUCCESS) return rc;
+      if (flag && k != MPI_UNDEFINED) {
+        requests[at[static_cast<std::size_t>(k)]] = library[static_cast<std::size_t>(k)];
+        *index = at[static_cast<std::size_t>(k)];
+        return MPI_SUCCESS;
+      }
+    }
+    if (!any_active && (library.empty() || flag)) {  // nothing active at all
+      *index = MPI_UNDEFINED;
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    progress_all();
+    pause(polls, since);
+  }
+}
+
+int request_free(MPI_Request* request) {
+  CopseRequest* r = request ? ours(*request) : nullptr;
+  if (!r) return PMPI_Request_free(request);
+  // An active call goes on (its rank's queue holds it) and completes
+  // before any later collective of its communicator.
+  forget(r);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+int start(MPI_Request* request) {
+  CopseRequest* r = request ? ours(*request) : nullptr;
+  if (!r) return PMPI_Start(request);
+  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
+  Nested nested;
+  try {
+    r->request.start();
+    r->active = true;
+    return MPI_SUCCESS;
+  } catch (...) {
+    return fail_current(r->call, *r->record);
+  }
+}
+
+int startall(int count, MPI_Request* requests) {
+  for (int i = 0; i < count; ++i)
+    if (const int rc = start(&requests[i]); rc != MPI_SUCCESS) return rc;
+  return MPI_SUCCESS;
+}
+
+}  // namespace copse::mpi::interposer

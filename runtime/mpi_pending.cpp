@@ -1,0 +1,200 @@
+// The MPI Comm's nonblocking and persistent calls (runtime/pending.hpp):
+// the blocking collectives' pieces and buffers (runtime/mpi_comm.cpp), each
+// piece's run progressed a step at a time.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "runtime/mpi_rank.hpp"
+#include "runtime/pending.hpp"
+
+namespace copse::mpi {
+
+namespace {
+
+// An MpiRank's call, piece by piece as the blocking one: each piece's plan
+// from the cache (a persistent call's own copies), or agreed with rank 0 by
+// a run of the agreement's schedule; then the piece's run. Every run is
+// progressed without waiting unless asked to wait.
+class MpiCall final : public PendingCall {
+ public:
+  MpiCall(MpiRank& rank, const CallArgs& args) : r_(rank), a_(args) {
+    const Collective c = a_.collective;
+    // A barrier's one element has no bytes: its messages carry no data.
+    eb_ = a_.op ? a_.op->element_bytes : c == Collective::barrier ? 0 : dtype_size(a_.dtype);
+    data_ = data_op(a_.dtype, eb_);
+    count_ = c == Collective::barrier ? 1 : a_.count;
+    const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter;
+    piece_ = blocks ? r_.block_piece(eb_) : r_.piece(eb_);
+  }
+  bool progress(bool wait) override;
+  void restart() override { stage_ = Stage::piece, at_ = 0; }
+  // A persistent call's plans, now (waiting for the agreements), and room
+  // for its working vector: its runs then plan and allocate nothing.
+  void plan_now() {
+    const std::uint64_t full = std::min(piece_, count_), last = count_ % piece_;
+    own_.push_back(r_.entry(a_.collective, count_, full, a_.dtype, eb_, a_.op, a_.root));
+    if (count_ > piece_ && last != 0)
+      own_.push_back(r_.entry(a_.collective, count_, last, a_.dtype, eb_, a_.op, a_.root));
+    r_.work_vector(2 * static_cast<std::size_t>(r_.team->ranks) * full * eb_);
+  }
+
+ private:
+  enum class Stage : std::uint8_t { piece, agreeing, running };
+  const ReduceOp& op() const { return a_.op ? *a_.op : data_; }
+  const void* identity() const { return a_.op ? a_.op->identity.get() : nullptr; }
+  MpiRank::Entry* find_entry();
+  void begin_piece();
+  void end_piece();
+
+  MpiRank& r_;
+  const CallArgs a_;
+  ReduceOp data_;  // the operator of the collectives that only move data
+  std::size_t eb_ = 0;
+  std::uint64_t count_ = 0, piece_ = 1, at_ = 0, n_ = 0;
+  Stage stage_ = Stage::piece;
+  MpiRank::Entry* entry_ = nullptr;
+  std::vector<MpiRank::Entry> own_;  // persistent: its pieces' plans (the full piece's, then the last's)
+  CallKey key_;
+  bool hierarchical_ = false;
+  std::unique_ptr<MpiRank::Agreement> agreement_;
+  StepRun run_;
+  std::byte* y_ = nullptr;
+  bool into_recv_ = false;
+};
+
+MpiRank::Entry* MpiCall::find_entry() {
+  if (!own_.empty()) return n_ == std::min(piece_, count_) ? &own_.front() : &own_.back();
+  key_ = r_.entry_key(a_.collective, n_, eb_, a_.op, a_.root, hierarchical_);
+  if (auto* found = r_.cache.find(key_, a_.dtype, identity())) return &found->value;
+  return nullptr;
+}
+
+bool MpiCall::progress(bool wait) {
+  const Collective c = a_.collective;
+  for (;;) {
+    switch (stage_) {
+      case Stage::piece:
+        n_ = std::min(piece_, count_ - at_);
+        if ((entry_ = find_entry())) {
+          begin_piece();
+          stage_ = Stage::running;
+        } else {
+          if (r_.team->engine->aborted()) r_.team->rethrow_failure();
+          r_.check_call(key_, a_.op);
+          agreement_ = std::make_unique<MpiRank::Agreement>();
+          r_.agree_begin(*agreement_, c, count_, a_.dtype, r_.planner_of(hierarchical_),
+                         r_.internal_key(key_, hierarchical_));
+          r_.start_run(run_, r_.agree_steps, reinterpret_cast<std::byte*>(agreement_->got), r_.scratch.data(),
+                       agreement_->record, c, &r_.mpi);
+          stage_ = Stage::agreeing;
+        }
+        break;
+      case Stage::agreeing: {
+        if (!r_.advance_run(run_, &r_.mpi, wait)) return false;
+        const Planner& planner = r_.planner_of(hierarchical_);
+        CompiledPlan plan = r_.agree_end(*agreement_, c, planner, r_.internal_key(key_, hierarchical_));
+        agreement_.reset();
+        entry_ = &r_.cache
+                      .insert({key_, a_.dtype, a_.op ? a_.op->identity : nullptr,
+                               r_.make_entry(std::move(plan), hierarchical_, c, eb_)})
+                      .value;
+        begin_piece();
+        stage_ = Stage::running;
+        break;
+      }
+      case Stage::running:
+        if (!r_.advance_run(run_, &r_.mpi, wait)) return false;
+        end_piece();
+        stage_ = Stage::piece;
+        at_ += n_;
+        if (at_ >= count_) {
+          at_ = 0;
+          r_.returned(c);
+          return true;
+        }
+        break;
+    }
+  }
+}
+
+// The piece's working vector, its input loaded as the blocking call's
+// (MpiRank::allreduce, ...), and its run started.
+void MpiCall::begin_piece() {
+  const std::size_t eb = eb_;
+  const TeamState& t = *r_.team;
+  const auto p = static_cast<std::size_t>(t.ranks);
+  const std::uint64_t at = at_, n = n_;
+  const std::byte* send = bytes_of(a_.send);
+  std::byte* recv = bytes_of(a_.recv);
+  RunInput input;
+  switch (a_.collective) {
+    case Collective::allreduce:
+      y_ = recv + at * eb;
+      input = input_of(send + at * eb, y_, n);
+      break;
+    case Collective::reduce: {
+      const bool root = r_.rank == a_.root;
+      y_ = root ? recv + at * eb : r_.work_vector(n * eb);
+      input = input_of(send + at * eb, y_, n, root);
+      break;
+    }
+    case Collective::allgather: {
+      const std::byte* mine = send == recv ? recv + static_cast<std::size_t>(r_.rank) * count_ * eb : send;
+      into_recv_ = n == count_ && (t.contiguous || !entry_->over_internal);
+      y_ = into_recv_ ? recv : r_.work_vector(p * n * eb);
+      copy_bytes(y_ + entry_->block_at(t, r_.rank, n), mine + at * eb, n * eb);
+      break;
+    }
+    case Collective::reduce_scatter:  // equal blocks (reduce_scatter_block)
+      y_ = r_.work_vector(p * n * eb);
+      for (std::size_t v = 0; v < p; ++v)
+        copy_bytes(y_ + entry_->block_at(t, static_cast<int>(v), n),
+                   (send == recv ? recv : send) + (v * count_ + at) * eb, n * eb);
+      break;
+    case Collective::barrier: y_ = r_.work_vector(0); break;
+    default: y_ = recv + at * eb; break;  // bcast: the buffer
+  }
+  r_.start_run(run_, entry_->steps, y_, r_.scratch.data(), op(), a_.collective, &r_.mpi, input);
+}
+
+void MpiCall::end_piece() {
+  const std::size_t eb = eb_;
+  const TeamState& t = *r_.team;
+  std::byte* recv = bytes_of(a_.recv);
+  if (a_.collective == Collective::allgather && !into_recv_)
+    for (std::size_t v = 0; v < static_cast<std::size_t>(t.ranks); ++v)
+      copy_bytes(recv + (v * count_ + at_) * eb, y_ + entry_->block_at(t, static_cast<int>(v), n_), n_ * eb);
+  if (a_.collective == Collective::reduce_scatter)
+    copy_bytes(recv + at_ * eb, y_ + entry_->block_at(t, r_.rank, n_), n_ * eb);
+}
+
+}  // namespace
+
+std::shared_ptr<PendingCall> MpiRank::make_call(const CallArgs& args, bool persistent) {
+  const Collective c = args.collective;
+  if (c == Collective::scatter || c == Collective::gather || c == Collective::alltoall)
+    throw UsageError("nonblocking " + std::string(to_string(c)) + ": not served yet");
+  if (takes_root(c) && (args.root < 0 || args.root >= team->ranks)) {
+    CallKey key;
+    key.collective = c;
+    key.root = args.root;
+    check_call(key, nullptr);  // the UsageError naming the root
+  }
+  auto call = std::make_shared<MpiCall>(*this, args);
+  if (persistent) {
+    drain();
+    call->plan_now();
+    reserve_outstanding(8);
+    link.unwritten.reserve(16);
+  }
+  return call;
+}
+
+}  // namespace copse::mpi

@@ -1,0 +1,108 @@
+#include "runtime/request.hpp"
+
+#include <exception>
+#include <utility>
+
+#include "common/error.hpp"
+#include "runtime/pending.hpp"
+#include "runtime/rank_core.hpp"
+
+namespace copse {
+
+Request::Request(RankCore* core, std::shared_ptr<PendingCall> call, bool persistent)
+    : core_(core), call_(std::move(call)), persistent_(persistent) {}
+
+bool Request::test() { return !call_ || core_->progress(call_.get(), false); }
+
+void Request::wait() {
+  if (call_) core_->progress(call_.get(), true);
+}
+
+bool Request::done() const { return !call_ || call_->state != PendingCall::State::queued; }
+
+void Request::start() {
+  if (!persistent_) throw UsageError("start: not a persistent request");
+  if (!done()) throw UsageError("start: the request's call is still running");
+  call_->restart();
+  core_->enqueue(call_);
+}
+
+// ---- RankCore's queue ----
+
+void RankCore::enqueue(std::shared_ptr<PendingCall> call) {
+  call->state = PendingCall::State::queued;
+  outstanding_.push_back(std::move(call));
+  progress(nullptr, false);  // posts what can be posted now; waits for nothing
+}
+
+bool RankCore::progress(const PendingCall* until, bool wait) {
+  if (until && until->state != PendingCall::State::queued) return true;
+  while (head_ < outstanding_.size()) {
+    PendingCall& call = *outstanding_[head_];
+    try {
+      if (!call.progress(wait)) return false;
+      call.state = PendingCall::State::done;
+    } catch (...) {
+      call.state = PendingCall::State::failed;
+      pop_outstanding();
+      throw;
+    }
+    const bool mine = &call == until;
+    pop_outstanding();
+    if (mine) return true;
+  }
+  return true;
+}
+
+void RankCore::pop_outstanding() noexcept {
+  outstanding_[head_].reset();
+  if (++head_ == outstanding_.size()) {
+    outstanding_.clear();  // keeps its room: a persistent call's start allocates nothing
+    head_ = 0;
+  }
+}
+
+std::shared_ptr<PendingCall> RankCore::make_call(const CallArgs&, bool) {
+  throw UsageError("nonblocking collectives: not served by this runtime");
+}
+
+}  // namespace copse
+
+namespace copse {
+
+Request RankCore::start(const CallArgs& args, bool persistent) {
+  std::shared_ptr<PendingCall> call = make_call(args, persistent);
+  if (!persistent) enqueue(call);
+  return Request(this, std::move(call), persistent);
+}
+
+// ---- the Comm's nonblocking calls ----
+
+void Comm::wait_outstanding() { core_->drain(); }
+
+RankCore& Comm::ready() {
+  core_->drain();
+  return *core_;
+}
+
+Request Comm::iallreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  return core_->start({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, false);
+}
+Request Comm::ireduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  return core_->start({Collective::reduce, send, recv, count, &op, op.dtype, root}, false);
+}
+Request Comm::ibcast(void* buffer, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::bcast, buffer, buffer, count, nullptr, dtype, root}, false);
+}
+Request Comm::ibarrier() { return core_->start({Collective::barrier, nullptr, nullptr, 0, nullptr}, false); }
+Request Comm::iallgather(const void* send, void* recv, std::size_t count, DType dtype) {
+  return core_->start({Collective::allgather, send, recv, count, nullptr, dtype, 0}, false);
+}
+Request Comm::ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  return core_->start({Collective::reduce_scatter, send, recv, count, &op, op.dtype, 0}, false);
+}
+Request Comm::allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  return core_->start({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, true);
+}
+
+}  // namespace copse

@@ -1,0 +1,269 @@
+/* A plain MPI program -- no copse header -- that calls the nonblocking and
+ * persistent collectives libcopse_mpi.so serves, checks every result against
+ * a sequential computation, and records which calls it expects copse to
+ * serve (tests/pmpi/nonblocking.sh compares them with the stats file):
+ *
+ *   nonblocking EXPECT_FILE
+ *
+ * Covers counts 0, 1, p-1, p+1, 1000 and over 2^20 bytes, roots other than
+ * 0, in place, several calls outstanding on one communicator and on two,
+ * MPI_Waitall / MPI_Testall / MPI_Waitany mixing copse's and the library's
+ * requests, MPI_Test loops, MPI_Request_free on a running call, a blocking
+ * collective after outstanding ones, a start that must not wait for its
+ * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and a persistent
+ * allreduce (MPIX_Allreduce_init) whose starts and waits allocate nothing
+ * (operator new, counted here: the executable's definition is the process's). */
+#include <fcntl.h>
+#include <mpi.h>
+#include <mpi-ext.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- counting copse's allocations (C++ operator new) ---- */
+static volatile long news;
+void* _Znwm(size_t n) { /* operator new(size_t) */
+  ++news;
+  void* p = malloc(n ? n : 1);
+  if (!p) abort();
+  return p;
+}
+void* _Znam(size_t n) { return _Znwm(n); } /* operator new[] */
+
+enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, KINDS };
+static const char* const names[KINDS] = {"allreduce", "reduce", "bcast", "barrier", "allgather",
+                                         "reduce_scatter_block"};
+static long served[KINDS], persistent_served;
+static int rank, size, failures;
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "rank %d: line %d: ", rank, __LINE__);          \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fprintf(stderr, "\n");                                          \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+/* What rank r contributes at element i of call `salt`. */
+static int64_t value(int r, long i, int salt) { return (int64_t)(r + 1) * 1000003 + i * 7 + salt; }
+static int64_t sum_of(int p, long i, int salt) {
+  int64_t s = 0;
+  for (int r = 0; r < p; ++r) s += value(r, i, salt);
+  return s;
+}
+static int64_t* vec(long n) { return malloc((size_t)(n ? n : 1) * sizeof(int64_t)); }
+static void fill(int64_t* v, long n, int r, int salt) {
+  for (long i = 0; i < n; ++i) v[i] = value(r, i, salt);
+}
+static int cmp_size(MPI_Comm c) { int p; MPI_Comm_size(c, &p); return p; }
+static int cmp_rank(MPI_Comm c) { int r; MPI_Comm_rank(c, &r); return r; }
+/* A served call on this communicator (copse serves communicators of more than one process). */
+static void expect(int kind, MPI_Comm c) { if (cmp_size(c) > 1) ++served[kind]; }
+
+static void check_sum(const int64_t* got, long n, int p, int salt, int line) {
+  for (long i = 0; i < n; ++i)
+    if (got[i] != sum_of(p, i, salt)) {
+      fprintf(stderr, "rank %d: line %d: element %ld of %ld: %lld, expected %lld\n", rank, line, i, n,
+              (long long)got[i], (long long)sum_of(p, i, salt));
+      ++failures;
+      return;
+    }
+}
+
+/* Every collective at one count, started together (outstanding at once) and
+ * finished by one MPI_Waitall, with a ring exchange of the library's. */
+static void all_at(MPI_Comm comm, long n, int salt) {
+  const int p = cmp_size(comm), me = cmp_rank(comm), root = p - 1;
+  int64_t *in = vec(n), *sum = vec(n), *red = vec(n), *bc = vec(n), *gath = vec(n * p), *rsin = vec(n * p),
+          *rs = vec(n), *inplace = vec(n);
+  fill(in, n, me, salt);
+  fill(inplace, n, me, salt + 1);
+  for (long i = 0; i < n; ++i) bc[i] = me == root ? value(root, i, salt + 2) : -1;
+  for (int v = 0; v < p; ++v) fill(rsin + (long)v * n, n, me, salt + 3 + v);
+  int64_t ring_out = me, ring_in = -1;
+  MPI_Request rq[9];
+  MPI_Irecv(&ring_in, 1, MPI_INT64_T, (me + p - 1) % p, 7, comm, &rq[0]);
+  MPI_Iallreduce(in, sum, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[1]);
+  MPI_Ireduce(in, red, (int)n, MPI_INT64_T, MPI_SUM, root, comm, &rq[2]);
+  MPI_Ibcast(bc, (int)n, MPI_INT64_T, root, comm, &rq[3]);
+  MPI_Iallgather(in, (int)n, MPI_INT64_T, gath, (int)n, MPI_INT64_T, comm, &rq[4]);
+  MPI_Ireduce_scatter_block(rsin, rs, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[5]);
+  MPI_Iallreduce(MPI_IN_PLACE, inplace, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[6]);
+  MPI_Ibarrier(comm, &rq[7]);
+  MPI_Isend(&ring_out, 1, MPI_INT64_T, (me + 1) % p, 7, comm, &rq[8]);
+  expect(ALLREDUCE, comm), expect(ALLREDUCE, comm), expect(REDUCE, comm), expect(BCAST, comm);
+  expect(ALLGATHER, comm), expect(RSB, comm), expect(BARRIER, comm);
+  MPI_Waitall(9, rq, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < 9; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed by MPI_Waitall", i);
+  CHECK(ring_in == (me + p - 1) % p, "ring: %lld", (long long)ring_in);
+  check_sum(sum, n, p, salt, __LINE__);
+  check_sum(inplace, n, p, salt + 1, __LINE__);
+  if (me == root) check_sum(red, n, p, salt, __LINE__);
+  for (long i = 0; i < n; ++i)
+    if (bc[i] != value(root, i, salt + 2)) { CHECK(0, "bcast n=%ld element %ld", n, i); break; }
+  for (int v = 0; v < p; ++v)
+    for (long i = 0; i < n; ++i)
+      if (gath[(long)v * n + i] != value(v, i, salt)) { CHECK(0, "allgather n=%ld block %d element %ld", n, v, i); v = p; break; }
+  check_sum(rs, n, p, salt + 3 + me, __LINE__);
+  free(in), free(sum), free(red), free(bc), free(gath), free(rsin), free(rs), free(inplace);
+}
+
+/* An Iallreduce finished by an MPI_Test loop, one by MPI_Waitany among the
+ * library's, one by MPI_Testall, one freed while running and completed by a
+ * blocking collective after it. */
+static void completions(MPI_Comm comm, long n) {
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  int64_t *in = vec(n), *a = vec(n), *b = vec(n), *c = vec(n);
+  fill(in, n, me, 11);
+  MPI_Request r;
+  int flag = 0;
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &r);
+  expect(ALLREDUCE, comm);
+  while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  CHECK(r == MPI_REQUEST_NULL, "MPI_Test left the request");
+  check_sum(a, n, p, 11, __LINE__);
+
+  MPI_Request two[2];
+  int64_t token = me, got = -1;
+  MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, comm, &two[0]);
+  expect(ALLREDUCE, comm);
+  MPI_Sendrecv(&token, 1, MPI_INT64_T, (me + 1) % p, 3, &got, 1, MPI_INT64_T, (me + p - 1) % p, 3, comm,
+               MPI_STATUS_IGNORE);
+  two[1] = MPI_REQUEST_NULL;
+  int index = -1, done = 0;
+  MPI_Waitany(2, two, &index, MPI_STATUS_IGNORE);
+  CHECK(index == 0, "MPI_Waitany: index %d", index);
+  check_sum(b, n, p, 11, __LINE__);
+
+  MPI_Iallreduce(in, c, (int)n, MPI_INT64_T, MPI_SUM, comm, &two[0]);
+  MPI_Ibarrier(comm, &two[1]);
+  expect(ALLREDUCE, comm), expect(BARRIER, comm);
+  while (!done) MPI_Testall(2, two, &done, MPI_STATUSES_IGNORE);
+  CHECK(two[0] == MPI_REQUEST_NULL && two[1] == MPI_REQUEST_NULL, "MPI_Testall left requests");
+  check_sum(c, n, p, 11, __LINE__);
+
+  memset(a, 0, (size_t)(n ? n : 1) * sizeof *a);
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &r);
+  expect(ALLREDUCE, comm);
+  MPI_Request_free(&r);
+  CHECK(r == MPI_REQUEST_NULL, "MPI_Request_free left the request");
+  int64_t one = 1, all = 0;
+  MPI_Allreduce(&one, &all, 1, MPI_INT64_T, MPI_SUM, comm); /* completes the freed call first */
+  CHECK(all == p, "blocking allreduce after a freed one: %lld", (long long)all);
+  check_sum(a, n, p, 11, __LINE__);
+  free(in), free(a), free(b), free(c);
+}
+
+/* Rank 0: Ibarrier, Send to 1, Wait; rank 1: Recv from 0, Ibarrier, Wait --
+ * deadlocks if a start waits for its peers. Run first, so that the start
+ * also agrees on a plan no call has made yet (and again with an allreduce
+ * of a count no other call uses). */
+static void start_never_waits(void) {
+  MPI_Request r;
+  int token = 42;
+  int64_t x[3] = {rank, rank, rank}, y[3] = {0, 0, 0};
+  for (int kind = 0; kind < 2; ++kind) {
+    if (rank == 0) {
+      if (kind == 0) MPI_Ibarrier(MPI_COMM_WORLD, &r);
+      else MPI_Iallreduce(x, y, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+      if (size > 1) MPI_Send(&token, 1, MPI_INT, 1, 9, MPI_COMM_WORLD);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      if (rank == 1) MPI_Recv(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (kind == 0) MPI_Ibarrier(MPI_COMM_WORLD, &r);
+      else MPI_Iallreduce(x, y, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    expect(kind == 0 ? BARRIER : ALLREDUCE, MPI_COMM_WORLD);
+  }
+  CHECK(token == 42, "token %d", token);
+  CHECK(y[2] == (int64_t)size * (size - 1) / 2, "allreduce after a Recv: %lld", (long long)y[2]);
+}
+
+/* Two communicators at once: calls outstanding on both, finished in an
+ * order that is not the order started. */
+static void two_communicators(void) {
+  MPI_Comm half, dup;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  /* Their Teams: made by a first blocking served call (a nonblocking start never makes one). */
+  MPI_Barrier(half);
+  MPI_Barrier(dup);
+  const long n = 1001;
+  int64_t *in = vec(n), *a = vec(n), *b = vec(n), *c = vec(n);
+  fill(in, n, rank, 5);
+  MPI_Request r[3];
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, dup, &r[0]);
+  MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, half, &r[1]);
+  MPI_Iallreduce(in, c, (int)n, MPI_INT64_T, MPI_SUM, dup, &r[2]);
+  expect(ALLREDUCE, dup), expect(ALLREDUCE, half), expect(ALLREDUCE, dup);
+  MPI_Wait(&r[2], MPI_STATUS_IGNORE);
+  MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+  MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+  check_sum(a, n, size, 5, __LINE__);
+  check_sum(c, n, size, 5, __LINE__);
+  for (long i = 0; i < n; ++i) {
+    int64_t s = 0;
+    for (int q = rank % 2; q < size; q += 2) s += value(q, i, 5);
+    if (b[i] != s) { CHECK(0, "half allreduce element %ld", i); break; }
+  }
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
+  free(in), free(a), free(b), free(c);
+}
+
+/* Persistent allreduce: planned at init, then started and waited for with
+ * new data each time, and no operator new after init. */
+static void persistent(long n) {
+  int64_t *in = vec(n), *out = vec(n);
+  MPI_Request r;
+  fill(in, n, rank, 0);
+  MPIX_Allreduce_init(in, out, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+  if (size > 1) ++persistent_served;
+  const long before = news;
+  for (int round = 0; round < 50; ++round) {
+    fill(in, n, rank, round);
+    MPI_Start(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(r != MPI_REQUEST_NULL, "MPI_Wait freed a persistent request");
+    check_sum(out, n, size, round, __LINE__);
+  }
+  CHECK(news == before, "persistent allreduce of %ld: %ld operator new calls after init", n, news - before);
+  MPI_Request_free(&r);
+  free(in), free(out);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int p = size;
+  start_never_waits();
+  const long counts[] = {0, 1, p - 1, p + 1, 1000, (1L << 20) / 8 + 3};
+  for (int k = 0; k < 6; ++k) all_at(MPI_COMM_WORLD, counts[k], k * 100);
+  completions(MPI_COMM_WORLD, 1000);
+  completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
+  two_communicators();
+  persistent(1);
+  persistent((1L << 20) / 8 + 3);
+
+  char line[1024];
+  int at = snprintf(line, sizeof line, "{\"rank\": %d, \"nonblocking\": {", rank);
+  for (int k = 0; k < KINDS; ++k)
+    at += snprintf(line + at, sizeof line - (size_t)at, "%s\"%s\": %ld", k ? ", " : "", names[k], served[k]);
+  at += snprintf(line + at, sizeof line - (size_t)at, "}, \"persistent\": %ld}\n", persistent_served);
+  if (argc > 1) {
+    const int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0 || write(fd, line, (size_t)at) != at) ++failures;
+    if (fd >= 0) close(fd);
+  }
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("nonblocking: %s (%d failures)\n", all ? "FAILED" : "every check passed", all);
+  MPI_Finalize();
+  return all ? 1 : 0;
+}

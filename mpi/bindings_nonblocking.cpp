@@ -64,6 +64,24 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 
 int MPI_Request_free(MPI_Request* request) { return ip::request_free(request); }
 
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  return ip::testany(count, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  return ip::waitsome(count, requests, outcount, indices, statuses);
+}
+
+int MPI_Testsome(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  return ip::testsome(count, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  return ip::request_get_status(request, flag, status);
+}
+
+int MPI_Cancel(MPI_Request* request) { return ip::cancel(request); }
+
 int MPI_Start(MPI_Request* request) { return ip::start(request); }
 
 int MPI_Startall(int count, MPI_Request requests[]) { return ip::startall(count, requests); }

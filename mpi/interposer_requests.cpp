@@ -14,6 +14,7 @@
 #include <chrono>
 #include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -163,11 +164,18 @@ int wait(MPI_Request* request, MPI_Status* status) {
 int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
   if (!any_ours(count, requests) && g_live.load(std::memory_order_acquire) == 0)
     return PMPI_Waitall(count, requests, statuses);
-  // Which are done: on the stack for a few (a persistent call's wait
-  // allocates nothing).
-  char few[16] = {};
-  std::vector<char> many(count > 16 ? static_cast<std::size_t>(count) : 0, 0);
-  char* done = count > 16 ? many.data() : few;
+  // Which are done, and which are copse's (looked up once: the loop is a
+  // persistent 8-byte call's whole wait): on the stack for a few (a
+  // persistent call's wait allocates nothing).
+  constexpr int kFew = 16;
+  char few_done[kFew] = {};
+  CopseRequest* few_ours[kFew] = {};
+  std::vector<char> many_done(count > kFew ? static_cast<std::size_t>(count) : 0, 0);
+  std::vector<CopseRequest*> many_ours(count > kFew ? static_cast<std::size_t>(count) : 0, nullptr);
+  char* done = count > kFew ? many_done.data() : few_done;
+  CopseRequest** mine = count > kFew ? many_ours.data() : few_ours;
+  std::size_t copse_here = 0;
+  for (int i = 0; i < count; ++i) copse_here += (mine[i] = ours(requests[i])) != nullptr;
   int error = MPI_SUCCESS;
   const auto since = std::chrono::steady_clock::now();
   for (unsigned polls = 0;; ++polls) {
@@ -176,10 +184,13 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
       if (done[i]) continue;
       MPI_Status* status = status_at(statuses, i);
       int rc = MPI_SUCCESS, flag = 0;
-      if (CopseRequest* r = ours(requests[i])) {
+      if (CopseRequest* r = mine[i]) {
         bool finished = false;
         rc = test_ours(r, finished);
-        if ((flag = finished)) complete(&requests[i], r, status);
+        if ((flag = finished)) {
+          if (!r->persistent) --copse_here;  // complete() forgets it: no longer live
+          complete(&requests[i], r, status);
+        }
       } else {
         rc = PMPI_Test(&requests[i], &flag, status);
         if (rc != MPI_SUCCESS) flag = 1;
@@ -189,7 +200,8 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
       all = all && flag;
     }
     if (all) return error;
-    progress_all();
+    // Other communicators' calls (and freed ones) go on too, when there are any.
+    if (g_live.load(std::memory_order_acquire) > copse_here) progress_all();
     pause(polls, since);
   }
 }
@@ -230,47 +242,162 @@ int testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// The library's requests of `requests` (not copse's, not null), with their indices.
+struct LibraryPart {
+  std::vector<MPI_Request> handles;
+  std::vector<int> at;
+  LibraryPart(int count, const MPI_Request* requests) {
+    for (int i = 0; i < count; ++i)
+      if (requests[i] != MPI_REQUEST_NULL && !ours(requests[i])) handles.push_back(requests[i]), at.push_back(i);
+  }
+  int size() const { return static_cast<int>(handles.size()); }
+};
+
+// One pass of MPI_Waitany/Testany over copse's requests, then the library's
+// (tested together: MPI_Testany knows which are inactive). True when the
+// call's answer is final: one completed (*index), or none active at all
+// (*index MPI_UNDEFINED); `rc` is the error to return then.
+bool any_pass(int count, MPI_Request* requests, LibraryPart& library, int* index, MPI_Status* status, int& rc) {
+  bool any_active = false;
+  rc = MPI_SUCCESS;
+  for (int i = 0; i < count; ++i) {
+    CopseRequest* r = ours(requests[i]);
+    if (!r || (r->persistent && !r->active)) continue;
+    any_active = true;
+    bool done = false;
+    rc = test_ours(r, done);
+    if (done) {
+      *index = i;
+      complete(&requests[i], r, status);
+      return true;
+    }
+  }
+  int k = MPI_UNDEFINED, flag = 0;
+  if (library.size() > 0) {
+    rc = PMPI_Testany(library.size(), library.handles.data(), &k, &flag, status);
+    if (rc != MPI_SUCCESS) return true;
+    if (flag && k != MPI_UNDEFINED) {
+      requests[library.at[static_cast<std::size_t>(k)]] = library.handles[static_cast<std::size_t>(k)];
+      *index = library.at[static_cast<std::size_t>(k)];
+      return true;
+    }
+  }
+  if (!any_active && (library.size() == 0 || flag)) {  // nothing active at all
+    *index = MPI_UNDEFINED;
+    empty_status(status);
+    return true;
+  }
+  return false;
+}
+
+// One pass of MPI_Waitsome/Testsome: every completed request's index and
+// status, copse's first, then the library's (tested together, as
+// MPI_Testsome knows which are inactive); *outcount MPI_UNDEFINED when none
+// is active at all.
+int some_pass(int count, MPI_Request* requests, LibraryPart& library, int* outcount, int* indices,
+              MPI_Status* statuses) {
+  int out = 0, rc = MPI_SUCCESS;
+  bool any_active = false;
+  for (int i = 0; i < count; ++i) {
+    CopseRequest* r = ours(requests[i]);
+    if (!r || (r->persistent && !r->active)) continue;
+    any_active = true;
+    bool done = false;
+    if (const int error = test_ours(r, done); rc == MPI_SUCCESS) rc = error;
+    if (!done) continue;
+    complete(&requests[i], r, status_at(statuses, out));
+    indices[out++] = i;
+  }
+  if (library.size() > 0) {
+    int done = MPI_UNDEFINED;
+    std::vector<int> which(library.handles.size());
+    std::vector<MPI_Status> library_statuses(statuses == MPI_STATUSES_IGNORE ? 0 : library.handles.size());
+    const int error = PMPI_Testsome(library.size(), library.handles.data(), &done, which.data(),
+                                    statuses == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : library_statuses.data());
+    if (rc == MPI_SUCCESS) rc = error;
+    if (done != MPI_UNDEFINED) {
+      any_active = true;
+      for (int k = 0; k < done; ++k) {
+        const auto j = static_cast<std::size_t>(which[static_cast<std::size_t>(k)]);
+        requests[library.at[j]] = library.handles[j];
+        if (statuses != MPI_STATUSES_IGNORE) statuses[out] = library_statuses[static_cast<std::size_t>(k)];
+        indices[out++] = library.at[j];
+      }
+    }
+  }
+  *outcount = out == 0 && !any_active ? MPI_UNDEFINED : out;
+  return rc;
+}
+
+}  // namespace
+
 int waitany(int count, MPI_Request* requests, int* index, MPI_Status* status) {
   if (!any_ours(count, requests)) return PMPI_Waitany(count, requests, index, status);
-  // The library's requests tested together (MPI_Testany knows which are
-  // inactive), copse's one by one.
-  std::vector<MPI_Request> library;
-  std::vector<int> at;
-  for (int i = 0; i < count; ++i)
-    if (!ours(requests[i])) library.push_back(requests[i]), at.push_back(i);
+  LibraryPart library(count, requests);
   const auto since = std::chrono::steady_clock::now();
   for (unsigned polls = 0;; ++polls) {
-    bool any_active = false;
-    for (int i = 0; i < count; ++i) {
-      CopseRequest* r = ours(requests[i]);
-      if (!r || (r->persistent && !r->active)) continue;
-      any_active = true;
-      bool done = false;
-      const int rc = test_ours(r, done);
-      if (done) {
-        *index = i;
-        complete(&requests[i], r, status);
-        return rc;
-      }
-    }
-    int k = MPI_UNDEFINED, flag = 0;
-    if (!library.empty()) {
-      const int rc = PMPI_Testany(static_cast<int>(library.size()), library.data(), &k, &flag, status);
-      if (rc != MPI_SUCCESS) return rc;
-      if (flag && k != MPI_UNDEFINED) {
-        requests[at[static_cast<std::size_t>(k)]] = library[static_cast<std::size_t>(k)];
-        *index = at[static_cast<std::size_t>(k)];
-        return MPI_SUCCESS;
-      }
-    }
-    if (!any_active && (library.empty() || flag)) {  // nothing active at all
-      *index = MPI_UNDEFINED;
-      empty_status(status);
-      return MPI_SUCCESS;
-    }
+    int rc = MPI_SUCCESS;
+    if (any_pass(count, requests, library, index, status, rc)) return rc;
     progress_all();
     pause(polls, since);
   }
+}
+
+int testany(int count, MPI_Request* requests, int* index, int* flag, MPI_Status* status) {
+  if (!any_ours(count, requests)) {
+    progress_all();
+    return PMPI_Testany(count, requests, index, flag, status);
+  }
+  LibraryPart library(count, requests);
+  int rc = MPI_SUCCESS;
+  *flag = any_pass(count, requests, library, index, status, rc);
+  if (!*flag) *index = MPI_UNDEFINED;
+  return rc;
+}
+
+int waitsome(int count, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses) {
+  if (!any_ours(count, requests)) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+  LibraryPart library(count, requests);
+  const auto since = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    const int rc = some_pass(count, requests, library, outcount, indices, statuses);
+    if (rc != MPI_SUCCESS || *outcount != 0) return rc;
+    progress_all();
+    pause(polls, since);
+  }
+}
+
+int testsome(int count, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses) {
+  if (!any_ours(count, requests)) {
+    progress_all();
+    return PMPI_Testsome(count, requests, outcount, indices, statuses);
+  }
+  LibraryPart library(count, requests);
+  return some_pass(count, requests, library, outcount, indices, statuses);
+}
+
+int request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  CopseRequest* r = ours(request);
+  if (!r) {
+    progress_all();
+    return PMPI_Request_get_status(request, flag, status);
+  }
+  // Progressed, never freed: the handle stays the application's.
+  bool done = false;
+  const int rc = test_ours(r, done);
+  *flag = done;
+  if (done) empty_status(status);
+  return rc;
+}
+
+int cancel(MPI_Request* request) {
+  CopseRequest* r = request ? ours(*request) : nullptr;
+  if (!r) return PMPI_Cancel(request);
+  return fail("MPI_Cancel", *r->record,
+              std::string("a request of ") + r->call + " cannot be cancelled (MPI: erroneous for collectives)",
+              MPI_ERR_REQUEST);
 }
 
 int request_free(MPI_Request* request) {

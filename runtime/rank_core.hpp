@@ -181,6 +181,14 @@ class RankCore {
   }
   // Room for `calls` outstanding calls (a persistent call's start then allocates nothing).
   void reserve_outstanding(std::size_t room) { outstanding_.reserve(room); }
+  // A nonblocking small allreduce or barrier of one node through the direct
+  // reduce, where the blocking call would take it (request.cpp's DirectCall;
+  // null elsewhere), and its progress: posted on its first progress, done
+  // once every peer has posted (with `wait`: waiting). One shared-slot
+  // round, as the blocking call: a persistent 8-byte allreduce costs what a
+  // blocking one does.
+  std::shared_ptr<PendingCall> direct_call(const CallArgs& args);
+  bool progress_direct(const CallArgs& args, bool& posted, std::uint32_t& call, bool wait);
 
  protected:
   // How predictions travel: `value` is this rank's for allreduce `call`

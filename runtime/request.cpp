@@ -1,6 +1,9 @@
 #include "runtime/request.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <utility>
 
 #include "common/error.hpp"
@@ -70,8 +73,58 @@ std::shared_ptr<PendingCall> RankCore::make_call(const CallArgs&, bool) {
 
 namespace copse {
 
+namespace {
+
+class DirectCall final : public PendingCall {
+ public:
+  DirectCall(RankCore& core, const CallArgs& args) : core_(core), args_(args) {}
+  bool progress(bool wait) override { return core_.progress_direct(args_, posted_, call_, wait); }
+  void restart() override { posted_ = false; }
+
+ private:
+  RankCore& core_;
+  const CallArgs args_;
+  bool posted_ = false;
+  std::uint32_t call_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<PendingCall> RankCore::direct_call(const CallArgs& a) {
+  if (core_team.arrival_aware) return nullptr;  // planned by arrival, as the blocking call
+  const bool barrier = a.collective == Collective::barrier;
+  if (a.collective != Collective::allreduce && !barrier) return nullptr;
+  const std::size_t bytes = barrier || !a.op ? 0 : a.count * a.op->element_bytes;
+  if (!direct_fits(a.collective, bytes, false)) return nullptr;
+  return std::make_shared<DirectCall>(*this, a);
+}
+
+bool RankCore::progress_direct(const CallArgs& a, bool& posted, std::uint32_t& call, bool wait) {
+  if (core_team.engine->aborted()) core_team.rethrow_failure();
+  try {
+    if (!posted) {
+      link.round = calls++;
+      call = direct->start(a.collective, a.send, a.count, a.op);
+      posted = true;
+    }
+    if (!direct->finish(call, a.recv, a.count, a.op, wait)) return false;
+  } catch (...) {
+    core_team.rethrow_failure();
+  }
+  posted = false;
+  last_time = 0;
+  returned(a.collective);
+  return true;
+}
+
 Request RankCore::start(const CallArgs& args, bool persistent) {
-  std::shared_ptr<PendingCall> call = make_call(args, persistent);
+  std::shared_ptr<PendingCall> call = direct_call(args);
+  if (!call) {
+    call = make_call(args, persistent);
+  } else if (persistent) {
+    drain();
+    reserve_outstanding(8);  // its starts allocate nothing
+  }
   if (!persistent) enqueue(call);
   return Request(this, std::move(call), persistent);
 }

@@ -41,20 +41,43 @@ TeamDirectReduce::TeamDirectReduce(LinkEngine& engine, DirectReduce& reducer, Li
 }
 
 template <class Body>
-void TeamDirectReduce::guarded(Collective c, Body&& body) {
-  link_.activity = to_string(c);
-  link_.step = 0;
-  engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
-  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+decltype(auto) TeamDirectReduce::failing(Body&& body) {
   try {
-    body();
+    return body();
   } catch (...) {
     // Timed out, a size mismatch or the operator threw here (every other
     // rank then learns it from the engine), or aborted by another rank.
     if (!engine_.aborted()) engine_.fail(std::current_exception());
     throw;
   }
+}
+
+template <class Body>
+void TeamDirectReduce::guarded(Collective c, Body&& body) {
+  link_.activity = to_string(c);
+  link_.step = 0;
+  engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
+  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+  failing(body);
   engine_.publish_done(link_);
+}
+
+std::uint32_t TeamDirectReduce::start(Collective c, const void* send, std::size_t count, const ReduceOp* op) {
+  link_.activity = to_string(c);
+  link_.step = 0;
+  engine_.publish_start(link_);
+  return failing([&] { return reducer_.post_allreduce(direct_, static_cast<const std::byte*>(send), count, op); });
+}
+
+bool TeamDirectReduce::finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait) {
+  if (!wait && !reducer_.all_posted(direct_, call)) {
+    if (engine_.aborted()) throw LinkAborted{};
+    return false;
+  }
+  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+  failing([&] { reducer_.finish_allreduce(direct_, call, static_cast<std::byte*>(recv), count, op, policy_); });
+  engine_.publish_done(link_);
+  return true;
 }
 
 void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size_t count, const ReduceOp* op,

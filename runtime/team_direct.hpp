@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "common/link.hpp"
@@ -50,12 +51,22 @@ class TeamDirectReduce {
                       const ReduceOp& op);
   // A reduce to `root` through the same slots.
   void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  // An allreduce (barrier without an operator) that must not wait when it
+  // starts (a nonblocking or persistent call): start() posts this rank's
+  // vector and returns the call's number; finish() completes it when every
+  // peer has posted (with `wait`: waiting for them) and says whether it
+  // did. Failures as run()'s.
+  std::uint32_t start(Collective c, const void* send, std::size_t count, const ReduceOp* op);
+  bool finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait);
 
  private:
   // Runs body() as call link.round of collective `c`: published, under the
   // wait policy, failures failing the engine.
   template <class Body>
   void guarded(Collective c, Body&& body);
+  // body(), a failure failing the engine (unless it is aborted already) and propagating.
+  template <class Body>
+  decltype(auto) failing(Body&& body);
 
   LinkEngine& engine_;
   DirectReduce& reducer_;

@@ -107,8 +107,8 @@ std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
   return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kPostBytes;
 }
 
-std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                                     std::size_t element_bytes, const WaitPolicy& policy, int root) {
+std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
+                                        int root) {
   if (bytes > kPostBytes)
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
@@ -119,21 +119,42 @@ std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::by
   mine.collective[call % kBuffers] = c;
   mine.root[call % kBuffers] = root;
   post(mine.posted, mine.sleepers, call);
+  return call;
+}
+
+std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
+                                     std::size_t element_bytes, const WaitPolicy& policy, int root) {
+  const std::uint32_t call = post_vector(me, c, vector, bytes, root);
   await_posts(me, call, c, bytes, element_bytes, policy, root);
   return call;
 }
 
 void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                              const ReduceOp* op, const WaitPolicy& policy) {
-  const std::size_t eb = op ? op->element_bytes : 0;
-  const std::size_t bytes = count * eb;
+  finish_allreduce(me, post_allreduce(me, send, count, op), recv, count, op, policy);
+}
+
+std::uint32_t DirectReduce::post_allreduce(DirectRank& me, const std::byte* send, std::size_t count,
+                                           const ReduceOp* op) {
+  const std::size_t bytes = count * (op ? op->element_bytes : 0);
   if (bytes > kSlotBytes)
     throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
                      std::to_string(bytes));
-  const std::uint32_t call = exchange(me, op ? Collective::allreduce : Collective::barrier, send, bytes, eb, policy);
-  if (bytes == 0) return;
+  return post_vector(me, op ? Collective::allreduce : Collective::barrier, send, bytes, -1);
+}
 
-  fold_posts(call, 0, count, *op, recv);
+bool DirectReduce::all_posted(const DirectRank& me, std::uint32_t call) const {
+  for (int q = 0; q < ranks_; ++q)
+    if (q != me.rank && static_cast<std::int32_t>(slots_[q].posted.load(std::memory_order_acquire) - call) < 0)
+      return false;
+  return true;
+}
+
+void DirectReduce::finish_allreduce(DirectRank& me, std::uint32_t call, std::byte* recv, std::size_t count,
+                                    const ReduceOp* op, const WaitPolicy& policy) {
+  const std::size_t eb = op ? op->element_bytes : 0;
+  await_posts(me, call, op ? Collective::allreduce : Collective::barrier, count * eb, eb, policy);
+  if (count * eb > 0) fold_posts(call, 0, count, *op, recv);
 }
 
 void DirectReduce::fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op,

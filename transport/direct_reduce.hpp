@@ -109,6 +109,16 @@ class DirectReduce {
   // throws, leaving the slots unusable (the caller aborts its team).
   void allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp* op,
                  const WaitPolicy& policy);
+  // The same in two halves, for a call that must not wait when it starts
+  // (a nonblocking or persistent one, runtime/pending.hpp): post_allreduce
+  // copies and posts this rank's vector and returns the call's number;
+  // all_posted says, without waiting, whether every peer has posted it;
+  // finish_allreduce then checks the posts and folds them into recv
+  // (waiting under `policy` if they are not all in). allreduce() is the two.
+  std::uint32_t post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op);
+  bool all_posted(const DirectRank& me, std::uint32_t call) const;
+  void finish_allreduce(DirectRank& me, std::uint32_t call, std::byte* recv, std::size_t count, const ReduceOp* op,
+                        const WaitPolicy& policy);
 
   // The same for a vector of any size among threads of one process (a
   // HeapArena; UsageError otherwise), without copying it into the slots:
@@ -151,6 +161,8 @@ class DirectReduce {
   struct Slot;
   using Word = std::atomic<std::uint32_t> Slot::*;
   std::byte* data(int rank, std::uint32_t call) const;
+  // exchange()'s first half: me's vector copied and posted as its next call.
+  std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root);
   void post(std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t call);
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,

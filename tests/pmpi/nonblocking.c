@@ -8,7 +8,8 @@
  * Covers counts 0, 1, p-1, p+1, 1000 and over 2^20 bytes, roots other than
  * 0, in place, several calls outstanding on one communicator and on two,
  * MPI_Waitall / MPI_Testall / MPI_Waitany mixing copse's and the library's
- * requests, MPI_Test loops, MPI_Request_free on a running call, a blocking
+ * requests, MPI_Testany / MPI_Testsome / MPI_Waitsome / MPI_Request_get_status
+ * on copse's requests beside the library's, MPI_Cancel refused, MPI_Test loops, MPI_Request_free on a running call, a blocking
  * collective after outstanding ones, a start that must not wait for its
  * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and a persistent
  * allreduce (MPIX_Allreduce_init) whose starts and waits allocate nothing
@@ -237,6 +238,89 @@ static void persistent(long n) {
   free(in), free(out);
 }
 
+/* The other request calls on copse's requests beside the library's:
+ * MPI_Request_get_status (progresses, never frees), MPI_Testany and
+ * MPI_Testsome loops, MPI_Waitsome, and MPI_Cancel, which MPI forbids for
+ * collectives (an error, the request still completes). */
+static void other_request_calls(MPI_Comm comm, long n) {
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  int64_t *in = vec(n), *a = vec(n), *b = vec(n);
+  fill(in, n, me, 21);
+  MPI_Request r[3];
+  int flag = 0, index = -1, outcount = 0, indices[3];
+  int64_t token = me, got = -1;
+
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &r[0]);
+  expect(ALLREDUCE, comm);
+  while (!flag) MPI_Request_get_status(r[0], &flag, MPI_STATUS_IGNORE);
+  CHECK(r[0] != MPI_REQUEST_NULL, "MPI_Request_get_status freed the request");
+  MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+  CHECK(r[0] == MPI_REQUEST_NULL, "MPI_Wait after MPI_Request_get_status left the request");
+  check_sum(a, n, p, 21, __LINE__);
+
+  /* Testany: the library's receive and copse's allreduce, a null between. */
+  MPI_Irecv(&got, 1, MPI_INT64_T, (me + p - 1) % p, 5, comm, &r[0]);
+  r[1] = MPI_REQUEST_NULL;
+  MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, comm, &r[2]);
+  expect(ALLREDUCE, comm);
+  MPI_Send(&token, 1, MPI_INT64_T, (me + 1) % p, 5, comm);
+  int finished = 0, seen[3] = {0, 0, 0};
+  while (finished < 2) {
+    MPI_Testany(3, r, &index, &flag, MPI_STATUS_IGNORE);
+    if (!flag) continue;
+    CHECK(index == 0 || index == 2, "MPI_Testany: index %d", index);
+    if (index == MPI_UNDEFINED) break;
+    CHECK(!seen[index], "MPI_Testany: index %d twice", index);
+    seen[index] = 1, ++finished;
+  }
+  MPI_Testany(3, r, &index, &flag, MPI_STATUS_IGNORE);
+  CHECK(flag && index == MPI_UNDEFINED, "MPI_Testany with nothing active: flag %d index %d", flag, index);
+  CHECK(got == (me + p - 1) % p, "receive beside a copse request: %lld", (long long)got);
+  check_sum(b, n, p, 21, __LINE__);
+
+  /* Testsome loop, then Waitsome, on the same mix. */
+  for (int round = 0; round < 2; ++round) {
+    memset(a, 0, (size_t)(n ? n : 1) * sizeof *a);
+    got = -1;
+    MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &r[0]);
+    expect(ALLREDUCE, comm);
+    MPI_Irecv(&got, 1, MPI_INT64_T, (me + p - 1) % p, 6, comm, &r[1]);
+    r[2] = MPI_REQUEST_NULL;
+    MPI_Send(&token, 1, MPI_INT64_T, (me + 1) % p, 6, comm);
+    int total = 0;
+    while (total < 2) {
+      if (round == 0)
+        MPI_Testsome(3, r, &outcount, indices, MPI_STATUSES_IGNORE);
+      else
+        MPI_Waitsome(3, r, &outcount, indices, MPI_STATUSES_IGNORE);
+      CHECK(outcount != MPI_UNDEFINED, "%s: none active with two running", round ? "MPI_Waitsome" : "MPI_Testsome");
+      if (outcount == MPI_UNDEFINED) break;
+      for (int k = 0; k < outcount; ++k)
+        CHECK(indices[k] == 0 || indices[k] == 1, "some: index %d", indices[k]);
+      total += outcount;
+    }
+    CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL, "some: requests left");
+    MPI_Testsome(3, r, &outcount, indices, MPI_STATUSES_IGNORE);
+    CHECK(outcount == MPI_UNDEFINED, "MPI_Testsome with nothing active: %d", outcount);
+    CHECK(got == (me + p - 1) % p, "some: receive %lld", (long long)got);
+    check_sum(a, n, p, 21, __LINE__);
+  }
+
+  /* MPI_Cancel of copse's request (p > 1: one process goes to the library,
+   * whose answer MPI leaves open): an error (errors return here), and the
+   * call still completes. */
+  if (p > 1) {
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &r[0]);
+    expect(ALLREDUCE, comm);
+    CHECK(MPI_Cancel(&r[0]) != MPI_SUCCESS, "MPI_Cancel of a copse collective succeeded");
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    check_sum(a, n, p, 21, __LINE__);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+  }
+  free(in), free(a), free(b);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -247,6 +331,7 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) all_at(MPI_COMM_WORLD, counts[k], k * 100);
   completions(MPI_COMM_WORLD, 1000);
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
+  other_request_calls(MPI_COMM_WORLD, 1000);
   two_communicators();
   persistent(1);
   persistent((1L << 20) / 8 + 3);

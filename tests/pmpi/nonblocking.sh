@@ -19,16 +19,10 @@ done
 export COPSE_CONFIG= COPSE_MPI_TABLE=none COPSE_MPI_STATS="$tmp/stats.jsonl"
 ((k == 0)) || export COPSE_HIERARCHY_RANKS_PER_NODE=$k
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Built with AddressSanitizer (the asan preset), libcopse_mpi.so needs the
-# sanitizer's runtime loaded first (as tests/pmpi/run.sh does); the program
-# counts operator new by defining it over malloc, so the sanitizer's
-# operator delete sees malloc's blocks: not a mismatch here.
-preload=$PMPI_LIB
-asan=$(ldd "$PMPI_LIB" | awk '/libasan/ { print $3 }')
-if [[ -n $asan ]]; then
-  preload="$asan $PMPI_LIB"
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:alloc_dealloc_mismatch=0"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/preload.sh"
+# The program counts operator new by defining it over malloc, so the
+# sanitizer's operator delete sees malloc's blocks: not a mismatch here.
+[[ -z $asan ]] || export ASAN_OPTIONS="$ASAN_OPTIONS:alloc_dealloc_mismatch=0"
 args=(-x LD_PRELOAD="$preload")
 [[ -z $asan ]] || args+=(-x ASAN_OPTIONS)
 for name in $(compgen -e); do

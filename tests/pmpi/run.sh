@@ -59,16 +59,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=("${MPIEXEC:-mpirun}" --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1)
 [[ -z ${MPI_LAUNCHER:-} ]] || read -ra mpirun <<<"$MPI_LAUNCHER"
 
-# Built with AddressSanitizer (the asan preset), libcopse_mpi.so needs the
-# sanitizer's runtime loaded before everything else, and the programs are
-# built without it: preload it first. Open MPI's own allocations, never freed
-# by design, are not ours to report.
-preload=$PMPI_LIB runtime=
-asan=$(ldd "$PMPI_LIB" | awk '/libasan/ { print $3 }')
-if [[ -n $asan ]]; then
-  preload="$asan $PMPI_LIB" runtime=$asan
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
+# Under AddressSanitizer the sanitizer's runtime is preloaded first
+# (preload.sh); the C API program links libcopse_mpi.so and preloads the
+# runtime alone.
+source "$(dirname "${BASH_SOURCE[0]}")/preload.sh"
+runtime=$asan
 
 # mpirun with libcopse_mpi.so preloaded in the MPI processes (not in mpirun)
 # and the given COPSE_* variables passed on.

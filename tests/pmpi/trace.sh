@@ -28,12 +28,7 @@ for name in $(compgen -e); do
 done
 export COPSE_CONFIG=
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-preload=$PMPI_LIB
-asan=$(ldd "$PMPI_LIB" | awk '/libasan/ { print $3 }')
-if [[ -n $asan ]]; then
-  preload="$asan $PMPI_LIB"
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/preload.sh"
 cd "$tmp" || exit 1
 
 run_app() {

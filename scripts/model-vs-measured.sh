@@ -51,9 +51,16 @@ head -1 "$measured" | grep -q '^config,np,collective,root,bytes,label,' ||
   die "$measured:1: not a pooled CSV (config,np,collective,root,bytes,label,...)"
 ranks=$((nodes * rpn))
 
-# The configured algorithm of each collective, as the runtime reads it (copse.toml, COPSE_*).
-algorithm_of() { COPSE_CONFIG="$model" "$copse" config | awk -v k="collectives.$1" '$1 == k { print $2 }'; }
-form=$(COPSE_CONFIG="$model" "$copse" config | awk '$1 == "hierarchy.form" { print $2 }')
+# The configured form and algorithm of each collective, as the runtime reads
+# them (the model file, COPSE_*): one `copse config`, read once.
+declare -A algorithm_of
+form=""
+while read -r key value _; do
+  case $key in
+    hierarchy.form) form=$value ;;
+    collectives.*) algorithm_of[${key#collectives.}]=$value ;;
+  esac
+done < <(COPSE_CONFIG="$model" "$copse" config)
 
 rows=$(awk -F, -v label="$label" -v config="$config" -v np="$ranks" \
   'NR > 1 && $6 == label && (config == "" || $1 == config) && $2 == np { print $3, ($4 == "" ? "-" : $4), $5, $10, $11 }' "$measured")
@@ -68,7 +75,7 @@ while read -r collective root bytes min_s median_s; do
     barrier) emulated=0 ;;
   esac
   args=(emulate --nodes "$nodes" --ranks-per-node "$rpn" --collective "$c" --bytes "$emulated"
-    --algorithm "$(algorithm_of "$c")" --form "$form" --config "$model" --repetitions 1 --json)
+    --algorithm "${algorithm_of[$c]}" --form "$form" --config "$model" --repetitions 1 --json)
   [[ $root != - ]] && args+=(--root "$root")
   ps=$("$copse" "${args[@]}" | awk -F'[:,]' '/"virtual_time_ps"/ { gsub(/ /, "", $2); print $2 }') ||
     { echo "model-vs-measured: copse ${args[*]} failed" >&2; exit 1; }

@@ -52,20 +52,26 @@ decltype(auto) TeamDirectReduce::failing(Body&& body) {
   }
 }
 
-template <class Body>
-void TeamDirectReduce::guarded(Collective c, Body&& body) {
+void TeamDirectReduce::begin(Collective c) {
   link_.activity = to_string(c);
   link_.step = 0;
   engine_.publish_start(link_);  // for peers' wait messages (LinkEngine::peer_state)
+}
+
+void TeamDirectReduce::arm_deadline() {
   if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+}
+
+template <class Body>
+void TeamDirectReduce::guarded(Collective c, Body&& body) {
+  begin(c);
+  arm_deadline();
   failing(body);
   engine_.publish_done(link_);
 }
 
 std::uint32_t TeamDirectReduce::start(Collective c, const void* send, std::size_t count, const ReduceOp* op) {
-  link_.activity = to_string(c);
-  link_.step = 0;
-  engine_.publish_start(link_);
+  begin(c);
   return failing([&] { return reducer_.post_allreduce(direct_, static_cast<const std::byte*>(send), count, op); });
 }
 
@@ -74,7 +80,7 @@ bool TeamDirectReduce::finish(std::uint32_t call, void* recv, std::size_t count,
     if (engine_.aborted()) throw LinkAborted{};
     return false;
   }
-  if (timeout_) policy_.deadline = std::chrono::steady_clock::now() + *timeout_;
+  arm_deadline();
   failing([&] { reducer_.finish_allreduce(direct_, call, static_cast<std::byte*>(recv), count, op, policy_); });
   engine_.publish_done(link_);
   return true;

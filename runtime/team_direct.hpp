@@ -64,6 +64,10 @@ class TeamDirectReduce {
   // wait policy, failures failing the engine.
   template <class Body>
   void guarded(Collective c, Body&& body);
+  // A call of `c` begun: published for peers' wait messages.
+  void begin(Collective c);
+  // The wait policy's deadline from now (with a timeout).
+  void arm_deadline();
   // body(), a failure failing the engine (unless it is aborted already) and propagating.
   template <class Body>
   decltype(auto) failing(Body&& body);

@@ -21,21 +21,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 layers=(common topology algorithms plan transport exec runtime emulator tools config "cli mpi")
-rank() {
-  local i folder
-  for i in "${!layers[@]}"; do
-    for folder in ${layers[$i]}; do [[ $folder == "$1" ]] && { echo "$i"; return; }; done
-  done
-  echo -1
-}
+declare -A rank_of  # folder -> its layer's index (a lookup, not a subshell per include)
+for i in "${!layers[@]}"; do
+  for folder in ${layers[$i]}; do rank_of[$folder]=$i; done
+done
 bad=0 checked=0
 for folder in ${layers[*]}; do
-  mine=$(rank "$folder")
+  mine=${rank_of[$folder]}
   while IFS=: read -r file line include; do
     path=${include#*\"}
     path=${path%%\"*}
     target=${path%%/*}
-    theirs=$(rank "$target")
+    theirs=${rank_of[$target]:--1}
     checked=$((checked + 1))
     if ((theirs < 0)); then
       echo "layering: $file:$line includes $path, from no known layer"

@@ -66,6 +66,17 @@ thread_local CooperativeYield* t_yield = nullptr;
 // they sleep on, bumped by wake_all while any are registered.
 alignas(64) std::atomic<std::uint32_t> g_idle_sleepers{0};
 alignas(64) std::atomic<std::uint32_t> g_idle_epoch{0};
+// The newest epoch an idle scheduler has gone to sleep on (compared modulo
+// 2^32). A scheduler can be asleep in the kernel only on the epoch's current
+// value, so a waker that moves the epoch from E needs the wake-up system call
+// only if some scheduler went to sleep on E: of the many wakers while the
+// schedulers are registered (they look at their tasks once more before they
+// sleep, and wakers keep coming after the first has woken them), one pays
+// the call, the rest a fetch_add and a load. Before any sleep: one behind 0.
+alignas(64) std::atomic<std::uint32_t> g_idle_ticket{~std::uint32_t{0}};
+
+// `a` at or after `b` on the 32-bit circle of epochs.
+bool at_or_after(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) >= 0; }
 
 // A wait on a thread with a CooperativeYield: poll, and yield to the
 // scheduler's other tasks while the word stands. The clock is read every few
@@ -119,6 +130,18 @@ std::uint32_t idle_enter() {
 }
 
 void idle_sleep(std::uint32_t ticket, std::chrono::nanoseconds timeout) {
+  // Raise g_idle_ticket to `ticket`, always by a read-modify-write (written
+  // back unchanged when it is newer already), ordered before the kernel's
+  // look at the epoch: either that look sees a waker's fetch_add and does
+  // not sleep, or that waker's load (after its fetch_add) sees the ticket
+  // and makes the call. E.g. a scheduler takes ticket 7 and a waker moves the
+  // epoch 7 -> 8 before the scheduler reaches the kernel: the kernel sees 8
+  // and returns at once; had the scheduler been asleep on 7, the waker would
+  // have read a ticket of 7 (or newer) and woken it.
+  std::uint32_t newest = g_idle_ticket.load(std::memory_order_relaxed);
+  while (!g_idle_ticket.compare_exchange_weak(newest, at_or_after(newest, ticket) ? newest : ticket,
+                                              std::memory_order_seq_cst, std::memory_order_relaxed)) {
+  }
   const timespec ts = relative_timespec(timeout);
   futex(&g_idle_epoch, FUTEX_WAIT_PRIVATE, ticket, &ts);  // woken, timed out, or the epoch moved: all fine
   idle_leave();
@@ -238,8 +261,9 @@ void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope, std::atomic<st
   const bool idle = g_idle_sleepers.load(std::memory_order_relaxed) != 0;
 #endif
   if (idle) {
-    g_idle_epoch.fetch_add(1, std::memory_order_release);
-    futex(&g_idle_epoch, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+    const std::uint32_t before = g_idle_epoch.fetch_add(1, std::memory_order_seq_cst);
+    if (at_or_after(g_idle_ticket.load(std::memory_order_seq_cst), before))  // see g_idle_ticket
+      futex(&g_idle_epoch, FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), nullptr);
   }
   const int wake_op = scope == FutexScope::shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE;
   std::atomic<std::uint32_t>* count = sleepers                      ? sleepers

@@ -29,8 +29,8 @@
 // Sizes are per rank and per call, as IMB and the OSU benchmarks count them:
 // the vector for allreduce and reduce, the buffer for bcast, each rank's block
 // for allgather (it receives np blocks), scatter, gather and alltoall (each
-// rank sends np to the others), and for reduce_scatter_block the
-// vector each rank sends, cut into np blocks (rounded down to whole floats, at
+// rank sends np to the others), and for reduce_scatter_block and
+// reduce_scatter (equal counts) the vector each rank sends, cut into np blocks (rounded down to whole floats, at
 // least one). 8 B and 16 B .. 64 MiB in powers of 4; barrier once, as 0 B.
 //
 // Output: rank 0 prints a table per collective and root as it goes, and with
@@ -132,11 +132,12 @@ int repetitions(bool quick, double seconds_per_call) {
 
 // The count passed to MPI for `bytes` per rank: the vector (allreduce,
 // reduce), the buffer (bcast), each rank's block (allgather), or, for
-// reduce_scatter_block, each rank's block of a `bytes` vector cut into np
-// (rounded down, at least one element), as IMB and the OSU benchmarks count it.
+// reduce_scatter_block and reduce_scatter (every rank's count equal), each
+// rank's block of a `bytes` vector cut into np (rounded down, at least one
+// element), as IMB and the OSU benchmarks count it.
 std::size_t count_for(const Collective& c, std::size_t bytes, int ranks) {
   const std::size_t elements = bytes / sizeof(float);
-  if (c.id != Id::reduce_scatter_block) return elements;
+  if (!c.scatters_reduction()) return elements;
   return std::max<std::size_t>(1, elements / static_cast<std::size_t>(ranks));
 }
 
@@ -214,7 +215,7 @@ struct Case {
 
 class Runner {
  public:
-  Runner(int rank, int ranks) : rank_(rank), ranks_(ranks) {}
+  Runner(int rank, int ranks) : rank_(rank), ranks_(ranks), recv_counts_(static_cast<std::size_t>(ranks)) {}
 
   // Buffers for every size up to `largest_count` elements of this collective.
   void allocate(const Collective& c, std::size_t largest_count) {
@@ -238,6 +239,10 @@ class Runner {
       case Id::barrier: MPI_Barrier(MPI_COMM_WORLD); break;
       case Id::allgather: MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
       case Id::reduce_scatter_block: MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+      case Id::reduce_scatter:
+        std::fill(recv_counts_.begin(), recv_counts_.end(), n);
+        MPI_Reduce_scatter(send, recv, recv_counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
       case Id::scatter: MPI_Scatter(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
       case Id::gather: MPI_Gather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
       case Id::alltoall: MPI_Alltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
@@ -266,8 +271,7 @@ class Runner {
         case Id::bcast: want = input(k.root, i); break;
         case Id::allgather: want = input(static_cast<int>(i / k.count), i % k.count); break;
         case Id::reduce_scatter_block:
-          want = sum_of_inputs(ranks_, static_cast<std::size_t>(rank_) * k.count + i);
-          break;
+        case Id::reduce_scatter: want = sum_of_inputs(ranks_, static_cast<std::size_t>(rank_) * k.count + i); break;
         case Id::scatter: want = input(k.root, static_cast<std::size_t>(rank_) * k.count + i); break;
         case Id::gather: want = input(static_cast<int>(i / k.count), i % k.count); break;
         case Id::alltoall:  // block s of the receive buffer: rank s's block for this rank
@@ -328,6 +332,7 @@ class Runner {
   }
 
   int rank_, ranks_;
+  std::vector<int> recv_counts_;  // MPI_Reduce_scatter's, every one the case's count
   std::optional<Buffer> send_, recv_;
 };
 
@@ -461,7 +466,8 @@ const char* kUsage =
     "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]\n"
     "                                          [--quick] [--label NAME] [--config NAME] [--json FILE]\n"
     "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
-    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,scatter,gather,alltoall\n"
+    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,\n"
+    "                 scatter,gather,alltoall\n"
     "                 (default: all)\n"
     "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
     "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"

@@ -12,7 +12,18 @@ namespace mpi_collectives {
 
 using json = nlohmann::ordered_json;  // keys in the order written
 
-enum class Id { allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block, scatter, gather, alltoall };
+enum class Id {
+  allreduce,
+  reduce,
+  bcast,
+  barrier,
+  allgather,
+  reduce_scatter_block,
+  reduce_scatter,
+  scatter,
+  gather,
+  alltoall
+};
 
 struct Collective {
   Id id;
@@ -23,7 +34,11 @@ struct Collective {
   // where one buffer holds every rank's block, 0 for the barrier.
   bool team_send, team_recv;
   bool has_data() const { return id != Id::barrier; }
-  bool reduces() const { return id == Id::allreduce || id == Id::reduce || id == Id::reduce_scatter_block; }
+  bool reduces() const {
+    return id == Id::allreduce || id == Id::reduce || id == Id::reduce_scatter_block || id == Id::reduce_scatter;
+  }
+  // Each rank's block of a vector cut into np (the two reduce-scatters).
+  bool scatters_reduction() const { return id == Id::reduce_scatter_block || id == Id::reduce_scatter; }
   const char* data_text() const { return reduces() ? ", float32 sum" : has_data() ? ", float32" : ""; }
   std::size_t blocks(bool send, int ranks) const { return (send ? team_send : team_recv) ? std::size_t(ranks) : 1; }
 };
@@ -35,6 +50,7 @@ inline constexpr Collective kCollectives[] = {
     {Id::barrier, "barrier", "MPI_Barrier", false, false, false},
     {Id::allgather, "allgather", "MPI_Allgather", false, false, true},
     {Id::reduce_scatter_block, "reduce_scatter_block", "MPI_Reduce_scatter_block", false, true, false},
+    {Id::reduce_scatter, "reduce_scatter", "MPI_Reduce_scatter", false, true, false},  // equal counts
     {Id::scatter, "scatter", "MPI_Scatter", true, true, false},
     {Id::gather, "gather", "MPI_Gather", true, false, true},
     {Id::alltoall, "alltoall", "MPI_Alltoall", false, true, true},

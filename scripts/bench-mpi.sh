@@ -6,8 +6,8 @@
 #   tuned  mpirun -np P ... mpi_collectives                      (Open MPI's default, coll/tuned)
 #   copse  mpirun -np P ... -x LD_PRELOAD=libcopse_mpi.so mpi_collectives
 #
-# nine collectives (allreduce, reduce, bcast, barrier, allgather,
-# reduce_scatter_block, scatter, gather, alltoall), float32 (sum where an operator applies), 8 B and
+# ten collectives (allreduce, reduce, bcast, barrier, allgather,
+# reduce_scatter_block, reduce_scatter, scatter, gather, alltoall), float32 (sum where an operator applies), 8 B and
 # 16 B .. 64 MiB in powers of 4, mpicroscope method (barrier, time each call,
 # slowest rank per repetition, min and median over repetitions), every result
 # verified. Rounds run with the order of the two sides rotated and are pooled:
@@ -21,12 +21,17 @@
 # (COPSE_HIERARCHY_RANKS_PER_NODE=K: transfers between virtual nodes go over
 # MPI point to point, so the inter-node path runs; the tuned side ignores the
 # setting; a copse that does not know it yet skips the configuration, saying
-# so). Open MPI uses --mca btl self,vader; with more ranks than cores also
-# --oversubscribe --bind-to none --mca mpi_yield_when_idle 1.
+# so); hNxK is N real hosts of K processes each, made by
+# ../shared/multihost/mh (a network namespace per host, TCP between hosts;
+# needs root), each host's processes pinned to one core, round robin
+# (h1=0 h2=1 h3=0 on 2 cores), as a batch system's cpuset pins a job; the
+# hosts are made once for the run and removed at its end. Open MPI uses
+# --mca btl self,vader; with more ranks than cores also --oversubscribe
+# --bind-to none --mca mpi_yield_when_idle 1.
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
 #                             [--collectives LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
-#                             [--out FILE] [--no-copse]
+#                             [--out FILE] [--no-copse] [--han]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
@@ -42,6 +47,10 @@
 #              .stats-<config>.jsonl (COPSE_MPI_STATS: calls served and passed)
 #   --no-copse both sides plain Open MPI ("tuned" and "tuned2"), without
 #              libcopse_mpi.so: the ratios then show the noise floor
+#   --han      a third side, "han": plain Open MPI with --mca
+#              coll_han_priority 100 (its hierarchical component; Open MPI
+#              4.1 declines it for a communicator of one host, so on the npP
+#              configurations it runs as tuned does)
 # COPSE_* variables in the environment reach the copse side, e.g.
 # COPSE_MPI_SERVE=allreduce,reduce,bcast,allgather,reduce_scatter_block times
 # copse's collectives between Open MPI's barriers (the timing loop's barrier
@@ -62,6 +71,7 @@ sizes=""
 timeout_s=""
 out=""
 copse=1
+han=0
 need_value() { (($# >= 2)) || { echo "bench-mpi.sh: $1 needs a value (try --help)" >&2; exit 2; }; }
 while (($#)); do
   case "$1" in
@@ -74,6 +84,7 @@ while (($#)); do
     --timeout) need_value "$@"; timeout_s="$2"; shift ;;
     --out) need_value "$@"; out="$2"; shift ;;
     --no-copse) copse=0 ;;
+    --han) han=1 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-mpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -82,8 +93,11 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-mpi.sh: --rounds wants a whole number >= 1, not '$rounds'" >&2; exit 2; }
 [[ -z "$timeout_s" || "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "bench-mpi.sh: --timeout wants seconds, not '$timeout_s'" >&2; exit 2; }
 timeout_s=${timeout_s:-$([[ -n "$quick" ]] && echo 300 || echo 1800)}
+hosts_needed=0
 for c in $configs; do
-  [[ "$c" =~ ^np[1-9][0-9]*(-vn[1-9][0-9]*)?$ ]] || { echo "bench-mpi.sh: bad configuration '$c' (npP or npP-vnK)" >&2; exit 2; }
+  [[ "$c" =~ ^(np[1-9][0-9]*(-vn[1-9][0-9]*)?|h([1-9][0-9]?)x[1-9][0-9]*)$ ]] ||
+    { echo "bench-mpi.sh: bad configuration '$c' (npP, npP-vnK or hNxK)" >&2; exit 2; }
+  [[ -n "${BASH_REMATCH[3]}" ]] && ((BASH_REMATCH[3] > hosts_needed)) && hosts_needed=${BASH_REMATCH[3]}
 done
 
 bin=build/release
@@ -124,6 +138,18 @@ cores=$(nproc)
 failed=0
 sides=(tuned copse)
 ((copse)) || sides=(tuned tuned2)
+((han)) && sides+=(han)
+
+# hNxK configurations run on mh's hosts (made once, removed at the end
+# whatever happens), through the launcher the multi-host tests use.
+mh_mpirun=$PWD/tests/multihost/mh-mpirun.sh
+if ((hosts_needed)); then
+  export MH=${MH:-$(realpath -m "$PWD/../shared/multihost/mh")}
+  [[ -x $MH ]] || { echo "bench-mpi.sh: hNxK needs the mh script (no $MH; set MH=PATH)" >&2; exit 2; }
+  "$MH" down >/dev/null 2>&1 || true
+  trap '"$MH" down >/dev/null 2>&1 || true' EXIT
+  "$MH" up "$hosts_needed" >/dev/null || { echo "bench-mpi.sh: mh up $hosts_needed failed" >&2; exit 2; }
+fi
 
 # Does this copse know the virtual-node setting? (copse refuses a COPSE_*
 # variable it does not know, so the copse side of npP-vnK would fail.)
@@ -135,8 +161,18 @@ fi
 run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
   local config=$1 side=$2 np=${1#np} vn="" rc=0 start=$SECONDS
   [[ "$np" == *-vn* ]] && { vn=${np#*-vn}; np=${np%%-vn*}; }
-  local mpirun=(mpirun -np "$np" --mca btl "self,vader")
+  local mpirun=(mpirun)
+  if [[ "$config" =~ ^h([0-9]+)x([0-9]+)$ ]]; then  # mh's hosts, each pinned to a core
+    local n=${BASH_REMATCH[1]} k=${BASH_REMATCH[2]} h
+    np=$((n * k))
+    MH_HOSTS="" MH_CPUS=""
+    for ((h = 1; h <= n; h++)); do MH_HOSTS+="h$h:$k " MH_CPUS+="h$h=$(((h - 1) % cores)) "; done
+    export MH_HOSTS MH_CPUS MH_TIMEOUT=$timeout_s
+    mpirun=("$mh_mpirun")
+  fi
+  mpirun+=(-np "$np" --mca btl "self,vader")
   ((np > cores)) && mpirun+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+  [[ "$side" == han ]] && mpirun+=(--mca coll_han_priority 100)
   if [[ "$side" == copse ]]; then
     mpirun+=(-x "LD_PRELOAD=$lib" -x "COPSE_MPI_STATS=$base.stats-$config.jsonl")
     [[ -n "$vn" ]] && mpirun+=(-x "COPSE_HIERARCHY_RANKS_PER_NODE=$vn")
@@ -160,6 +196,8 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
 main() {
   echo "# mpi_collectives: Open MPI's collectives (tuned) vs the same program with LD_PRELOAD=libcopse_mpi.so (copse)"
   ((copse)) || echo "# --no-copse: both sides plain Open MPI (tuned, tuned2): an A/A run, the ratios are noise"
+  ((han)) && echo "# --han: a third side, Open MPI's HAN (--mca coll_han_priority 100)"
+  ((hosts_needed)) && echo "# hosts:    hNxK on mh's hosts (TCP between them), each host pinned to one core"
   echo "# date:     $(date -Is)"
   echo "# commit:   $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')"
   echo "# machine:  $(hostname), $cores cores, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB"
@@ -176,7 +214,7 @@ main() {
       continue
     fi
     for ((r = 0; r < rounds; r++)); do
-      for ((k = 0; k < 2; k++)); do run "$config" "${sides[(k + r) % 2]}" $((r + 1)); done
+      for ((k = 0; k < ${#sides[@]}; k++)); do run "$config" "${sides[(k + r) % ${#sides[@]}]}" $((r + 1)); done
     done
   done
   local stats=()

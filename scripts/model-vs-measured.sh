@@ -71,7 +71,7 @@ ratios=()
 while read -r collective root bytes min_s median_s; do
   c=$collective emulated=$bytes
   case $collective in
-    reduce_scatter_block) c=reduce_scatter emulated=$(((bytes / 4 / ranks > 0 ? bytes / 4 / ranks : 1) * 4)) ;;
+    reduce_scatter_block | reduce_scatter) c=reduce_scatter emulated=$(((bytes / 4 / ranks > 0 ? bytes / 4 / ranks : 1) * 4)) ;;
     barrier) emulated=0 ;;
   esac
   args=(emulate --nodes "$nodes" --ranks-per-node "$rpn" --collective "$c" --bytes "$emulated"

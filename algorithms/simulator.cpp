@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <sstream>
+#include <utility>
 
 #include "algorithms/huge_pages.hpp"
 #include "algorithms/step_cursor.hpp"
@@ -60,6 +61,7 @@ class CoroutineSteps {
     return false;
   }
   const Step& step(int r) const { return schedules_[static_cast<std::size_t>(r)].value(); }
+  void prefetch(int) const {}
 
  private:
   std::vector<RankSchedule> schedules_;
@@ -78,6 +80,10 @@ class CursorSteps {
     return cursor_.seek_move(r, position, move);
   }
   Step step(int r) const { return cursor_.at(r, position_[static_cast<std::size_t>(r)]); }
+  void prefetch(int r) const {
+    __builtin_prefetch(&position_[static_cast<std::size_t>(r)], 1);
+    cursor_.prefetch(r);
+  }
 
  private:
   static constexpr std::uint32_t kBefore = ~std::uint32_t{0};  // no step begun yet
@@ -207,24 +213,43 @@ class Simulation {
 
   void sweep() {
     static constexpr std::size_t kSparse = 16;
+    // Woken ranks are taken kBatch words (512 ranks) at a time, so that their
+    // cache misses overlap: first their own records are fetched, then each
+    // begins what steps it can, which prefetches its partners' records, then
+    // each posts, by when those records have arrived. A rank woken again
+    // meanwhile (its step done at once) comes round again in this batch.
+    static constexpr std::size_t kBatch = 8;
     while (pending_ > 0) {
       std::size_t visited = 0;
-      for (std::size_t w = 0; w < woken_.size(); ++w)
-        while (const std::uint64_t bits = woken_[w]) {
-          // A word's ranks at once: first each begins what steps it can,
-          // which prefetches its partners' records, then each posts, by when
-          // those records have arrived. A rank woken again (its step done at
-          // once) comes round again in this loop.
+      for (std::size_t w = 0; w < woken_.size(); w += kBatch) {
+        const std::size_t words = std::min(kBatch, woken_.size() - w);
+        std::uint64_t bits[kBatch];
+        // Calls f(rank) for each rank of the batch, lowest first.
+        const auto each = [&](auto f) {
+          for (std::size_t k = 0; k < words; ++k)
+            for (std::uint64_t b = bits[k]; b; b &= b - 1) f(static_cast<int>((w + k) * 64) + std::countr_zero(b));
+        };
+        for (;;) {
+          std::uint64_t any = 0;
+          for (std::size_t k = 0; k < words; ++k) any |= bits[k] = std::exchange(woken_[w + k], 0);
+          if (!any) break;
           // (std::popcount is a library call without -mpopcnt: the ranks
           // are counted as they are visited.)
-          woken_[w] = 0;
-          const int first = static_cast<int>(w * 64);
-          for (std::uint64_t b = bits; b; b &= b - 1, --pending_, ++visited) begin_steps(first + std::countr_zero(b));
-          for (std::uint64_t b = bits; b; b &= b - 1) post_waiting(first + std::countr_zero(b));
+          each([&](int r) { prefetch(r), --pending_, ++visited; });
+          each([&](int r) { begin_steps(r); });
+          each([&](int r) { post_waiting(r); });
           report_progress();
         }
+      }
       if (visited * kSparse < woken_.size()) return;
     }
+  }
+
+  // What begin_steps reads of rank r.
+  void prefetch(int r) {
+    __builtin_prefetch(&at(r), 1);
+    __builtin_prefetch(&tally(r), 1);
+    steps_.prefetch(r);
   }
 
   void depth_first() {

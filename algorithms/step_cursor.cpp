@@ -47,6 +47,8 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
     return position;
   }
 
+  void prefetch(int rank) const final { __builtin_prefetch(&nodes_[to_size(rank)]); }
+
   bool fill(int rank, std::uint32_t position, Step& s) const {
     const Node& n = nodes_[to_size(rank)];
     const long j = position >> 2, d = n.depth;

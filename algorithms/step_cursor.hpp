@@ -47,6 +47,9 @@ class StepCursor {
   virtual bool seek_move(int rank, std::uint32_t& position, StepMove& move) const = 0;
   // The step at a position seek() stopped at.
   virtual Step at(int rank, std::uint32_t position) const = 0;
+  // Starts fetching what seek() reads of rank's own (the simulator calls it
+  // for a batch of ranks before seeking any: their cache misses overlap).
+  virtual void prefetch(int rank) const { static_cast<void>(rank); }
 };
 
 struct CursorPlan {

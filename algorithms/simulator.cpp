@@ -216,8 +216,7 @@ class Simulation {
     // Woken ranks are taken kBatch words (512 ranks) at a time, so that their
     // cache misses overlap: first their own records are fetched, then each
     // begins what steps it can, which prefetches its partners' records, then
-    // each posts, by when those records have arrived. A rank woken again
-    // meanwhile (its step done at once) comes round again in this batch.
+    // each posts, by when those records have arrived.
     static constexpr std::size_t kBatch = 8;
     while (pending_ > 0) {
       std::size_t visited = 0;
@@ -229,17 +228,27 @@ class Simulation {
           for (std::size_t k = 0; k < words; ++k)
             for (std::uint64_t b = bits[k]; b; b &= b - 1) f(static_cast<int>((w + k) * 64) + std::countr_zero(b));
         };
-        for (;;) {
-          std::uint64_t any = 0;
-          for (std::size_t k = 0; k < words; ++k) any |= bits[k] = std::exchange(woken_[w + k], 0);
-          if (!any) break;
-          // (std::popcount is a library call without -mpopcnt: the ranks
-          // are counted as they are visited.)
-          each([&](int r) { prefetch(r), --pending_, ++visited; });
-          each([&](int r) { begin_steps(r); });
-          each([&](int r) { post_waiting(r); });
-          report_progress();
+        std::uint64_t any = 0;
+        for (std::size_t k = 0; k < words; ++k) any |= bits[k] = std::exchange(woken_[w + k], 0);
+        if (!any) continue;
+        // (std::popcount is a library call without -mpopcnt: the ranks are
+        // counted as they are visited.)
+        each([&](int r) { prefetch(r), --pending_, ++visited; });
+        each([&](int r) { begin_steps(r); });
+        each([&](int r) { post_waiting(r); });
+        // The ranks woken again: few, and in chains (a pair of partners
+        // moving a step at a time) that rank by rank follows at once.
+        while (any) {
+          any = 0;
+          for (std::size_t k = w; k < w + words; ++k)
+            while (const std::uint64_t b = woken_[k]) {
+              woken_[k] = b & (b - 1);
+              --pending_, ++visited;
+              advance(static_cast<int>(k * 64) + std::countr_zero(b));
+              any = 1;
+            }
         }
+        report_progress();
       }
       if (visited * kSparse < woken_.size()) return;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <sstream>
+#include <utility>
 
 #include "algorithms/huge_pages.hpp"
 #include "algorithms/step_cursor.hpp"
@@ -48,38 +49,46 @@ class CoroutineSteps {
   CoroutineSteps(const SchedulePlan& plan, int ranks) : schedules_(static_cast<std::size_t>(ranks)) {
     for (int r = 0; r < ranks; ++r) schedules_[static_cast<std::size_t>(r)] = plan(r);
   }
-  // Moves rank r to its next step and returns it; null once its schedule
-  // has ended. The step stays valid until next() is called again.
-  const Step* next(int r) {
+  // Moves rank r to its next step and sets `move` to it; false once its
+  // schedule has ended.
+  bool next(int r, StepMove& move) {
     auto& schedule = schedules_[static_cast<std::size_t>(r)];
-    if (schedule.next()) return &schedule.value();
+    if (schedule.next()) {
+      move = move_of(schedule.value());
+      return true;
+    }
     schedule = RankSchedule();
-    return nullptr;
+    return false;
   }
   const Step& step(int r) const { return schedules_[static_cast<std::size_t>(r)].value(); }
+  void prefetch(int) const {}
 
  private:
   std::vector<RankSchedule> schedules_;
 };
 
 // Each rank's steps from a StepCursor (algorithms/step_cursor.hpp): four
-// bytes a rank. A step read again after next() is computed again.
+// bytes a rank. A whole step (for hooks, a timeline or an error) is
+// computed again.
 class CursorSteps {
  public:
   CursorSteps(const StepCursor& cursor, int ranks)
       : cursor_(cursor), position_(static_cast<std::size_t>(ranks), kBefore) {}
-  const Step* next(int r) {
+  bool next(int r, StepMove& move) {
     auto& position = position_[static_cast<std::size_t>(r)];
     ++position;  // from kBefore to 0 at the first step
-    return cursor_.seek(r, position, next_) ? &next_ : nullptr;
+    return cursor_.seek_move(r, position, move);
   }
   Step step(int r) const { return cursor_.at(r, position_[static_cast<std::size_t>(r)]); }
+  void prefetch(int r) const {
+    __builtin_prefetch(&position_[static_cast<std::size_t>(r)], 1);
+    cursor_.prefetch(r);
+  }
 
  private:
   static constexpr std::uint32_t kBefore = ~std::uint32_t{0};  // no step begun yet
   const StepCursor& cursor_;
   HugeVector<std::uint32_t> position_;
-  Step next_;  // the step next() returned last
 };
 
 // The model a run charges: `model` with the schedule's NicLoad when it shares
@@ -92,7 +101,19 @@ CostModel charged_model(const CostModel& model, const SchedulePlan& plan, int ra
   return model.for_schedule(plan, ranks, layout);
 }
 
-template <class Steps>
+// Whether a run is the plain case: bidirectional ports, every rank on a node
+// of its own (every pair alike) with no measured interface share, no
+// DataHooks and no Timeline.
+bool plain_case(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
+  const bool own_nodes = !options.layout || options.layout->nodes() == ranks;
+  return own_nodes && !options.model.nic_load() && !options.timeline && !hooks &&
+         options.model.ports() == Ports::bidirectional;
+}
+
+// kPlain: the plain case, compiled apart -- bidirectional ports, every pair
+// of ranks at one cost, no DataHooks and no Timeline -- so that each message
+// pays for none of the other cases' tests.
+template <class Steps, bool kPlain>
 class Simulation {
  public:
   Simulation(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks, Steps steps)
@@ -102,11 +123,15 @@ class Simulation {
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
         bidirectional_(options.model.ports() == Ports::bidirectional),
+        // CostModel::step_work's charge for a receive: its work for a step
+        // that receives nothing to combine.
+        recv_overhead_(options.model.step_work(receive_only(), options.element_bytes)),
         ranks_(static_cast<std::size_t>(ranks)),
         tally_(static_cast<std::size_t>(ranks)) {
     // Every rank on a node of its own and no measured interface share: every
     // pair costs the same, so each message skips the layout's lookups.
     if (ranks > 1 && layout_.nodes() == ranks && !model_.nic_load()) same_pair_ = model_.pair_cost(layout_, 0, 1);
+    if constexpr (kPlain) pair_ = same_pair_.value_or(PairCost{});
     // arrive_at: a step of local work until the offset.
     if (!options.start.empty())
       for (int r = 0; r < ranks; ++r) at(r).start = options.start[static_cast<std::size_t>(r)];
@@ -126,18 +151,35 @@ class Simulation {
       const Picos finish = at(r).start;
       result_.finish[static_cast<std::size_t>(r)] = finish;
       result_.max_steps = std::max(result_.max_steps, tally_[static_cast<std::size_t>(r)].steps);
+      result_.max_elements_received =
+          std::max(result_.max_elements_received, tally_[static_cast<std::size_t>(r)].elements_received);
       if (finish > result_.time) result_.time = finish, result_.slowest_rank = r;
     }
     return std::move(result_);
   }
 
  private:
+  static Step receive_only() {
+    Step s;
+    s.recv.peer = 0;
+    return s;
+  }
+  bool bidirectional() const { return kPlain || bidirectional_; }
+  Timeline* timeline() const { return kPlain ? nullptr : options_.timeline; }
+  DataHooks* hooks() const { return kPlain ? nullptr : hooks_; }
+  const PairCost& pair_cost(int src, int dst) {
+    if constexpr (kPlain) return pair_;
+    if (same_pair_) return *same_pair_;
+    any_pair_ = model_.pair_cost(layout_, src, dst);
+    return any_pair_;
+  }
+
   RankState& at(int r) { return ranks_[static_cast<std::size_t>(r)]; }
   RankTally& tally(int r) { return tally_[static_cast<std::size_t>(r)]; }
   // RankClock::send_ready and recv_ready: with unidirectional ports the send
   // waits for the one port, recv_port.
   Picos send_ready(const RankState& st) const {
-    return std::max(st.start, bidirectional_ ? st.send_port : st.recv_port);
+    return std::max(st.start, bidirectional() ? st.send_port : st.recv_port);
   }
   static Picos recv_ready(const RankState& st) { return std::max(st.start, st.recv_port); }
 
@@ -171,18 +213,52 @@ class Simulation {
 
   void sweep() {
     static constexpr std::size_t kSparse = 16;
+    // Woken ranks are taken kBatch words (512 ranks) at a time, so that their
+    // cache misses overlap: first their own records are fetched, then each
+    // begins what steps it can, which prefetches its partners' records, then
+    // each posts, by when those records have arrived.
+    static constexpr std::size_t kBatch = 8;
     while (pending_ > 0) {
       std::size_t visited = 0;
-      for (std::size_t w = 0; w < woken_.size(); ++w)
-        while (const std::uint64_t bits = woken_[w]) {
-          woken_[w] = bits & (bits - 1);
-          --pending_;
-          ++visited;
-          advance(static_cast<int>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
-          report_progress();
+      for (std::size_t w = 0; w < woken_.size(); w += kBatch) {
+        const std::size_t words = std::min(kBatch, woken_.size() - w);
+        std::uint64_t bits[kBatch];
+        // Calls f(rank) for each rank of the batch, lowest first.
+        const auto each = [&](auto f) {
+          for (std::size_t k = 0; k < words; ++k)
+            for (std::uint64_t b = bits[k]; b; b &= b - 1) f(static_cast<int>((w + k) * 64) + std::countr_zero(b));
+        };
+        std::uint64_t any = 0;
+        for (std::size_t k = 0; k < words; ++k) any |= bits[k] = std::exchange(woken_[w + k], 0);
+        if (!any) continue;
+        // (std::popcount is a library call without -mpopcnt: the ranks are
+        // counted as they are visited.)
+        each([&](int r) { prefetch(r), --pending_, ++visited; });
+        each([&](int r) { begin_steps(r); });
+        each([&](int r) { post_waiting(r); });
+        // The ranks woken again: few, and in chains (a pair of partners
+        // moving a step at a time) that rank by rank follows at once.
+        while (any) {
+          any = 0;
+          for (std::size_t k = w; k < w + words; ++k)
+            while (const std::uint64_t b = woken_[k]) {
+              woken_[k] = b & (b - 1);
+              --pending_, ++visited;
+              advance(static_cast<int>(k * 64) + std::countr_zero(b));
+              any = 1;
+            }
         }
+        report_progress();
+      }
       if (visited * kSparse < woken_.size()) return;
     }
+  }
+
+  // What begin_steps reads of rank r.
+  void prefetch(int r) {
+    __builtin_prefetch(&at(r), 1);
+    __builtin_prefetch(&tally(r), 1);
+    steps_.prefetch(r);
   }
 
   void depth_first() {
@@ -201,11 +277,12 @@ class Simulation {
     }
   }
 
-  // Fetches and begins rank r's next step, posting what can be posted.
+  // Fetches and begins rank r's next step; its operations wait to be posted
+  // (post_waiting), and the records of its partners are fetched meanwhile.
   void next_step(int r) {
     auto& st = at(r);
-    const Step* next = steps_.next(r);
-    if (!next) {
+    StepMove m;
+    if (!steps_.next(r, m)) {
       st.finished = true;
       ++finished_;
       return;
@@ -213,24 +290,38 @@ class Simulation {
     ++tally(r).steps;
     ++steps_begun_;
     st.step_end = st.start;  // RankClock::begin_step
-    const Step& s = *next;
-    check_peer(r, s.send, "sends to");
-    check_peer(r, s.recv, "receives from");
-    if (s.send.count >= kMostElements || s.recv.count >= kMostElements) throw_too_long(r, s);
-    st.send_peer = s.send.peer;
-    st.recv_peer = s.recv.peer;
-    st.send_count = s.send.count;
-    st.recv_count = s.recv.count;
-    st.work = options_.model.step_work(s, options_.element_bytes);
-    if (bidirectional_) {
-      if (s.send) post_send(r);
-      if (s.recv) post_recv(r);
-    } else {
-      st.send_first = send_goes_first(r, s);
-      st.send_waiting = static_cast<bool>(s.send);
-      st.recv_waiting = static_cast<bool>(s.recv);
-      post_next_unidirectional(r);
+    check_peer(r, m.send_peer, "sends to");
+    check_peer(r, m.recv_peer, "receives from");
+    if (m.send_count >= kMostElements || m.recv_count >= kMostElements) throw_too_long(r, m);
+    st.send_peer = m.send_peer;
+    st.recv_peer = m.recv_peer;
+    st.send_count = m.send_count;
+    st.recv_count = m.recv_count;
+    if (m.send_peer >= 0) __builtin_prefetch(&at(m.send_peer), 1);
+    if (m.recv_peer >= 0) __builtin_prefetch(&at(m.recv_peer), 1);
+    // Every receive posted is matched by the end of a run that does not
+    // deadlock: counted here, on the receiver's own record.
+    tally(r).elements_received += m.recv_count;
+    // CostModel::step_work
+    st.work =
+        options_.model.combine(m.work_elements * options_.element_bytes) + (m.recv_peer >= 0 ? recv_overhead_ : 0);
+    st.send_waiting = m.send_peer >= 0;
+    st.recv_waiting = m.recv_peer >= 0;
+    if (!bidirectional()) {
+      Step peers;
+      peers.send.peer = m.send_peer;
+      peers.recv.peer = m.recv_peer;
+      st.send_first = send_goes_first(r, peers);
     }
+  }
+
+  // Posts what rank r's step has waiting: with bidirectional ports all of
+  // it, with unidirectional ones the next operation once none is open.
+  void post_waiting(int r) {
+    if (!bidirectional()) return post_next_unidirectional(r);
+    auto& st = at(r);
+    if (st.send_waiting) st.send_waiting = false, post_send(r);
+    if (st.recv_waiting) st.recv_waiting = false, post_recv(r);
   }
 
   // Unidirectional ports: one operation at a time, in the agreed order.
@@ -267,22 +358,19 @@ class Simulation {
     // port and step start are fixed once it is posted.
     const std::uint64_t count = s.send_count;
     const std::uint64_t bytes = count * options_.element_bytes;
-    const TransferEnds ends =
-        (same_pair_ ? *same_pair_ : model_.pair_cost(layout_, src, dst)).ends(bytes, send_ready(s), recv_ready(d));
-    if (options_.timeline) record_transfer(src, dst, bytes, ends);
-    if (hooks_)
+    const TransferEnds ends = pair_cost(src, dst).ends(bytes, send_ready(s), recv_ready(d));
+    if (timeline()) record_transfer(src, dst, bytes, ends);
+    if (hooks())
       hooks_->on_transfer(src, tally(src).steps - 1, steps_.step(src).send, dst, tally(dst).steps - 1,
                           steps_.step(dst));
     s.send_open = false;
-    (bidirectional_ ? s.send_port : s.recv_port) = ends.send_end;  // RankClock::send_done
+    (bidirectional() ? s.send_port : s.recv_port) = ends.send_end;  // RankClock::send_done
     s.step_end = std::max(s.step_end, ends.send_end);
     d.recv_open = false;
     d.recv_port = ends.recv_end;  // RankClock::recv_done
     d.step_end = std::max(d.step_end, ends.recv_end);
     ++result_.messages;
     result_.elements_moved += count;
-    const std::uint64_t received = tally(dst).elements_received += count;
-    result_.max_elements_received = std::max(result_.max_elements_received, received);
     wake(src);
     wake(dst);
   }
@@ -297,22 +385,29 @@ class Simulation {
     throw ScheduleError(m.str());
   }
 
-  [[noreturn, gnu::noinline]] void throw_too_long(int r, const Step& s) {
+  [[noreturn, gnu::noinline]] void throw_too_long(int r, const StepMove& s) {
     std::ostringstream m;
-    m << "rank " << r << " step " << tally(r).steps - 1 << " moves " << std::max(s.send.count, s.recv.count)
+    m << "rank " << r << " step " << tally(r).steps - 1 << " moves " << std::max(s.send_count, s.recv_count)
       << " elements, more than the simulator counts (2^61)";
     throw ScheduleError(m.str());
   }
 
-  // Runs rank r forward until it blocks or finishes.
+  // Runs rank r forward: ends what steps it has done and posts the next.
+  // Were that step done at once, its match has woken r again.
   void advance(int r) {
+    begin_steps(r);
+    post_waiting(r);
+  }
+
+  // Ends rank r's steps while they are done, up to one with operations to
+  // post (or the end of its schedule).
+  void begin_steps(int r) {
     auto& st = at(r);
     while (!st.finished) {
-      if (!bidirectional_) post_next_unidirectional(r);
       if (st.send_open || st.recv_open || st.send_waiting || st.recv_waiting) return;
-      if (hooks_) hooks_->on_step_end(r, tally(r).steps - 1, steps_.step(r));
+      if (hooks()) hooks_->on_step_end(r, tally(r).steps - 1, steps_.step(r));
       st.start = st.step_end + st.work;  // RankClock::end_step, then begin_step's start
-      if (options_.timeline && r < options_.timeline_ranks)
+      if (timeline() && r < options_.timeline_ranks)
         add_local_work(*options_.timeline, r, tally(r).steps - 1, steps_.step(r), st.start - st.work, st.start);
       next_step(r);
     }
@@ -333,17 +428,17 @@ class Simulation {
                                   d.recv_count, bar_start(recv_ready(d), ends.recv_end, busy), ends.recv_end, 0, 0});
   }
 
-  void check_peer(int r, const Transfer& t, const char* verb) const {
-    if (t && (t.peer >= static_cast<int>(ranks_.size()) || t.peer == r)) throw_bad_peer(r, t, verb);
+  void check_peer(int r, int peer, const char* verb) const {
+    if (peer >= 0 && (peer >= static_cast<int>(ranks_.size()) || peer == r)) throw_bad_peer(r, peer, verb);
   }
 
   // The error paths stay out of line: their streams would otherwise widen
   // the hot functions' frames.
-  [[noreturn, gnu::noinline]] void throw_bad_peer(int r, const Transfer& t, const char* verb) const {
+  [[noreturn, gnu::noinline]] void throw_bad_peer(int r, int peer, const char* verb) const {
     const auto p = static_cast<int>(ranks_.size());
     std::ostringstream m;
-    m << "rank " << r << " step " << tally_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank " << t.peer
-      << ", which is " << (t.peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
+    m << "rank " << r << " step " << tally_[static_cast<std::size_t>(r)].steps - 1 << " " << verb << " rank " << peer
+      << ", which is " << (peer == r ? "itself" : "not a rank") << " (p = " << p << ")";
     throw ScheduleError(m.str());
   }
 
@@ -373,7 +468,10 @@ class Simulation {
   CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
   bool bidirectional_;
+  Picos recv_overhead_;
   std::optional<PairCost> same_pair_;  // when every pair of ranks costs the same
+  PairCost pair_;                      // kPlain: *same_pair_
+  PairCost any_pair_;                  // otherwise: the pair matched last
   HugeVector<RankState> ranks_;
   HugeVector<RankTally> tally_;
   HugeVector<std::uint64_t> woken_;     // ranks that may be able to progress: a bit each
@@ -389,9 +487,7 @@ class Simulation {
 // Whether simulate_symmetric is exact for these options: every rank charged
 // alike and starting together (algorithms/symmetric_plan.hpp says why).
 bool symmetric_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
-  const bool own_nodes = !options.layout || options.layout->nodes() == ranks;
-  return own_nodes && !options.model.nic_load() && options.start.empty() && !options.timeline && !hooks &&
-         options.model.ports() == Ports::bidirectional;
+  return plain_case(ranks, options, hooks) && options.start.empty();
 }
 
 // A RotationPlan's run: rank 0 against copies of itself, so both ends of each
@@ -469,9 +565,12 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
   check_start_offsets(options.start, ranks);
   if (rotation_symmetric(plan) && symmetric_shortcut_applies(ranks, options, hooks))
     return simulate_symmetric(plan, ranks, options);
-  if (const StepCursor* cursor = cursor_of(plan))
-    return Simulation(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
-  return Simulation(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();
+  const auto run = [&]<bool kPlain>() {
+    if (const StepCursor* cursor = cursor_of(plan))
+      return Simulation<CursorSteps, kPlain>(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
+    return Simulation<CoroutineSteps, kPlain>(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();
+  };
+  return plain_case(ranks, options, hooks) ? run.template operator()<true>() : run.template operator()<false>();
 }
 
 }  // namespace copse

@@ -47,6 +47,8 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
     return position;
   }
 
+  void prefetch(int rank) const final { __builtin_prefetch(&nodes_[to_size(rank)]); }
+
   bool fill(int rank, std::uint32_t position, Step& s) const {
     const Node& n = nodes_[to_size(rank)];
     const long j = position >> 2, d = n.depth;
@@ -124,14 +126,19 @@ class BinomialAllreduceCursor final : public GridCursor<BinomialAllreduceCursor>
     const auto child = [rank](long c) { return rank + (1 << c); };
     if (position < reduce) {
       if (nc == 0) return fill_step(s, blocks_.transfer(position, parent), {}, Combine::replace);
-      const long j = position / nc, c = position % nc;
+      // 32-bit divisions (positions are): several times quicker than long ones.
+      const auto unc = static_cast<std::uint32_t>(nc);
+      const long j = position / unc, c = position % unc;
       return fill_step(s, c == 0 ? blocks_.transfer(j - 1, parent) : Transfer{}, blocks_.transfer(j, child(c)),
                        patterns::side_of(child(c), rank));
     }
-    const long q = position - reduce;
-    if (parent < 0)  // the root: kid i is child nc-1-i
-      return fill_step(s, blocks_.transfer(q / nc, child(nc - 1 - q % nc)), {}, Combine::replace);
-    const long stride = std::max(nc, 1L), j = q / stride, slot = q % stride;
+    const auto q = static_cast<std::uint32_t>(position - reduce);
+    if (parent < 0) {  // the root: kid i is child nc-1-i
+      const auto unc = static_cast<std::uint32_t>(nc);
+      return fill_step(s, blocks_.transfer(q / unc, child(nc - 1 - q % unc)), {}, Combine::replace);
+    }
+    const auto stride = static_cast<std::uint32_t>(std::max(nc, 1L));
+    const long j = q / stride, slot = q % stride;
     if (slot == 0)
       return fill_step(s, nc > 0 ? blocks_.transfer(j - 1, child(0)) : Transfer{}, blocks_.transfer(j, parent),
                        Combine::replace);

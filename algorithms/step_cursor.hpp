@@ -19,6 +19,22 @@
 
 namespace copse {
 
+// What the simulator's matching and clock read of a step: its peers (-1 for
+// none), its counts, and the elements its local work combines or copies
+// (local_work_elements, common/cost_model.hpp). Offsets and the combine's
+// side cost nothing, so a cursor that only reports moves need not compute
+// them.
+struct StepMove {
+  std::int32_t send_peer = -1, recv_peer = -1;
+  std::uint64_t send_count = 0, recv_count = 0;
+  std::uint64_t work_elements = 0;
+};
+
+inline StepMove move_of(const Step& step) {
+  const std::uint64_t combined = (step.recv && step.combine != Combine::replace) ? step.recv.count : 0;
+  return StepMove{step.send.peer, step.recv.peer, step.send.count, step.recv.count, combined + step.copy.count};
+}
+
 class StepCursor {
  public:
   virtual ~StepCursor() = default;
@@ -27,8 +43,13 @@ class StepCursor {
   // are the cursor's own numbering: consecutive steps need not have
   // consecutive positions.
   virtual bool seek(int rank, std::uint32_t& position, Step& step) const = 0;
+  // seek() reporting move_of(step) alone: what the simulator calls per step.
+  virtual bool seek_move(int rank, std::uint32_t& position, StepMove& move) const = 0;
   // The step at a position seek() stopped at.
   virtual Step at(int rank, std::uint32_t position) const = 0;
+  // Starts fetching what seek() reads of rank's own (the simulator calls it
+  // for a batch of ranks before seeking any: their cache misses overlap).
+  virtual void prefetch(int rank) const { static_cast<void>(rank); }
 };
 
 struct CursorPlan {

@@ -28,17 +28,28 @@ constexpr int kMostBlocks = 1 << 25;
 template <class Derived>
 class GridCursor : public StepCursor {
  public:
-  bool seek(int rank, std::uint32_t& position, Step& step) const final {
-    const auto& grid = static_cast<const Derived&>(*this);
-    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
-      if (grid.fill(rank, position, step)) return true;
-    return false;
+  bool seek(int rank, std::uint32_t& position, Step& step) const final { return find(rank, position, step); }
+  // The step stays local, so the compiler drops whatever of fill() only
+  // offsets and the combine's side read.
+  bool seek_move(int rank, std::uint32_t& position, StepMove& move) const final {
+    Step step;
+    if (!find(rank, position, step)) return false;
+    move = move_of(step);
+    return true;
   }
   std::uint32_t first_from(int, std::uint32_t position) const { return position; }
   Step at(int rank, std::uint32_t position) const final {
     Step step;
     static_cast<const Derived&>(*this).fill(rank, position, step);
     return step;
+  }
+
+ private:
+  bool find(int rank, std::uint32_t& position, Step& step) const {
+    const auto& grid = static_cast<const Derived&>(*this);
+    for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
+      if (grid.fill(rank, position, step)) return true;
+    return false;
   }
 };
 

@@ -88,6 +88,8 @@ class TwoTreeSchedule {
     return positions();
   }
 
+  void prefetch(int rank) const { __builtin_prefetch(&ranks_[static_cast<std::size_t>(rank)]); }
+
   Step at(int rank, std::int64_t position) const {
     const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
     const bool reduce = position < 2 * rounds_;  // compared, not divided: the simulator asks millions of times
@@ -159,6 +161,7 @@ class TwoTreeCursor final : public cursor::GridCursor<TwoTreeCursor> {
   bool fill(int rank, std::uint32_t position, Step& step) const {
     return cursor::fill_step(step, schedule_->at(rank, position));
   }
+  void prefetch(int rank) const final { schedule_->prefetch(rank); }
 
  private:
   std::shared_ptr<const TwoTreeSchedule> schedule_;

@@ -42,8 +42,7 @@ struct StagedNode {
                  link.staged_sends = true;
                  return link;
                }()) {
-    for (int r = 0; r < ranks; ++r)
-      engine.set_stage(r, arena.address(arena.allocate(kStageBytes, 64)), kStageBytes);
+    for (int r = 0; r < ranks; ++r) engine.set_stage(r, arena.address(arena.allocate(kStageBytes, 64)), kStageBytes);
   }
 };
 
@@ -133,10 +132,9 @@ TEST_CASE("stage slots: receivers take each sender's posts in order, of every si
     int from, to;
     std::uint64_t count;
   };
-  const std::vector<Message> messages = {{0, 1, 2},   {0, 1, 100}, {0, 2, 3},   {0, 1, 4},   {0, 2, 200},
-                                         {0, 2, 128}, {0, 1, 129}, {1, 2, 50},  {0, 1, 128}, {0, 2, 1},
-                                         {0, 2, 256}, {1, 2, 4},   {0, 1, 60},  {0, 2, 127}, {0, 1, 250},
-                                         {1, 2, 130}, {0, 2, 2},   {0, 1, 16}};
+  const std::vector<Message> messages = {{0, 1, 2},   {0, 1, 100}, {0, 2, 3},   {0, 1, 4},   {0, 2, 200}, {0, 2, 128},
+                                         {0, 1, 129}, {1, 2, 50},  {0, 1, 128}, {0, 2, 1},   {0, 2, 256}, {1, 2, 4},
+                                         {0, 1, 60},  {0, 2, 127}, {0, 1, 250}, {1, 2, 130}, {0, 2, 2},   {0, 1, 16}};
   std::vector<std::vector<Step>> steps(3);
   std::uint64_t offset = 0;
   for (const Message& m : messages) {
@@ -160,8 +158,7 @@ TEST_CASE("stage slots: receivers take each sender's posts in order, of every si
         std::uint64_t at = 0;
         for (const Message& m : messages) {
           if (m.from == r)
-            for (std::uint64_t i = at; i < at + m.count; ++i)
-              y[static_cast<std::size_t>(r)][i] = value(i, round);
+            for (std::uint64_t i = at; i < at + m.count; ++i) y[static_cast<std::size_t>(r)][i] = value(i, round);
           at += m.count;
         }
         if (r > 0 && round % 3 == 0) std::this_thread::yield();

@@ -225,7 +225,6 @@ class LinkEngine final : public Link {
     std::size_t stage_bytes = 0;
     std::size_t part_bytes = 0;            // each outbox's part of the stage
     const std::byte* send_data = nullptr;  // the send waiting to be posted
-    int next = 0;                          // the outbox the next send posts in (they take turns)
     int posted_in = 0;                     // the outbox of the send last posted
     int whole = -1;  // the outbox of a post that took the whole stage, until a later one into the stage saw it idle
     // Per outbox: the addressee of the send last posted there (a send that
@@ -241,8 +240,9 @@ class LinkEngine final : public Link {
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
   bool try_post(LinkRank& c);
   // The first of the rank's outboxes that its pending send needs idle and
-  // that is not (-1: it can post now).
-  int busy_outbox(const LinkRank& c) const;
+  // that is not (-1: it can post now); `take`, if given, receives the
+  // outbox the send would post in.
+  int busy_outbox(const LinkRank& c, int* take = nullptr) const;
   // Rank slot `s`'s outbox `k` (the first: the rendezvous one).
   Outbox& outbox(std::size_t s, int k = 0) const;
   // Whether `send` is copied and done at once (see try_post; the posted

@@ -46,10 +46,11 @@ namespace copse {
 // sleeps there).
 //
 // Stage slots (staged sends): a rank owns kStageSlots outboxes, and its
-// stage is cut into as many equal parts, one per outbox. Its sends take the
-// outboxes in turn, so a send waits only for the receiver of the post
-// kStageSlots sends back -- not, as with one outbox, for the receiver of
-// the one just before: a root's sends to its children, a pipeline's
+// stage is cut into as many equal parts, one per outbox. A send takes the
+// outbox of the last post again if its receiver has taken it (its part is
+// still in the cache), else the next in turn, so a send waits only for the
+// receiver of the post kStageSlots sends back -- not, as with one outbox,
+// for the receiver of the one just before: a root's sends to its children, a pipeline's
 // consecutive blocks to one successor, and the first sends of a call after
 // the last ones of the call before overlap their receivers' pulls. A post
 // that does not fit a part (bigger than stage / kStageSlots) takes the
@@ -60,10 +61,10 @@ namespace copse {
 // older one. Finding only a newer one (its older one was posted first, but
 // the receiver looked at that outbox before it was), it looks again: the
 // older post is visible by then, since it precedes the newer one it saw.
-// Say rank 0 sends to rank 1 blocks a, b, c, each a copy: a goes to outbox 0
-// (seq 1), b to outbox 1 (seq 2), both done at once; c waits for outbox 0,
-// i.e. for rank 1 to pull a; rank 1 pulls seq 1 from outbox 0, then seq 2
-// from outbox 1, then seq 3 (c) from outbox 0.
+// Say rank 0 sends to rank 1 blocks a, b, c, each a copy, before rank 1
+// pulls: a goes to outbox 0 (seq 1), b to outbox 1 (seq 2), both done at
+// once; c waits for outbox 0, i.e. for rank 1 to pull a; rank 1 pulls seq 1
+// from outbox 0, then seq 2 from outbox 1, then seq 3 (c) from outbox 0.
 //
 // Cross-memory attach (with staged sends; LinkConfig::cross_memory_attach):
 // a large send is not copied. The sender posts its buffer's address in its

@@ -19,13 +19,14 @@ Arena::Offset LinkEngine::create_shared(Arena& arena, int ranks) {
   if (ranks < 1 || ranks > (1 << 29)) throw UsageError("the link engine needs 1 to 2^29 ranks");
   const auto p = static_cast<std::size_t>(ranks);
   static_assert(sizeof(Outbox) == 64, "an outbox is one cache line, its eager copy included");
-  const std::size_t bytes = sizeof(Shared) + p * (sizeof(Outbox) + sizeof(Inbox) + sizeof(Progress));
+  const auto k = static_cast<std::size_t>(kStageSlots);
+  const std::size_t bytes = sizeof(Shared) + p * (k * sizeof(Outbox) + sizeof(Inbox) + sizeof(Progress));
   const Arena::Offset at = arena.allocate(bytes, 64);
   std::byte* base = arena.address(at);
   auto* shared = new (base) Shared{};
   shared->ranks = ranks;
   std::byte* cursor = base + sizeof(Shared);
-  for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Outbox)) new (cursor) Outbox{};
+  for (std::size_t r = 0; r < p * k; ++r, cursor += sizeof(Outbox)) new (cursor) Outbox{};
   for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Inbox)) new (cursor) Inbox{};
   for (std::size_t r = 0; r < p; ++r, cursor += sizeof(Progress)) new (cursor) Progress{};
   return at;
@@ -55,9 +56,13 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
                      " ranks, but the engine is configured for " + std::to_string(slots()));
   const auto p = static_cast<std::size_t>(slots());
   own_.resize(p);
+  if (config_.staged_sends) {
+    stage_slots_ = kStageSlots;
+    for (RankState& r : own_) r.sent.assign(p, 0), r.received.assign(p, 0);
+  }
   base += sizeof(Shared);
   outbox_ = std::launder(reinterpret_cast<Outbox*>(base));
-  base += p * sizeof(Outbox);
+  base += p * static_cast<std::size_t>(kStageSlots) * sizeof(Outbox);
   inbox_ = std::launder(reinterpret_cast<Inbox*>(base));
   base += p * sizeof(Inbox);
   progress_ = std::launder(reinterpret_cast<Progress*>(base));
@@ -105,6 +110,10 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
 
 LinkEngine::~LinkEngine() = default;
 
+LinkEngine::Outbox& LinkEngine::outbox(std::size_t s, int k) const {
+  return outbox_[s * static_cast<std::size_t>(kStageSlots) + static_cast<std::size_t>(k)];
+}
+
 // ---- failure --------------------------------------------------------------------
 
 bool LinkEngine::aborted() const { return shared_->abort.load(std::memory_order_acquire) != 0; }
@@ -113,8 +122,11 @@ void LinkEngine::abort() noexcept {
   if (shared_->abort.exchange(1, std::memory_order_acq_rel)) return;
   const auto p = static_cast<std::size_t>(slots());
   for (std::size_t r = 0; r < p; ++r) {
-    outbox_[r].state.fetch_or(kAbortBit, std::memory_order_acq_rel);
-    wake_all(outbox_[r].state, scope_, &outbox_[r].state_sleepers);
+    for (int k = 0; k < kStageSlots; ++k) {
+      Outbox& ob = outbox(r, k);
+      ob.state.fetch_or(kAbortBit, std::memory_order_acq_rel);
+      wake_all(ob.state, scope_, &ob.state_sleepers);
+    }
     inbox_[r].bell.fetch_add(1, std::memory_order_acq_rel);
     wake_all(inbox_[r].bell, scope_, &inbox_[r].bell_sleepers);
   }
@@ -151,20 +163,22 @@ void LinkEngine::withdraw(LinkRank& c) noexcept {
       gave_up = true;
     }
   };
-  // Outbox: retract a post; wait out a receiver's pull.
-  Outbox& ob = outbox_[me];
-  for (std::uint32_t s = ob.state.load(std::memory_order_acquire); !gave_up;) {
-    const std::uint32_t low = s & ~kAbortBit;
-    if (low == kIdle) break;
-    if (is_posted(low)) {
-      if (ob.state.compare_exchange_strong(s, s & kAbortBit, std::memory_order_acq_rel)) break;
-      continue;
+  // Outboxes: retract a post; wait out a receiver's pull.
+  for (int k = 0; k < stage_slots_; ++k) {
+    Outbox& ob = outbox(me, k);
+    for (std::uint32_t s = ob.state.load(std::memory_order_acquire); !gave_up;) {
+      const std::uint32_t low = s & ~kAbortBit;
+      if (low == kIdle) break;
+      if (is_posted(low)) {
+        if (ob.state.compare_exchange_strong(s, s & kAbortBit, std::memory_order_acq_rel)) break;
+        continue;
+      }
+      // An eager send: a peer pulling reads our copy, never the caller's
+      // buffers, and may have died while at it.
+      if (ob.copied) break;
+      wait(ob.state, ob.state_sleepers, s);
+      s = ob.state.load(std::memory_order_acquire);
     }
-    // An eager send: a peer pulling reads our copy, never the caller's
-    // buffers, and may have died while at it.
-    if (ob.copied) break;
-    wait(ob.state, ob.state_sleepers, s);
-    s = ob.state.load(std::memory_order_acquire);
   }
   // Inbox: retract a posted receive; wait out a sender's delivery.
   Inbox& ib = inbox_[me];
@@ -196,14 +210,18 @@ void LinkEngine::set_stage(int rank, std::byte* stage, std::size_t bytes) {
   RankState& state = own_[slot(rank)];
   state.stage = stage;
   state.stage_bytes = bytes;
+  // Whole cache lines each, so every part stays aligned as the stage is.
+  state.part_bytes = stage_slots_ > 1 ? bytes / static_cast<std::size_t>(stage_slots_) / 64 * 64 : bytes;
 }
 
 int LinkEngine::awaited(const LinkRank& c, LinkRank::Wait what) const {
   if (what == LinkRank::Wait::recv) return c.receiving.peer;
   // A send queued behind the stage waits for the receiver of the send
-  // posted there before it.
+  // posted in the outbox it needs.
   const RankState& me = own(c);
-  return !me.send_posted && me.staged_to >= 0 ? me.staged_to : c.sending.peer;
+  if (me.send_posted) return c.sending.peer;
+  const int k = busy_outbox(c);
+  return k >= 0 ? me.staged_to[k] : c.sending.peer;
 }
 
 void LinkEngine::publish_step(const LinkRank& c) {

@@ -29,8 +29,8 @@
 // sender's private buffer.
 //
 // Layout in the arena (create_shared): a header (abort flag, barrier
-// counter), then one outbox, one inbox and one progress record per rank, each
-// on its own cache line(s).
+// counter), then kStageSlots outboxes, one inbox and one progress record per
+// rank, each on its own cache line(s).
 
 #include <atomic>
 #include <chrono>
@@ -63,8 +63,10 @@ struct LinkConfig {
   // must have been called with members.size() (or layout.ranks()) ranks.
   std::vector<int> members;
   // Staged sends (processes of a node, without a virtual clock): a send is
-  // copied into the sender's stage (LinkEngine::set_stage, in the arena) as soon as
-  // the receiver has taken its previous one, and is done then; the receiver
+  // copied into the sender's stage (LinkEngine::set_stage, in the arena) as
+  // soon as the part of the stage it takes is free -- the stage holds
+  // LinkEngine::kStageSlots posts at once, so a send waits only for the
+  // receiver of the post that many sends back -- and is done then; the receiver
   // pulls it from there into any memory of its own. Working buffers and
   // scratch may then be private memory (the user's own buffers), and no
   // acknowledgement travels back. Otherwise (the default) a transfer is a
@@ -136,6 +138,11 @@ inline bool stages_receive(const Step& s, bool combines_in_place, bool send_in_f
 
 class LinkEngine final : public Link {
  public:
+  // Outboxes per rank, and parts of its stage: with staged sends, how many
+  // of a rank's sends may wait in its stage for their receivers at once
+  // (link_words.hpp, "Stage slots").
+  static constexpr int kStageSlots = 2;
+
   // Places and initialises the shared link state for `ranks` ranks (the
   // engines' members) in `arena`; returns its offset (to hand to the other
   // processes' engines).
@@ -157,6 +164,9 @@ class LinkEngine final : public Link {
   // Where `rank` (a member) copies its eager sends for their receivers to
   // pull: `bytes` bytes in the arena -- with staged sends every send, else,
   // without a virtual clock, those that fit. None (the default): no stage.
+  // With staged sends it is cut into kStageSlots parts (of whole cache
+  // lines): sends that fit a part overlap their receivers' pulls; a larger
+  // one (up to `bytes`) takes the whole stage, waiting for it to be empty.
   void set_stage(int rank, std::byte* stage, std::size_t bytes);
 
   // The Link (common/link.hpp). Data pointers must lie in the arena.
@@ -209,18 +219,32 @@ class LinkEngine final : public Link {
   // A member rank's private state in this transport, in this process (its
   // own cache line: each is written by its rank's thread alone).
   struct alignas(64) RankState {
-    bool send_posted = true;      // false while a send waits for the outbox to be free
+    bool send_posted = true;      // false while a send waits for an outbox to be free
     std::uint32_t recv_bell = 0;  // the doorbell value last seen
     std::byte* stage = nullptr;   // see set_stage
     std::size_t stage_bytes = 0;
+    std::size_t part_bytes = 0;            // each outbox's part of the stage
     const std::byte* send_data = nullptr;  // the send waiting to be posted
-    int staged_to = -1;  // the addressee of the send last posted from the stage (a wait for the stage waits for it)
+    int posted_in = 0;                     // the outbox of the send last posted
+    int whole = -1;  // the outbox of a post that took the whole stage, until a later one into the stage saw it idle
+    // Per outbox: the addressee of the send last posted there (a send that
+    // waits for the outbox waits for it).
+    int staged_to[kStageSlots] = {};
+    // Per member slot, with staged sends: the posts sent to it and received
+    // from it so far (outbox.seq; link_words.hpp, "Stage slots").
+    std::vector<std::uint32_t> sent, received;
   };
   RankState& own(const LinkRank& c) { return own_[slot(c.rank)]; }
   const RankState& own(const LinkRank& c) const { return own_[slot(c.rank)]; }
 
   bool deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data);
   bool try_post(LinkRank& c);
+  // The first of the rank's outboxes that its pending send needs idle and
+  // that is not (-1: it can post now); `take`, if given, receives the
+  // outbox the send would post in.
+  int busy_outbox(const LinkRank& c, int* take = nullptr) const;
+  // Rank slot `s`'s outbox `k` (the first: the rendezvous one).
+  Outbox& outbox(std::size_t s, int k = 0) const;
   // Whether `send` is copied and done at once (see try_post; the posted
   // send's Outbox::copied says so to its receiver).
   bool eager(const LinkRank& c, const Transfer& send) const;
@@ -250,6 +274,7 @@ class LinkEngine final : public Link {
   ExecutorConfig settings_;
   LinkConfig config_;
   std::vector<RankState> own_;  // per slot
+  int stage_slots_ = 1;         // outboxes in use per rank: kStageSlots with staged sends
   FutexScope scope_;
   SpinPolicy spin_;
   bool thread_spin_ = false;

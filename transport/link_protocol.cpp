@@ -51,27 +51,61 @@ bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
   return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > own(c).stage_bytes);
 }
 
-// Posts the send once the outbox is free (idle: the receiver of our previous
-// send has taken it). An eager send is copied first -- into the outbox's own
-// cache line when it fits, which its receiver reads anyway, else into the
-// rank's stage -- and is done at once: its receiver pulls the copy whenever
-// it comes, and rings our bell when it has (we may be asleep there, with our
-// next send waiting for the outbox). A rendezvous send waits in the outbox
-// for its receiver, unless the receiver waits for us already; an attached
-// one (cross-memory attach) posts its own address and waits for its
-// receiver's read.
+int LinkEngine::busy_outbox(const LinkRank& c, int* take) const {
+  const RankState& me = own(c);
+  const std::size_t mine = slot(c.rank);
+  auto busy = [&](int k) { return outbox(mine, k).state.load(std::memory_order_acquire) != kIdle; };
+  // The outbox of the last post again once its receiver has taken it: its
+  // part of the stage is still in the cache, and a receiver that keeps up
+  // leaves the sender one part's footprint, as with one outbox (at np 8 on
+  // 2 cores, taking turns regardless doubled the stage memory touched and
+  // the medians of 256 KiB-4 MiB reduces and bcasts). Else the next one in
+  // turn, i.e. the one of the oldest post, which the send waits for.
+  const int next = busy(me.posted_in) ? (me.posted_in + 1) % stage_slots_ : me.posted_in;
+  if (take) *take = next;
+  if (busy(next)) return next;
+  const std::uint64_t bytes = c.sending.count * c.eb;
+  if (bytes <= kEagerBytes || !eager(c, c.sending)) return -1;  // not into the stage
+  if (bytes > me.part_bytes) {                                  // the whole stage
+    for (int k = 0; k < stage_slots_; ++k)
+      if (busy(k)) return k;
+  } else if (me.whole >= 0 && busy(me.whole)) {
+    return me.whole;
+  }
+  return -1;
+}
+
+// Posts the send once the outbox it takes is free (idle: the receiver of
+// the send posted there before has taken it; with staged sends see
+// busy_outbox and link_words.hpp's "Stage slots"). An eager send is
+// copied first -- into the outbox's own cache line when it fits, which its
+// receiver reads anyway, else into the outbox's part of the rank's stage --
+// and is done at once: its receiver pulls the copy whenever it comes, and
+// rings our bell when it has (we may be asleep there, with our next send
+// waiting for the outbox). A rendezvous send waits in the outbox for its
+// receiver, unless the receiver waits for us already; an attached one
+// (cross-memory attach) posts its own address and waits for its receiver's
+// read.
 bool LinkEngine::try_post(LinkRank& c) {
-  Outbox& ob = outbox_[slot(c.rank)];
   RankState& me = own(c);
-  std::uint32_t s = ob.state.load(std::memory_order_acquire);
-  if (s & kAbortBit) throw LinkAborted{};
-  if (s != kIdle) return false;
+  int k = 0;
+  if (const int busy = busy_outbox(c, &k); busy >= 0) {
+    if (outbox(slot(c.rank), busy).state.load(std::memory_order_acquire) & kAbortBit) throw LinkAborted{};
+    return false;
+  }
+  Outbox& ob = outbox(slot(c.rank), k);
+  std::uint32_t s = kIdle;
   const Transfer& send = c.sending;
   const auto bytes = static_cast<std::size_t>(send.count * c.eb);
   const bool copied = eager(c, send);
   const bool attach = !copied && attached(c, send);
   if (copied) {
-    std::byte* copy = bytes <= kEagerBytes ? ob.eager : me.stage;
+    std::byte* copy = ob.eager;
+    if (bytes > kEagerBytes) {
+      const bool whole = bytes > me.part_bytes;
+      copy = whole ? me.stage : me.stage + static_cast<std::size_t>(k) * me.part_bytes;
+      me.whole = whole ? k : -1;  // busy_outbox saw the previous whole post's outbox idle
+    }
     if (bytes > 0) std::memcpy(copy, me.send_data, bytes);
     ob.data = arena_.offset_of(copy);
   } else {
@@ -81,10 +115,12 @@ bool LinkEngine::try_post(LinkRank& c) {
   ob.attached = attach;
   ob.count = send.count;
   ob.sender_ready = settings_.virtual_clock ? c.clock.send_ready() : 0;
+  if (stage_slots_ > 1) ob.seq = ++me.sent[slot(send.peer)];
   if (!ob.state.compare_exchange_strong(s, posted(send.peer), std::memory_order_seq_cst)) throw LinkAborted{};
   me.send_posted = true;
+  me.posted_in = k;
+  me.staged_to[k] = send.peer;
   if (copied) {
-    me.staged_to = send.peer;
     ring(inbox_[slot(send.peer)]);
     c.send_done = true;
   } else if (attach) {
@@ -107,7 +143,7 @@ bool LinkEngine::try_post(LinkRank& c) {
 // about twice the copy it needed). The receiver is spinning, so leaving it
 // the copy costs no wake-up.
 bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const std::byte* data) {
-  Outbox& ob = outbox_[slot(c.rank)];
+  Outbox& ob = outbox(slot(c.rank));  // not with staged sends: one outbox
   Inbox& ib = inbox_[slot(send.peer)];
   if ((receiver_moves_from_ > 0 && send.count * c.eb >= receiver_moves_from_) ||
       ib.state.load(std::memory_order_seq_cst) != posted(c.rank)) {
@@ -145,7 +181,7 @@ bool LinkEngine::deliver_if_waited_for(LinkRank& c, const Transfer& send, const 
 bool LinkEngine::test_send(LinkRank& c) {
   if (c.send_done) return true;
   if (!own(c).send_posted) return try_post(c) && c.send_done;
-  Outbox& ob = outbox_[slot(c.rank)];
+  Outbox& ob = outbox(slot(c.rank), own(c).posted_in);
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s == kIdle) {  // the receiver pulled and acked
     c.send_end = ob.end;
@@ -256,7 +292,7 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
     (void)try_pull(c);
     return;
   }
-  Outbox& ob = outbox_[slot(recv.peer)];
+  Outbox& ob = outbox(slot(recv.peer));  // a rendezvous: the first outbox
   Inbox& ib = inbox_[slot(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
 
@@ -276,28 +312,44 @@ void LinkEngine::start_recv(LinkRank& c, const Transfer& recv, std::byte* target
   ib.state.store(posted(recv.peer), std::memory_order_seq_cst);
 }
 
-// Staged sends: pull the sender's staged send once it is posted for us.
+// Staged sends: pull the sender's next send to us (by its number, among its
+// outboxes; link_words.hpp's "Stage slots") once it is posted.
 bool LinkEngine::try_pull(LinkRank& c) {
-  Outbox& ob = outbox_[slot(c.receiving.peer)];
+  const std::size_t from = slot(c.receiving.peer);
   const std::uint32_t for_me = posted(c.rank);
+  RankState& me = own(c);
   // Read the bell first: a post after this read rings it, so a block() on
   // this value cannot miss it.
-  own(c).recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
-  std::uint32_t expected = for_me;
-  if (ob.state.load(std::memory_order_seq_cst) != for_me ||
-      !ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) {
-    if (aborted()) throw LinkAborted{};
-    return false;
+  me.recv_bell = inbox_[slot(c.rank)].bell.load(std::memory_order_seq_cst);
+  const std::uint32_t seq = me.received[from] + 1;
+  // Two looks at most: a newer post seen in the first means ours was posted
+  // before it, and the second sees ours.
+  for (bool newer = true; newer;) {
+    newer = false;
+    for (int k = 0; k < stage_slots_; ++k) {
+      Outbox& ob = outbox(from, k);
+      if (ob.state.load(std::memory_order_seq_cst) != for_me) continue;
+      // Posted for us: only we move it on (but an abort), so its number holds.
+      if (ob.seq != seq) {
+        newer = true;
+        continue;
+      }
+      std::uint32_t expected = for_me;
+      if (!ob.state.compare_exchange_strong(expected, kClaimed, std::memory_order_seq_cst)) break;  // aborted
+      me.received[from] = seq;
+      pull(c, ob);
+      return true;
+    }
   }
-  pull(c, ob);
-  return true;
+  if (aborted()) throw LinkAborted{};
+  return false;
 }
 
 bool LinkEngine::test_recv(LinkRank& c) {
   if (c.recv_done) return true;
   if (config_.staged_sends) return try_pull(c);
   const Transfer& recv = c.receiving;
-  Outbox& ob = outbox_[slot(recv.peer)];
+  Outbox& ob = outbox(slot(recv.peer));
   Inbox& ib = inbox_[slot(c.rank)];
   const std::uint32_t for_me = posted(c.rank);
   // Read the bell first: a post or delivery after this read rings it, so a
@@ -344,13 +396,16 @@ void LinkEngine::block(LinkRank& c, LinkRank::Wait what, const WaitPolicy& polic
     // must not sleep through its release (which rings the bell; this look
     // covers a release before the bell was read).
     if (!own(c).send_posted && settings_.layout.shares_memory(c.rank, c.sending.peer)) {
-      const std::uint32_t s = outbox_[slot(c.rank)].state.load(std::memory_order_seq_cst);
-      if (s == kIdle || (s & kAbortBit)) return;
+      const int k = busy_outbox(c);
+      if (k < 0 || (outbox(slot(c.rank), k).state.load(std::memory_order_seq_cst) & kAbortBit)) return;
     }
     (void)wait_while_equal(ib.bell, own(c).recv_bell, policy, scope_, &ib.bell_sleepers, spin());
     return;
   }
-  Outbox& ob = outbox_[slot(c.rank)];
+  // The ack of the posted send, or the outbox a send waits for.
+  const int k = own(c).send_posted ? own(c).posted_in : busy_outbox(c);
+  if (k < 0) return;
+  Outbox& ob = outbox(slot(c.rank), k);
   const std::uint32_t s = ob.state.load(std::memory_order_acquire);
   if (s != kIdle && !(s & kAbortBit)) (void)wait_while_equal(ob.state, s, policy, scope_, &ob.state_sleepers, spin());
 }

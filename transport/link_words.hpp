@@ -19,8 +19,10 @@ namespace copse {
 // sleeps at most once and the second never does (except for large messages
 // between thread ranks that each have a core: see deliver_if_waited_for):
 //
-//  - Each rank owns one outbox (it has at most one send outstanding, so FIFO
-//    order per (source, destination) pair holds trivially). A sender publishes
+//  - A rendezvous goes through the rank's first outbox (it has at most one
+//    such send outstanding, so FIFO order per (source, destination) pair
+//    holds trivially; staged sends use all of them, see "Stage slots"
+//    below). A sender publishes
 //    (data, count, ready time) and sets the state to posted(dst).
 //  - Each rank owns one inbox (at most one receive outstanding). A receiver
 //    that finds no send posted for it publishes (target, count, side, ready
@@ -38,9 +40,31 @@ namespace copse {
 //
 // Staged sends (processes; LinkConfig::staged_sends): receivers never post
 // their inbox. A send is copied (outbox.copied) into the outbox's cache line
-// or the sender's stage and is done at once; the receiver claims the post,
-// pulls the copy and releases the outbox to idle, ringing the sender's bell
-// (the sender's next send may wait for the outbox while it sleeps there).
+// or its part of the sender's stage and is done at once; the receiver claims
+// the post, pulls the copy and releases the outbox to idle, ringing the
+// sender's bell (the sender's next send may wait for that outbox while it
+// sleeps there).
+//
+// Stage slots (staged sends): a rank owns kStageSlots outboxes, and its
+// stage is cut into as many equal parts, one per outbox. A send takes the
+// outbox of the last post again if its receiver has taken it (its part is
+// still in the cache), else the next in turn, so a send waits only for the
+// receiver of the post kStageSlots sends back -- not, as with one outbox,
+// for the receiver of the one just before: a root's sends to its children, a pipeline's
+// consecutive blocks to one successor, and the first sends of a call after
+// the last ones of the call before overlap their receivers' pulls. A post
+// that does not fit a part (bigger than stage / kStageSlots) takes the
+// whole stage: it waits until every outbox is idle, and the next post into
+// the stage waits until it is taken. Per (sender, receiver) pair both
+// count the posts (RankState::sent and received), and a post carries its
+// number (outbox.seq), so a receiver that finds two posts for it takes the
+// older one. Finding only a newer one (its older one was posted first, but
+// the receiver looked at that outbox before it was), it looks again: the
+// older post is visible by then, since it precedes the newer one it saw.
+// Say rank 0 sends to rank 1 blocks a, b, c, each a copy, before rank 1
+// pulls: a goes to outbox 0 (seq 1), b to outbox 1 (seq 2), both done at
+// once; c waits for outbox 0, i.e. for rank 1 to pull a; rank 1 pulls seq 1
+// from outbox 0, then seq 2 from outbox 1, then seq 3 (c) from outbox 0.
 //
 // Cross-memory attach (with staged sends; LinkConfig::cross_memory_attach):
 // a large send is not copied. The sender posts its buffer's address in its
@@ -69,6 +93,9 @@ constexpr std::uint32_t kClaimed = 2;     // outbox: the receiver is pulling the
 constexpr std::uint32_t kDone = 2;        // inbox: the sender has delivered
 constexpr std::uint32_t kDelivering = 3;  // inbox: the sender is delivering
 constexpr std::uint32_t kAbortBit = 0x80000000U;
+// Outboxes per rank: sends from the stage overlap this many deep (see
+// "Stage slots" above); rendezvous transfers use the first one only.
+constexpr int kStageSlots = LinkEngine::kStageSlots;
 // Up to this many thread ranks per core, waits poll (yielding the core)
 // rather than sleep on the futex; see the constructor.
 constexpr int kPollingRanksPerCore = 8;
@@ -109,6 +136,10 @@ struct alignas(64) LinkEngine::Outbox {
   // process, to be read by cross-memory attach, rather than an arena offset.
   bool copied = false;
   bool attached = false;
+  // Written by the sender before posting, with staged sends: the post's
+  // number among the sender's posts to its receiver (1, 2, ...; see
+  // "Stage slots" above), so that the receiver takes them in order.
+  std::uint32_t seq = 0;
   // An eager send's copy, when it fits here: its receiver reads it with the
   // words above, in one cache line. Aligned for any element type (the
   // kernels read it in place).
@@ -142,7 +173,8 @@ struct alignas(64) LinkEngine::Shared {
   std::atomic<std::uint32_t> abort{0};
   std::int32_t ranks = 0;
   alignas(64) std::atomic<std::uint32_t> barrier_count{0};
-  // Followed by Outbox[ranks], Inbox[ranks], Progress[ranks].
+  // Followed by Outbox[ranks * kStageSlots] (rank r's k-th at r * kStageSlots + k),
+  // Inbox[ranks], Progress[ranks].
 };
 
 }  // namespace copse

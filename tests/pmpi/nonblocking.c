@@ -10,7 +10,9 @@
  * MPI_Waitall / MPI_Testall / MPI_Waitany mixing copse's and the library's
  * requests, MPI_Testany / MPI_Testsome / MPI_Waitsome / MPI_Request_get_status
  * on copse's requests beside the library's, MPI_Cancel refused, MPI_Test loops, MPI_Request_free on a running call, a blocking
- * collective after outstanding ones, a start that must not wait for its
+ * collective after outstanding ones, a wait that must progress another
+ * communicator's running call (waited for later, or freed), more requests
+ * outstanding than the first chunk of copse's request slots holds, a start that must not wait for its
  * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and a persistent
  * allreduce (MPIX_Allreduce_init) whose starts and waits allocate nothing
  * (operator new, counted here: the executable's definition is the process's). */
@@ -217,6 +219,74 @@ static void two_communicators(void) {
   free(in), free(a), free(b), free(c);
 }
 
+/* A wait progresses the other running copse calls, freed ones too: rank 0
+ * waits for B (on a duplicate) before A (on comm), the others for A before
+ * they start B -- so rank 0's wait for B must progress A, which
+ * (1000 elements: not one shared-memory round) needs rank 0's steps. With
+ * `freed`, rank 0 frees A instead of waiting for it; a blocking allreduce
+ * on comm then completes it. */
+static void waits_progress_others(MPI_Comm comm, int freed) {
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  const long n = 1000;
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Barrier(dup); /* its Team (a nonblocking start never makes one) */
+  int64_t *in = vec(n), *a = vec(n), *b = vec(n);
+  fill(in, n, me, 31);
+  MPI_Request ra, rb;
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &ra);
+  expect(ALLREDUCE, comm);
+  if (me == 0) {
+    MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, dup, &rb);
+    if (freed) MPI_Request_free(&ra);
+    MPI_Wait(&rb, MPI_STATUS_IGNORE);
+    if (!freed) MPI_Wait(&ra, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Wait(&ra, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, dup, &rb);
+    MPI_Wait(&rb, MPI_STATUS_IGNORE);
+  }
+  expect(ALLREDUCE, dup);
+  int64_t one = 1, all = 0;
+  MPI_Allreduce(&one, &all, 1, MPI_INT64_T, MPI_SUM, comm); /* completes a freed A first */
+  CHECK(all == p, "blocking allreduce after A: %lld", (long long)all);
+  check_sum(a, n, p, 31, __LINE__);
+  check_sum(b, n, p, 31, __LINE__);
+  MPI_Comm_free(&dup);
+  free(in), free(a), free(b);
+}
+
+/* More copse requests outstanding at once than the first chunk of request
+ * slots holds (64), completed by one MPI_Waitall, then as many again one
+ * at a time (the freed slots reused): every handle distinct, every result
+ * right. */
+static void many_outstanding(MPI_Comm comm) {
+  enum { kMany = 150 };
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  int64_t in[kMany], out[kMany];
+  MPI_Request r[kMany];
+  for (int i = 0; i < kMany; ++i) in[i] = me + i, out[i] = -1;
+  for (int i = 0; i < kMany; ++i) {
+    MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT64_T, MPI_SUM, comm, &r[i]);
+    expect(ALLREDUCE, comm);
+  }
+  for (int i = 0; i < kMany; ++i)
+    for (int j = 0; j < i; ++j) CHECK(r[i] != r[j], "requests %d and %d share a handle", i, j);
+  MPI_Waitall(kMany, r, MPI_STATUSES_IGNORE);
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < kMany; ++i) {
+      const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * i;
+      CHECK(out[i] == want, "outstanding allreduce %d: %lld, expected %lld", i, (long long)out[i], (long long)want);
+      if (round == 0) {
+        out[i] = -1;
+        MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT64_T, MPI_SUM, comm, &r[i]);
+        expect(ALLREDUCE, comm);
+        MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+        CHECK(r[i] == MPI_REQUEST_NULL, "MPI_Wait left request %d", i);
+      }
+    }
+}
+
 /* Persistent allreduce: planned at init, then started and waited for with
  * new data each time, and no operator new after init. */
 static void persistent(long n) {
@@ -333,6 +403,9 @@ int main(int argc, char** argv) {
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
   other_request_calls(MPI_COMM_WORLD, 1000);
   two_communicators();
+  waits_progress_others(MPI_COMM_WORLD, 0);
+  waits_progress_others(MPI_COMM_WORLD, 1);
+  many_outstanding(MPI_COMM_WORLD);
   persistent(1);
   persistent((1L << 20) / 8 + 3);
 

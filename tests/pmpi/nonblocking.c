@@ -5,6 +5,11 @@
  *
  *   nonblocking EXPECT_FILE
  *
+ * With NONBLOCKING_THREADS=1 in its environment it asks for
+ * MPI_THREAD_MULTIPLE (copse then locks its progress and never waits for
+ * one request alone), runs the same, and then two threads at once, each
+ * with nonblocking and persistent calls of its own communicator.
+ *
  * Covers counts 0, 1, p-1, p+1, 1000 and over 2^20 bytes, roots other than
  * 0, in place, several calls outstanding on one communicator and on two,
  * MPI_Waitall / MPI_Testall / MPI_Waitany mixing copse's and the library's
@@ -19,6 +24,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +45,8 @@ enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, KINDS };
 static const char* const names[KINDS] = {"allreduce", "reduce", "bcast", "barrier", "allgather",
                                          "reduce_scatter_block"};
 static long served[KINDS], persistent_served;
-static int rank, size, failures;
+static int rank, size;
+static _Atomic int failures; /* CHECK from the threads of threads_at_once too */
 
 #define CHECK(cond, ...)                                              \
   do {                                                                \
@@ -287,6 +294,63 @@ static void many_outstanding(MPI_Comm comm) {
     }
 }
 
+/* Under MPI_THREAD_MULTIPLE: two threads at once, each with its own
+ * communicator, MPI_Iallreduce + MPI_Wait or an MPI_Test loop, then a
+ * persistent allreduce started and waited for. */
+struct worker {
+  MPI_Comm comm;
+  int salt;
+  long served, persistent_served; /* added to the totals after the join */
+};
+static void* worker_main(void* arg) {
+  struct worker* w = arg;
+  const int p = cmp_size(w->comm), me = cmp_rank(w->comm);
+  int64_t in[2], out[2];
+  MPI_Request r;
+  for (int i = 0; i < 200; ++i) {
+    in[0] = me + i + w->salt, in[1] = 1, out[0] = out[1] = -1;
+    MPI_Iallreduce(in, out, 2, MPI_INT64_T, MPI_SUM, w->comm, &r);
+    w->served += p > 1;
+    if (i % 2) {
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      int flag = 0;
+      while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    }
+    const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * (i + w->salt);
+    CHECK(out[0] == want && out[1] == p, "thread %d, allreduce %d: %lld %lld, expected %lld %d", w->salt, i,
+          (long long)out[0], (long long)out[1], (long long)want, p);
+  }
+  MPIX_Allreduce_init(in, out, 2, MPI_INT64_T, MPI_SUM, w->comm, MPI_INFO_NULL, &r);
+  w->persistent_served += p > 1;
+  for (int i = 0; i < 200; ++i) {
+    in[0] = me + i + w->salt, in[1] = 1, out[0] = out[1] = -1;
+    MPI_Start(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * (i + w->salt);
+    CHECK(out[0] == want && out[1] == p, "thread %d, persistent %d: %lld, expected %lld", w->salt, i,
+          (long long)out[0], (long long)want);
+  }
+  MPI_Request_free(&r);
+  return NULL;
+}
+static void threads_at_once(void) {
+  struct worker w[2];
+  pthread_t threads[2];
+  for (int t = 0; t < 2; ++t) {
+    w[t] = (struct worker){MPI_COMM_NULL, 1000 * t, 0, 0};
+    MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
+    MPI_Barrier(w[t].comm); /* its Team (a nonblocking start never makes one) */
+  }
+  for (int t = 0; t < 2; ++t) pthread_create(&threads[t], NULL, worker_main, &w[t]);
+  for (int t = 0; t < 2; ++t) {
+    pthread_join(threads[t], NULL);
+    served[ALLREDUCE] += w[t].served;
+    persistent_served += w[t].persistent_served;
+    MPI_Comm_free(&w[t].comm);
+  }
+}
+
 /* Persistent allreduce: planned at init, then started and waited for with
  * new data each time, and no operator new after init. */
 static void persistent(long n) {
@@ -392,7 +456,13 @@ static void other_request_calls(MPI_Comm comm, long n) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* threads = getenv("NONBLOCKING_THREADS");
+  const int multiple = threads && strcmp(threads, "1") == 0;
+  int provided = MPI_THREAD_SINGLE;
+  if (multiple)
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int p = size;
@@ -408,6 +478,10 @@ int main(int argc, char** argv) {
   many_outstanding(MPI_COMM_WORLD);
   persistent(1);
   persistent((1L << 20) / 8 + 3);
+  if (multiple) {
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked for, %d given", provided);
+    if (provided == MPI_THREAD_MULTIPLE) threads_at_once();
+  }
 
   char line[1024];
   int at = snprintf(line, sizeof line, "{\"rank\": %d, \"nonblocking\": {", rank);
@@ -419,8 +493,8 @@ int main(int argc, char** argv) {
     if (fd < 0 || write(fd, line, (size_t)at) != at) ++failures;
     if (fd >= 0) close(fd);
   }
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int mine = failures, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) printf("nonblocking: %s (%d failures)\n", all ? "FAILED" : "every check passed", all);
   MPI_Finalize();
   return all ? 1 : 0;

@@ -27,10 +27,6 @@ namespace copse::mpi::interposer {
 
 namespace {
 
-// Whether the library gave MPI_THREAD_MULTIPLE (ProgressLock); asked at each
-// request's making, until then assumed.
-std::atomic<bool> g_multiple{true};
-
 std::mutex g_requests_mutex;
 std::vector<CopseRequest*> g_requests;  // every registered copse request (freed ones until done)
 std::atomic<std::size_t> g_live{0};     // its size, read without the lock
@@ -209,22 +205,15 @@ bool any_ours(int count, const MPI_Request* requests) {
 
 }  // namespace
 
-ProgressLock::ProgressLock() : held_(g_multiple.load(std::memory_order_relaxed)) {
-  if (held_) g_progress_mutex.lock();
-}
-
-ProgressLock::ProgressLock(std::try_to_lock_t) : held_(g_multiple.load(std::memory_order_relaxed)) {
-  if (held_) owns_ = held_ = g_progress_mutex.try_lock();
-}
-
-ProgressLock::~ProgressLock() {
-  if (held_) g_progress_mutex.unlock();
-}
+std::atomic<bool> ProgressLock::multiple{true};
+void ProgressLock::lock() { g_progress_mutex.lock(); }
+bool ProgressLock::try_lock() { return g_progress_mutex.try_lock(); }
+void ProgressLock::unlock() { g_progress_mutex.unlock(); }
 
 CopseRequest* new_request() {
   int level = MPI_THREAD_MULTIPLE;
   if (PMPI_Query_thread(&level) == MPI_SUCCESS)
-    g_multiple.store(level == MPI_THREAD_MULTIPLE, std::memory_order_relaxed);
+    ProgressLock::multiple.store(level == MPI_THREAD_MULTIPLE, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_requests_mutex);
   // Room for one more: register_request then allocates nothing.
   if (g_requests.size() == g_requests.capacity()) g_requests.reserve(2 * g_requests.size() + 8);
@@ -280,13 +269,14 @@ int wait(MPI_Request* request, MPI_Status* status) {
   CopseRequest* r = request ? ours(*request) : nullptr;
   // The only copse call that may be running, and no other thread in MPI:
   // waited for in the call's own wait, as the blocking collective waits
-  // (the direct reduce's spin, or the links' waits, with their timeouts and
-  // failure checks), instead of polls. With another copse call running
+  // (the direct reduce's spin, with its timeout and failure checks), instead
+  // of polls -- where that wait allocates nothing (a schedule's waits make
+  // their policy when they block: a persistent call's wait must not). With another copse call running
   // elsewhere this wait must progress it too (its peers may wait for it
   // before they reach this one); under MPI_THREAD_MULTIPLE another thread
   // may need the progress lock meanwhile: both poll.
   if (!r || !running(*r) || g_running.load(std::memory_order_relaxed) != 1 ||
-      g_multiple.load(std::memory_order_relaxed))
+      ProgressLock::multiple.load(std::memory_order_relaxed) || !r->request.waits_without_allocating())
     return waitall(1, request, status);
   int error = MPI_SUCCESS;
   {

@@ -41,14 +41,29 @@ struct CopseRequest {
 // its two atomic operations per call.
 class ProgressLock {
  public:
-  ProgressLock();
-  explicit ProgressLock(std::try_to_lock_t);
-  ~ProgressLock();
+  ProgressLock() : held_(locking()) {
+    if (held_) lock();
+  }
+  explicit ProgressLock(std::try_to_lock_t) : held_(locking()) {
+    if (held_) owns_ = held_ = try_lock();
+  }
+  ~ProgressLock() {
+    if (held_) unlock();
+  }
   ProgressLock(const ProgressLock&) = delete;
   ProgressLock& operator=(const ProgressLock&) = delete;
   explicit operator bool() const { return owns_; }
 
+  // Whether the library gave MPI_THREAD_MULTIPLE: asked at each request's
+  // making (new_request), until then assumed.
+  static std::atomic<bool> multiple;
+
  private:
+  static bool locking() { return multiple.load(std::memory_order_relaxed); }
+  static void lock();
+  static bool try_lock();
+  static void unlock();
+
   bool held_ = false;  // the mutex is locked here
   bool owns_ = true;   // the caller may progress
 };

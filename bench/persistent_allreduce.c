@@ -5,9 +5,10 @@
  *   persistent_allreduce [BYTES [ROUNDS [CALLS [LATE]]]]
  *
  * Each round times CALLS back-to-back calls of each form on BYTES of
- * doubles (default 8 B, 20 rounds of 5000 calls), the two forms alternated
+ * doubles (default 8 B, 1000 rounds of 100 calls), the two forms alternated
  * and their order swapped every round, so that the load of a shared
- * machine falls on both alike. Rank 0 prints the medians of the per-call
+ * machine falls on both alike; short rounds, so that those a preemption
+ * hits are outliers the medians drop. Rank 0 prints the medians of the per-call
  * times over the rounds and the median of the rounds' ratios
  * persistent / blocking (each round's two timings taken moments apart).
  * LATE > 0: the last rank computes LATE iterations before each call, so that
@@ -20,20 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "median.h"
+
 static volatile double sink;
 static void compute(long iterations) {
   double x = 1.0;
   for (long i = 0; i < iterations; ++i) x = x * 1.0000001 + 1e-9;
   sink = x;
-}
-
-static int by_value(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* t, int n) {
-  qsort(t, (size_t)n, sizeof *t, by_value);
-  return t[n / 2];
 }
 
 int main(int argc, char** argv) {
@@ -47,8 +41,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const long bytes = argc > 1 ? atol(argv[1]) : 8;
-  const int rounds = argc > 2 ? atoi(argv[2]) : 20;
-  const int calls = argc > 3 ? atoi(argv[3]) : 5000;
+  const int rounds = argc > 2 ? atoi(argv[2]) : 1000;
+  const int calls = argc > 3 ? atoi(argv[3]) : 100;
   const long late = argc > 4 && rank == size - 1 ? atol(argv[4]) : 0;
   const int n = bytes >= 8 ? (int)(bytes / 8) : 1;
   double *in = malloc((size_t)n * 8), *out = malloc((size_t)n * 8);

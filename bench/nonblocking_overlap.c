@@ -1,4 +1,4 @@
-/* Nonblocking and persistent allreduce, measured (issue 19): run it under
+/* Nonblocking allreduce's overlap, measured (issue 19): run it under
  * libcopse_mpi.so (LD_PRELOAD) and without, at np 2.
  *
  *   nonblocking_overlap [BYTES [REPS]]
@@ -9,14 +9,13 @@
  * interleaved so that the load of a shared machine falls on all three alike;
  * the computation either without MPI calls or with an MPI_Test every 1/16
  * of it. Hidden fraction = (t_comm + t_comp - t_both) / t_comm.
- * Persistent: the median per-call time of MPIX_Allreduce_init's MPI_Start +
- * MPI_Wait at 8 bytes against MPI_Allreduce of 8 bytes. Rank 0 prints. */
+ * (Persistent against blocking: bench/persistent_allreduce.c.)
+ */
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h> /* Open MPI's MPIX_Allreduce_init */
-#endif
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "median.h"
 
 static volatile double sink;
 static double compute(long iterations, MPI_Request* poll) {
@@ -31,14 +30,6 @@ static double compute(long iterations, MPI_Request* poll) {
   }
   sink = x;
   return x;
-}
-static int by_value(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* t, int n) {
-  qsort(t, (size_t)n, sizeof *t, by_value);
-  return t[n / 2];
 }
 
 int main(int argc, char** argv) {
@@ -105,36 +96,11 @@ int main(int argc, char** argv) {
   const double t_comp = median(comp, reps);
   const double both[2] = {median(both0, reps), median(both1, reps)};
   free(comm), free(comp), free(both0), free(both1);
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-  /* Persistent against blocking, 8 bytes. */
-  const int calls = 20000;
-  double x = rank, y = 0;
-  MPIX_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
-  double per_start[5], per_blocking[5];
-  for (int round = 0; round < 5; ++round) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < calls; ++i) {
-      MPI_Start(&r);
-      MPI_Wait(&r, MPI_STATUS_IGNORE);
-    }
-    per_start[round] = (MPI_Wtime() - t0) / calls;
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (int i = 0; i < calls; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    per_blocking[round] = (MPI_Wtime() - t0) / calls;
-  }
-  MPI_Request_free(&r);
-#endif
   if (rank == 0) {
     printf("iallreduce %ld B: t_comm %.1f us, t_comp %.1f us\n", bytes, t_comm * 1e6, t_comp * 1e6);
     for (int polling = 0; polling < 2; ++polling)
       printf("  %s: t_both %.1f us, hidden %.0f%%\n", polling ? "computing with MPI_Test every 1/16" : "computing without MPI calls",
              both[polling] * 1e6, 100 * (t_comm + t_comp - both[polling]) / t_comm);
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-    printf("8 B allreduce per call: persistent Start+Wait %.2f us, blocking MPI_Allreduce %.2f us (medians of 5 x %d)\n",
-           median(per_start, 5) * 1e6, median(per_blocking, 5) * 1e6, calls);
-#endif
   }
   free(in), free(out), free(t);
   MPI_Finalize();

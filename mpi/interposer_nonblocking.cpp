@@ -33,17 +33,19 @@ Record* with_team(State& s, MPI_Comm comm) {
 template <class Start>
 int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
   s.stats.served(c, persistent);
-  const auto progressing = progress_lock();
+  const ProgressLock progressing;
   Nested nested;
+  CopseRequest* request = nullptr;
   try {
-    auto request = std::make_unique<CopseRequest>();
+    request = new_request();  // before the call starts: a call started has its request
     request->record = &r;
     request->call = call;
     request->persistent = persistent;
     request->request = start(r.team->comm(0));
-    *out = register_request(request.release());
+    *out = register_request(request);
     return MPI_SUCCESS;
   } catch (...) {
+    if (request) give_back(request);
     return fail_current(call, r);
   }
 }

@@ -1,8 +1,12 @@
 // The request calls (mpi/interposer.hpp): copse's requests progressed a step
 // at a time (runtime/pending.hpp), the library's passed through. A wait
-// polls rather than sleeps: while it waits, every live copse request and
+// polls rather than sleeps: while it waits, every running copse request and
 // every library request it was given is progressed, and the MPI library
-// with them, so that neither side's progress waits on the other's.
+// with them, so that neither side's progress waits on the other's. One
+// exception (wait()): MPI_Wait for the only copse call running, in a
+// process that calls MPI from one thread at a time, waits as the blocking
+// collective does -- a persistent 8-byte allreduce's MPI_Start + MPI_Wait
+// then costs what its MPI_Allreduce does.
 
 #include "mpi/interposer_requests.hpp"
 
@@ -12,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <string>
@@ -23,20 +28,93 @@ namespace copse::mpi::interposer {
 namespace {
 
 std::mutex g_requests_mutex;
-std::vector<CopseRequest*> g_requests;  // every live copse request
+std::vector<CopseRequest*> g_requests;  // every registered copse request (freed ones until done)
 std::atomic<std::size_t> g_live{0};     // its size, read without the lock
-// Held while a thread progresses copse's calls: a rank's queue is one
-// thread's at a time, whichever threads call MPI_Test (MPI_THREAD_MULTIPLE).
-// Recursive: progress_all tests requests under it.
+// The copse requests whose calls may be running: the nonblocking ones until
+// completed, the persistent ones from MPI_Start until completed, and the
+// freed ones until done. Written under the progress lock.
+std::atomic<std::size_t> g_running{0};
+// Held while a thread progresses copse's calls under MPI_THREAD_MULTIPLE
+// (ProgressLock). Recursive: progress_all tests requests under it.
 std::recursive_mutex g_progress_mutex;
 
-void forget(CopseRequest* r) {
-  {
-    std::lock_guard<std::mutex> lock(g_requests_mutex);
-    std::erase(g_requests, r);
-    g_live.store(g_requests.size(), std::memory_order_release);
+void add_running(std::size_t n, bool up) {
+  // Under the progress lock when it is taken, else from the one thread in
+  // MPI: a load and a store, without the read-modify-write's lock prefix.
+  const std::size_t now = g_running.load(std::memory_order_relaxed);
+  g_running.store(up ? now + n : now - n, std::memory_order_relaxed);
+}
+
+// A request whose call may be running (running() true) counts in g_running.
+bool running(const CopseRequest& r) { return !r.persistent || r.active; }
+
+// Every copse request has a slot here, in chunks kept for the process's
+// life and never moved (chunk k holds kFirst << k slots): a handle is a
+// slot's address, told from the library's by comparing addresses, and one
+// the application still holds after its request was freed is never a
+// dangling pointer of ours.
+class Slots {
+ public:
+  // Under g_requests_mutex.
+  CopseRequest* take() {
+    if (!free_) grow();
+    CopseRequest* r = free_;
+    free_ = r->next_free;
+    r->next_free = nullptr;
+    return r;
   }
-  delete r;
+  void give_back(CopseRequest* r) {
+    r->live.store(false, std::memory_order_release);
+    r->record = nullptr;
+    r->request = Request();  // a call of its own, done, goes
+    r->call = "";
+    r->persistent = r->active = r->freed = false;
+    r->next_free = free_;
+    free_ = r;
+  }
+  // Without a lock: `handle` is a live slot's address.
+  CopseRequest* find(MPI_Request handle) const {
+    const auto at = reinterpret_cast<std::uintptr_t>(handle);
+    const int chunks = chunks_.load(std::memory_order_acquire);
+    for (int k = 0; k < chunks; ++k) {
+      // Unsigned: an address below the chunk wraps to a large offset.
+      const std::uintptr_t offset = at - reinterpret_cast<std::uintptr_t>(chunk_[k]);
+      if (offset >= (kFirst << k) * sizeof(CopseRequest)) continue;
+      if (offset % sizeof(CopseRequest) != 0) return nullptr;
+      CopseRequest* r = chunk_[k] + offset / sizeof(CopseRequest);
+      return r->live.load(std::memory_order_acquire) ? r : nullptr;
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr int kChunks = 24;
+  static constexpr std::size_t kFirst = 64;
+  void grow() {
+    const int k = chunks_.load(std::memory_order_relaxed);
+    if (k == kChunks) throw std::bad_alloc();
+    const std::size_t n = kFirst << k;
+    chunk_[k] = new CopseRequest[n];
+    for (std::size_t i = n; i-- > 0;) {
+      chunk_[k][i].next_free = free_;
+      free_ = &chunk_[k][i];
+    }
+    chunks_.store(k + 1, std::memory_order_release);  // chunk_[k] is read only after this
+  }
+
+  CopseRequest* chunk_[kChunks] = {};
+  std::atomic<int> chunks_{0};
+  CopseRequest* free_ = nullptr;
+};
+
+Slots g_slots;
+
+// Unregisters `r` and frees its slot.
+void forget(CopseRequest* r) {
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  std::erase(g_requests, r);
+  g_live.store(g_requests.size(), std::memory_order_release);
+  g_slots.give_back(r);
 }
 
 // A collective's status: empty.
@@ -52,44 +130,58 @@ void empty_status(MPI_Status* status) {
 // Progresses copse request `r` without waiting; `done` once its call is
 // (a persistent request not started is). Returns the call's MPI error.
 int test_ours(CopseRequest* r, bool& done) {
-  if (r->persistent && !r->active) {
+  if (!running(*r)) {
     done = true;
     return MPI_SUCCESS;
   }
-  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
+  const ProgressLock progressing;
   Nested nested;
   try {
     done = r->request.test();
     return MPI_SUCCESS;
   } catch (...) {
     done = true;
-    return fail_current(r->call, *r->record);
+    // A freed call's failure is the team's: its next call reports it.
+    return r->freed ? MPI_ERR_OTHER : fail_current(r->call, *r->record);
   }
 }
 
 // A copse request done: its status, and its handle freed (persistent: inactive).
 void complete(MPI_Request* handle, CopseRequest* r, MPI_Status* status) {
   empty_status(status);
-  if (r->persistent) {
+  {
+    const ProgressLock progressing;  // progress_all reads these
+    if (running(*r)) add_running(1, false);
     r->active = false;
-    return;
   }
+  if (r->persistent) return;
   forget(r);
   *handle = MPI_REQUEST_NULL;
 }
 
 // Every live copse request a little further (calls of other communicators
-// than the one waited for, and those whose handles were freed while active).
+// than the one waited for), and the freed ones until done.
 void progress_all() {
   if (g_live.load(std::memory_order_acquire) == 0) return;
-  std::unique_lock<std::recursive_mutex> progressing(g_progress_mutex, std::try_to_lock);
+  const ProgressLock progressing(std::try_to_lock);
   if (!progressing) return;  // another thread is at it
   // Under the lock, which no progress takes (a call done here keeps its
   // handle until its own test or wait): nothing copied, nothing allocated.
   std::lock_guard<std::mutex> lock(g_requests_mutex);
-  for (CopseRequest* r : g_requests) {
+  bool released = false;
+  for (CopseRequest*& r : g_requests) {
     bool done = false;
     test_ours(r, done);  // a failure is reported by the request's own test or wait
+    if (done && r->freed) {
+      if (running(*r)) add_running(1, false);
+      g_slots.give_back(r);
+      r = nullptr;
+      released = true;
+    }
+  }
+  if (released) {
+    std::erase(g_requests, nullptr);
+    g_live.store(g_requests.size(), std::memory_order_release);
   }
 }
 
@@ -113,22 +205,38 @@ bool any_ours(int count, const MPI_Request* requests) {
 
 }  // namespace
 
-std::unique_lock<std::recursive_mutex> progress_lock() {
-  return std::unique_lock<std::recursive_mutex>(g_progress_mutex);
+std::atomic<bool> ProgressLock::multiple{true};
+void ProgressLock::lock() { g_progress_mutex.lock(); }
+bool ProgressLock::try_lock() { return g_progress_mutex.try_lock(); }
+void ProgressLock::unlock() { g_progress_mutex.unlock(); }
+
+CopseRequest* new_request() {
+  int level = MPI_THREAD_MULTIPLE;
+  if (PMPI_Query_thread(&level) == MPI_SUCCESS)
+    ProgressLock::multiple.store(level == MPI_THREAD_MULTIPLE, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  // Room for one more: register_request then allocates nothing.
+  if (g_requests.size() == g_requests.capacity()) g_requests.reserve(2 * g_requests.size() + 8);
+  return g_slots.take();
+}
+
+void give_back(CopseRequest* r) {
+  std::lock_guard<std::mutex> lock(g_requests_mutex);
+  g_slots.give_back(r);
 }
 
 MPI_Request register_request(CopseRequest* r) {
   std::lock_guard<std::mutex> lock(g_requests_mutex);
   g_requests.push_back(r);
   g_live.store(g_requests.size(), std::memory_order_release);
+  if (running(*r)) add_running(1, true);  // under the progress lock: serve() holds it
+  r->live.store(true, std::memory_order_release);
   return reinterpret_cast<MPI_Request>(r);
 }
 
 CopseRequest* ours(MPI_Request handle) {
   if (handle == MPI_REQUEST_NULL || g_live.load(std::memory_order_acquire) == 0) return nullptr;
-  auto* r = reinterpret_cast<CopseRequest*>(handle);
-  std::lock_guard<std::mutex> lock(g_requests_mutex);
-  return std::find(g_requests.begin(), g_requests.end(), r) != g_requests.end() ? r : nullptr;
+  return g_slots.find(handle);
 }
 
 int fail_current(const char* call, const Record& r) {
@@ -158,7 +266,29 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int wait(MPI_Request* request, MPI_Status* status) {
   if (g_live.load(std::memory_order_acquire) == 0) return PMPI_Wait(request, status);
-  return waitall(1, request, status);
+  CopseRequest* r = request ? ours(*request) : nullptr;
+  // The only copse call that may be running, and no other thread in MPI:
+  // waited for in the call's own wait, as the blocking collective waits
+  // (the direct reduce's spin, with its timeout and failure checks), instead
+  // of polls -- where that wait allocates nothing (a schedule's waits make
+  // their policy when they block: a persistent call's wait must not). With another copse call running
+  // elsewhere this wait must progress it too (its peers may wait for it
+  // before they reach this one); under MPI_THREAD_MULTIPLE another thread
+  // may need the progress lock meanwhile: both poll.
+  if (!r || !running(*r) || g_running.load(std::memory_order_relaxed) != 1 ||
+      ProgressLock::multiple.load(std::memory_order_relaxed) || !r->request.waits_without_allocating())
+    return waitall(1, request, status);
+  int error = MPI_SUCCESS;
+  {
+    Nested nested;
+    try {
+      r->request.wait();
+    } catch (...) {
+      error = fail_current(r->call, *r->record);
+    }
+  }
+  complete(request, r, status);
+  return error;
 }
 
 int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
@@ -174,8 +304,9 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
   std::vector<CopseRequest*> many_ours(count > kFew ? static_cast<std::size_t>(count) : 0, nullptr);
   char* done = count > kFew ? many_done.data() : few_done;
   CopseRequest** mine = count > kFew ? many_ours.data() : few_ours;
-  std::size_t copse_here = 0;
-  for (int i = 0; i < count; ++i) copse_here += (mine[i] = ours(requests[i])) != nullptr;
+  std::size_t running_here = 0;  // of copse's, those counted in g_running
+  for (int i = 0; i < count; ++i)
+    if ((mine[i] = ours(requests[i]))) running_here += running(*mine[i]);
   int error = MPI_SUCCESS;
   const auto since = std::chrono::steady_clock::now();
   for (unsigned polls = 0;; ++polls) {
@@ -188,7 +319,7 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
         bool finished = false;
         rc = test_ours(r, finished);
         if ((flag = finished)) {
-          if (!r->persistent) --copse_here;  // complete() forgets it: no longer live
+          if (running(*r)) --running_here;  // complete() no longer counts it
           complete(&requests[i], r, status);
         }
       } else {
@@ -201,7 +332,7 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
     }
     if (all) return error;
     // Other communicators' calls (and freed ones) go on too, when there are any.
-    if (g_live.load(std::memory_order_acquire) > copse_here) progress_all();
+    if (g_running.load(std::memory_order_relaxed) > running_here) progress_all();
     pause(polls, since);
   }
 }
@@ -403,20 +534,27 @@ int cancel(MPI_Request* request) {
 int request_free(MPI_Request* request) {
   CopseRequest* r = request ? ours(*request) : nullptr;
   if (!r) return PMPI_Request_free(request);
-  // An active call goes on (its rank's queue holds it) and completes
-  // before any later collective of its communicator.
-  forget(r);
   *request = MPI_REQUEST_NULL;
+  {
+    // A call that may be running goes on (its rank's queue holds it; it
+    // completes before any later collective of its communicator),
+    // progressed by progress_all until done.
+    std::lock_guard<std::mutex> lock(g_requests_mutex);
+    r->live.store(false, std::memory_order_release);
+    r->freed = running(*r);
+  }
+  if (!r->freed) forget(r);
   return MPI_SUCCESS;
 }
 
 int start(MPI_Request* request) {
   CopseRequest* r = request ? ours(*request) : nullptr;
   if (!r) return PMPI_Start(request);
-  std::lock_guard<std::recursive_mutex> progressing(g_progress_mutex);
+  const ProgressLock progressing;
   Nested nested;
   try {
     r->request.start();
+    if (!r->active) add_running(1, true);
     r->active = true;
     return MPI_SUCCESS;
   } catch (...) {

@@ -43,6 +43,12 @@ class PendingCall {
   // again from its start with the same arguments, planning nothing and
   // allocating nothing.
   virtual void restart() = 0;
+  // Whether progress(true) waits as the blocking call's own wait does and
+  // allocates nothing -- short of a wait long enough to be reported
+  // (wait_report, a minute by default) -- as the direct calls, whose wait
+  // policy is made once; a schedule's waits make their policy when they
+  // block.
+  virtual bool waits_without_allocating() const { return false; }
 
   enum class State : unsigned char { idle, queued, done, failed };
   State state = State::idle;

@@ -170,8 +170,14 @@ class RankCore {
   Request start(const CallArgs& args, bool persistent);
   // The runtime's call; this default refuses (UsageError).
   virtual std::shared_ptr<PendingCall> make_call(const CallArgs& args, bool persistent);
-  // Queues a call behind the outstanding ones and progresses them without waiting.
-  void enqueue(std::shared_ptr<PendingCall> call);
+  // Queues `call` behind the outstanding ones and progresses them without
+  // waiting. `owner`: a reference the queue keeps until the call is done (a
+  // nonblocking call's, whose Request may go first); null for a persistent
+  // call's start, whose Request holds it (and hands it over by adopt() if
+  // it goes first) -- no reference count changes per start.
+  void enqueue(PendingCall& call, std::shared_ptr<PendingCall> owner);
+  // The last reference of a queued call, kept until the call is done.
+  void adopt(std::shared_ptr<PendingCall> call) noexcept;
   // Progresses the outstanding calls in order (with `wait`: waiting) until
   // `until` is done (null: all of them); true once it is.
   bool progress(const PendingCall* until, bool wait);
@@ -216,7 +222,11 @@ class RankCore {
   void run_direct(Collective c, Body&& body);
   void agree_arrivals(std::int64_t call);
   void pop_outstanding() noexcept;
-  std::vector<std::shared_ptr<PendingCall>> outstanding_;  // from head_ on, in the order started
+  struct Outstanding {
+    PendingCall* call = nullptr;
+    std::shared_ptr<PendingCall> owner;  // null: its Request holds it
+  };
+  std::vector<Outstanding> outstanding_;  // from head_ on, in the order started
   std::size_t head_ = 0;
 };
 

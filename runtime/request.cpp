@@ -15,6 +15,18 @@ namespace copse {
 Request::Request(RankCore* core, std::shared_ptr<PendingCall> call, bool persistent)
     : core_(core), call_(std::move(call)), persistent_(persistent) {}
 
+Request& Request::operator=(Request other) noexcept {
+  std::swap(core_, other.core_);
+  std::swap(call_, other.call_);
+  std::swap(persistent_, other.persistent_);
+  return *this;  // the old call goes with `other`
+}
+
+Request::~Request() {
+  // Requests are the rank's thread's: the count is only its copies.
+  if (persistent_ && call_ && call_.use_count() == 1 && !done()) core_->adopt(std::move(call_));
+}
+
 bool Request::test() { return !call_ || core_->progress(call_.get(), false); }
 
 void Request::wait() {
@@ -23,25 +35,35 @@ void Request::wait() {
 
 bool Request::done() const { return !call_ || call_->state != PendingCall::State::queued; }
 
+bool Request::waits_without_allocating() const { return !call_ || call_->waits_without_allocating(); }
+
 void Request::start() {
   if (!persistent_) throw UsageError("start: not a persistent request");
   if (!done()) throw UsageError("start: the request's call is still running");
   call_->restart();
-  core_->enqueue(call_);
+  core_->enqueue(*call_, nullptr);  // held by this Request (or, if it goes first, adopt())
 }
 
 // ---- RankCore's queue ----
 
-void RankCore::enqueue(std::shared_ptr<PendingCall> call) {
-  call->state = PendingCall::State::queued;
-  outstanding_.push_back(std::move(call));
+void RankCore::enqueue(PendingCall& call, std::shared_ptr<PendingCall> owner) {
+  call.state = PendingCall::State::queued;
+  outstanding_.push_back({&call, std::move(owner)});
   progress(nullptr, false);  // posts what can be posted now; waits for nothing
+}
+
+void RankCore::adopt(std::shared_ptr<PendingCall> call) noexcept {
+  for (std::size_t i = head_; i < outstanding_.size(); ++i)
+    if (outstanding_[i].call == call.get()) {
+      outstanding_[i].owner = std::move(call);
+      return;
+    }
 }
 
 bool RankCore::progress(const PendingCall* until, bool wait) {
   if (until && until->state != PendingCall::State::queued) return true;
   while (head_ < outstanding_.size()) {
-    PendingCall& call = *outstanding_[head_];
+    PendingCall& call = *outstanding_[head_].call;
     try {
       if (!call.progress(wait)) return false;
       call.state = PendingCall::State::done;
@@ -58,7 +80,7 @@ bool RankCore::progress(const PendingCall* until, bool wait) {
 }
 
 void RankCore::pop_outstanding() noexcept {
-  outstanding_[head_].reset();
+  outstanding_[head_] = {};  // a nonblocking call's owner lets it go
   if (++head_ == outstanding_.size()) {
     outstanding_.clear();  // keeps its room: a persistent call's start allocates nothing
     head_ = 0;
@@ -80,6 +102,7 @@ class DirectCall final : public PendingCall {
   DirectCall(RankCore& core, const CallArgs& args) : core_(core), args_(args) {}
   bool progress(bool wait) override { return core_.progress_direct(args_, posted_, call_, wait); }
   void restart() override { posted_ = false; }
+  bool waits_without_allocating() const override { return true; }
 
  private:
   RankCore& core_;
@@ -125,7 +148,7 @@ Request RankCore::start(const CallArgs& args, bool persistent) {
     drain();
     reserve_outstanding(8);  // its starts allocate nothing
   }
-  if (!persistent) enqueue(call);
+  if (!persistent) enqueue(*call, call);  // the queue's own reference: its Request may go first
   return Request(this, std::move(call), persistent);
 }
 

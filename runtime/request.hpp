@@ -15,6 +15,14 @@ class Request {
  public:
   Request() = default;  // no call: done
   Request(RankCore* core, std::shared_ptr<PendingCall> call, bool persistent);
+  Request(const Request&) = default;
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request other) noexcept;
+  // The last Request of a persistent call that is still running hands the
+  // call to its rank's queue, which keeps it until it is done (the queue
+  // holds a persistent call by address only: a start costs no reference
+  // count).
+  ~Request();
 
   // Progresses the rank's outstanding calls, in order, without waiting for
   // any other rank; true once this one is done (a persistent request that
@@ -27,6 +35,8 @@ class Request {
   // still running or the request is not persistent). Allocates nothing.
   void start();
   bool persistent() const { return persistent_; }
+  // wait() allocates nothing (PendingCall::waits_without_allocating).
+  bool waits_without_allocating() const;
   explicit operator bool() const { return call_ != nullptr; }
 
  private:

@@ -124,6 +124,30 @@ TEST_CASE("thread Comm: allreduce_init plans once, each start runs it again", "[
   CHECK(good == std::vector<int>(static_cast<std::size_t>(p), 1));
 }
 
+TEST_CASE("thread Comm: a persistent request dropped while its call runs: the call still completes", "[comm]") {
+  // The queue holds a started persistent call by address; the last Request
+  // going first hands it the call (Request::~Request), or the blocking call
+  // below would progress freed memory.
+  Team team(options_for({3}));
+  const int p = team.size();
+  const ReduceOp sum = builtin_op("sum", DType::int64);
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}}) {
+    std::vector<int> good(static_cast<std::size_t>(p), 0);
+    check_no_errors(on_every_rank(team, [&](Comm& c) {
+      std::vector<std::int64_t> in = nb_input(c.rank(), n, 7), out(n);
+      {
+        Request r = c.allreduce_init(in.data(), out.data(), n, sum);
+        Request copy = r;
+        r.start();
+      }  // both go, the call maybe still running
+      std::int64_t one = 1, all = 0;
+      c.allreduce(&one, &all, 1, sum);  // completes the dropped call first
+      good[static_cast<std::size_t>(c.rank())] = nb_summed(out, p, 7) && all == p;
+    }));
+    CHECK(good == std::vector<int>(static_cast<std::size_t>(p), 1));
+  }
+}
+
 TEST_CASE("thread Comm: nonblocking collectives other than allreduce are refused", "[comm]") {
   Team team(options_for({1}));
   int value = 0;

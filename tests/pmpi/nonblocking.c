@@ -5,18 +5,26 @@
  *
  *   nonblocking EXPECT_FILE
  *
+ * With NONBLOCKING_THREADS=1 in its environment it asks for
+ * MPI_THREAD_MULTIPLE (copse then locks its progress and never waits for
+ * one request alone), runs the same, and then two threads at once, each
+ * with nonblocking and persistent calls of its own communicator.
+ *
  * Covers counts 0, 1, p-1, p+1, 1000 and over 2^20 bytes, roots other than
  * 0, in place, several calls outstanding on one communicator and on two,
  * MPI_Waitall / MPI_Testall / MPI_Waitany mixing copse's and the library's
  * requests, MPI_Testany / MPI_Testsome / MPI_Waitsome / MPI_Request_get_status
  * on copse's requests beside the library's, MPI_Cancel refused, MPI_Test loops, MPI_Request_free on a running call, a blocking
- * collective after outstanding ones, a start that must not wait for its
+ * collective after outstanding ones, a wait that must progress another
+ * communicator's running call (waited for later, or freed), more requests
+ * outstanding than the first chunk of copse's request slots holds, a start that must not wait for its
  * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and a persistent
  * allreduce (MPIX_Allreduce_init) whose starts and waits allocate nothing
  * (operator new, counted here: the executable's definition is the process's). */
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +45,8 @@ enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, KINDS };
 static const char* const names[KINDS] = {"allreduce", "reduce", "bcast", "barrier", "allgather",
                                          "reduce_scatter_block"};
 static long served[KINDS], persistent_served;
-static int rank, size, failures;
+static int rank, size;
+static _Atomic int failures; /* CHECK from the threads of threads_at_once too */
 
 #define CHECK(cond, ...)                                              \
   do {                                                                \
@@ -217,6 +226,131 @@ static void two_communicators(void) {
   free(in), free(a), free(b), free(c);
 }
 
+/* A wait progresses the other running copse calls, freed ones too: rank 0
+ * waits for B (on a duplicate) before A (on comm), the others for A before
+ * they start B -- so rank 0's wait for B must progress A, which
+ * (1000 elements: not one shared-memory round) needs rank 0's steps. With
+ * `freed`, rank 0 frees A instead of waiting for it; a blocking allreduce
+ * on comm then completes it. */
+static void waits_progress_others(MPI_Comm comm, int freed) {
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  const long n = 1000;
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Barrier(dup); /* its Team (a nonblocking start never makes one) */
+  int64_t *in = vec(n), *a = vec(n), *b = vec(n);
+  fill(in, n, me, 31);
+  MPI_Request ra, rb;
+  MPI_Iallreduce(in, a, (int)n, MPI_INT64_T, MPI_SUM, comm, &ra);
+  expect(ALLREDUCE, comm);
+  if (me == 0) {
+    MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, dup, &rb);
+    if (freed) MPI_Request_free(&ra);
+    MPI_Wait(&rb, MPI_STATUS_IGNORE);
+    if (!freed) MPI_Wait(&ra, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Wait(&ra, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(in, b, (int)n, MPI_INT64_T, MPI_SUM, dup, &rb);
+    MPI_Wait(&rb, MPI_STATUS_IGNORE);
+  }
+  expect(ALLREDUCE, dup);
+  int64_t one = 1, all = 0;
+  MPI_Allreduce(&one, &all, 1, MPI_INT64_T, MPI_SUM, comm); /* completes a freed A first */
+  CHECK(all == p, "blocking allreduce after A: %lld", (long long)all);
+  check_sum(a, n, p, 31, __LINE__);
+  check_sum(b, n, p, 31, __LINE__);
+  MPI_Comm_free(&dup);
+  free(in), free(a), free(b);
+}
+
+/* More copse requests outstanding at once than the first chunk of request
+ * slots holds (64), completed by one MPI_Waitall, then as many again one
+ * at a time (the freed slots reused): every handle distinct, every result
+ * right. */
+static void many_outstanding(MPI_Comm comm) {
+  enum { kMany = 150 };
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  int64_t in[kMany], out[kMany];
+  MPI_Request r[kMany];
+  for (int i = 0; i < kMany; ++i) in[i] = me + i, out[i] = -1;
+  for (int i = 0; i < kMany; ++i) {
+    MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT64_T, MPI_SUM, comm, &r[i]);
+    expect(ALLREDUCE, comm);
+  }
+  for (int i = 0; i < kMany; ++i)
+    for (int j = 0; j < i; ++j) CHECK(r[i] != r[j], "requests %d and %d share a handle", i, j);
+  MPI_Waitall(kMany, r, MPI_STATUSES_IGNORE);
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < kMany; ++i) {
+      const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * i;
+      CHECK(out[i] == want, "outstanding allreduce %d: %lld, expected %lld", i, (long long)out[i], (long long)want);
+      if (round == 0) {
+        out[i] = -1;
+        MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT64_T, MPI_SUM, comm, &r[i]);
+        expect(ALLREDUCE, comm);
+        MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+        CHECK(r[i] == MPI_REQUEST_NULL, "MPI_Wait left request %d", i);
+      }
+    }
+}
+
+/* Under MPI_THREAD_MULTIPLE: two threads at once, each with its own
+ * communicator, MPI_Iallreduce + MPI_Wait or an MPI_Test loop, then a
+ * persistent allreduce started and waited for. */
+struct worker {
+  MPI_Comm comm;
+  int salt;
+  long served, persistent_served; /* added to the totals after the join */
+};
+static void* worker_main(void* arg) {
+  struct worker* w = arg;
+  const int p = cmp_size(w->comm), me = cmp_rank(w->comm);
+  int64_t in[2], out[2];
+  MPI_Request r;
+  for (int i = 0; i < 200; ++i) {
+    in[0] = me + i + w->salt, in[1] = 1, out[0] = out[1] = -1;
+    MPI_Iallreduce(in, out, 2, MPI_INT64_T, MPI_SUM, w->comm, &r);
+    w->served += p > 1;
+    if (i % 2) {
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      int flag = 0;
+      while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    }
+    const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * (i + w->salt);
+    CHECK(out[0] == want && out[1] == p, "thread %d, allreduce %d: %lld %lld, expected %lld %d", w->salt, i,
+          (long long)out[0], (long long)out[1], (long long)want, p);
+  }
+  MPIX_Allreduce_init(in, out, 2, MPI_INT64_T, MPI_SUM, w->comm, MPI_INFO_NULL, &r);
+  w->persistent_served += p > 1;
+  for (int i = 0; i < 200; ++i) {
+    in[0] = me + i + w->salt, in[1] = 1, out[0] = out[1] = -1;
+    MPI_Start(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    const int64_t want = (int64_t)p * (p - 1) / 2 + (int64_t)p * (i + w->salt);
+    CHECK(out[0] == want && out[1] == p, "thread %d, persistent %d: %lld, expected %lld", w->salt, i,
+          (long long)out[0], (long long)want);
+  }
+  MPI_Request_free(&r);
+  return NULL;
+}
+static void threads_at_once(void) {
+  struct worker w[2];
+  pthread_t threads[2];
+  for (int t = 0; t < 2; ++t) {
+    w[t] = (struct worker){MPI_COMM_NULL, 1000 * t, 0, 0};
+    MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
+    MPI_Barrier(w[t].comm); /* its Team (a nonblocking start never makes one) */
+  }
+  for (int t = 0; t < 2; ++t) pthread_create(&threads[t], NULL, worker_main, &w[t]);
+  for (int t = 0; t < 2; ++t) {
+    pthread_join(threads[t], NULL);
+    served[ALLREDUCE] += w[t].served;
+    persistent_served += w[t].persistent_served;
+    MPI_Comm_free(&w[t].comm);
+  }
+}
+
 /* Persistent allreduce: planned at init, then started and waited for with
  * new data each time, and no operator new after init. */
 static void persistent(long n) {
@@ -322,7 +456,13 @@ static void other_request_calls(MPI_Comm comm, long n) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* threads = getenv("NONBLOCKING_THREADS");
+  const int multiple = threads && strcmp(threads, "1") == 0;
+  int provided = MPI_THREAD_SINGLE;
+  if (multiple)
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int p = size;
@@ -333,8 +473,15 @@ int main(int argc, char** argv) {
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
   other_request_calls(MPI_COMM_WORLD, 1000);
   two_communicators();
+  waits_progress_others(MPI_COMM_WORLD, 0);
+  waits_progress_others(MPI_COMM_WORLD, 1);
+  many_outstanding(MPI_COMM_WORLD);
   persistent(1);
   persistent((1L << 20) / 8 + 3);
+  if (multiple) {
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked for, %d given", provided);
+    if (provided == MPI_THREAD_MULTIPLE) threads_at_once();
+  }
 
   char line[1024];
   int at = snprintf(line, sizeof line, "{\"rank\": %d, \"nonblocking\": {", rank);
@@ -346,8 +493,8 @@ int main(int argc, char** argv) {
     if (fd < 0 || write(fd, line, (size_t)at) != at) ++failures;
     if (fd >= 0) close(fd);
   }
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int mine = failures, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) printf("nonblocking: %s (%d failures)\n", all ? "FAILED" : "every check passed", all);
   MPI_Finalize();
   return all ? 1 : 0;

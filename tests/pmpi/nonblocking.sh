@@ -6,6 +6,8 @@
 #
 #   nonblocking.sh NP [K]
 #
+# NONBLOCKING_THREADS=1 in the environment: the program under
+# MPI_THREAD_MULTIPLE, with two threads at once at its end.
 # CTest sets PMPI_LIB, PMPI_NONBLOCKING and MPIEXEC. Exit status 0 when every
 # check passed.
 set -uo pipefail
@@ -24,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/preload.sh"
 # sanitizer's operator delete sees malloc's blocks: not a mismatch here.
 [[ -z $asan ]] || export ASAN_OPTIONS="$ASAN_OPTIONS:alloc_dealloc_mismatch=0"
 args=(-x LD_PRELOAD="$preload")
+[[ -z ${NONBLOCKING_THREADS:-} ]] || args+=(-x NONBLOCKING_THREADS)
 [[ -z $asan ]] || args+=(-x ASAN_OPTIONS)
 for name in $(compgen -e); do
   case "$name" in COPSE_*) args+=(-x "$name") ;; esac

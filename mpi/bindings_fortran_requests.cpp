@@ -168,6 +168,16 @@ void new_request(MPI_Fint* handle, MPI_Fint* ierror, Start&& start) {
   set(ierror, rc);
 }
 
+// A call of `count` requests that returns no status (MPI_Start, MPI_Cancel,
+// MPI_Request_free: a freed request's handle changes): `call(requests)` is C's.
+template <class Call>
+void handles_only(int count, MPI_Fint* requests, MPI_Fint* ierror, Call call) {
+  Requests r(count, requests);
+  const int rc = call(r.c());
+  r.back();
+  set(ierror, rc);
+}
+
 // MPI_Waitsome and MPI_Testsome: `call` is C's. `indices` go through as
 // they are (MPI_Fint is int), then from 1.
 template <class Call>
@@ -368,34 +378,21 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_request_get_status(
   set(ierror, rc);
 }
 
-// The calls that change handles only: a freed request's, and none.
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_cancel(MPI_Fint* request, MPI_Fint* ierror) {
-  ip::Requests r(1, request);
-  const int rc = ip::cancel(r.c());
-  r.back();
-  set(ierror, rc);
+  ip::handles_only(1, request, ierror, ip::cancel);
 }
 
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_request_free(MPI_Fint* request, MPI_Fint* ierror) {
-  ip::Requests r(1, request);
-  const int rc = ip::request_free(r.c());
-  r.back();
-  set(ierror, rc);
+  ip::handles_only(1, request, ierror, ip::request_free);
 }
 
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_start(MPI_Fint* request, MPI_Fint* ierror) {
-  ip::Requests r(1, request);
-  const int rc = ip::start(r.c());
-  r.back();
-  set(ierror, rc);
+  ip::handles_only(1, request, ierror, ip::start);
 }
 
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_startall(MPI_Fint* count, MPI_Fint* requests,
                                                                       MPI_Fint* ierror) {
-  ip::Requests r(*count, requests);
-  const int rc = ip::startall(*count, r.c());
-  r.back();
-  set(ierror, rc);
+  ip::handles_only(*count, requests, ierror, [&](MPI_Request* c) { return ip::startall(*count, c); });
 }
 
 }  // extern "C"

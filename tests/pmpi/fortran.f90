@@ -6,8 +6,8 @@
 ! directly, so only libcopse_mpi.so's own Fortran spellings can serve these
 ! calls; tests/pmpi/run.sh checks in the stats file that it did: at np >= 2,
 ! 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1 scatter, 1 gather and 2
-! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 3
-! allreduces, 1 reduce, 1 bcast, 3 barriers, 1 allgather and 1
+! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 4
+! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather and 1
 ! reduce_scatter_block served; 1 persistent allreduce served. Stops with
 ! status 1 on a wrong result.
 
@@ -125,7 +125,7 @@ subroutine nonblocking_use_mpi(failures)
   implicit none
   integer, intent(inout) :: failures
   integer :: ierr, rank, size, i, req, reqs(4), left, right, index, done, status(MPI_STATUS_SIZE)
-  integer :: statuses(MPI_STATUS_SIZE, 4)
+  integer :: statuses(MPI_STATUS_SIZE, 4), which(4)
   integer, asynchronous :: x(4), y(4), token, got, mine
   integer, allocatable, asynchronous :: all(:), part(:)
   double precision, asynchronous :: d(3), e(3)
@@ -215,6 +215,27 @@ subroutine nonblocking_use_mpi(failures)
     if (ierr /= MPI_SUCCESS) exit
   end do
   if (any(reqs(1:3) /= MPI_REQUEST_NULL) .or. got /= 2000 + left) failures = failures + 1
+  ! MPI_Waitsome until none is active (indices from 1, each once), then
+  ! MPI_Request_get_status (which frees nothing), and MPI_Wait
+  x = 1
+  y = -1
+  call MPI_IBARRIER(MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IALLREDUCE(x, y, 4, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  done = 0
+  do i = 1, 100000
+    call MPI_WAITSOME(2, reqs, index, which, statuses, ierr)
+    if (ierr /= MPI_SUCCESS .or. index == MPI_UNDEFINED) exit
+    done = done + sum(which(1:index))
+  end do
+  if (done /= 3 .or. any(reqs(1:2) /= MPI_REQUEST_NULL) .or. any(y /= size)) failures = failures + 1
+  d = 0d0
+  if (rank == 0) d = 7d0
+  call MPI_IBCAST(d, 3, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, req, ierr)
+  ! (once: Open MPI 4.1's own MPI_Request_get_status never completes an MPI_Ibcast)
+  call MPI_REQUEST_GET_STATUS(req, flag, MPI_STATUS_IGNORE, ierr)
+  if (ierr /= MPI_SUCCESS .or. req == MPI_REQUEST_NULL) failures = failures + 1
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  if (req /= MPI_REQUEST_NULL .or. any(d /= 7d0)) failures = failures + 1
   deallocate(all, part)
 end subroutine
 

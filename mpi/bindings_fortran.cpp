@@ -17,10 +17,14 @@
 // (ignore-TKR), as in mpif.h; and an f08 caller that leaves out the optional
 // IERROR passes a null pointer, so it is only written when present.
 
+#include "mpi/bindings_fortran.hpp"
+
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
+#include <string>
 
 #include "mpi/interposer.hpp"
 
@@ -35,49 +39,46 @@ namespace copse::mpi::interposer {
 // Fortran caller passes -- the one a profiling tool would learn by calling a
 // Fortran routine with MPI_IN_PLACE, without building one.
 namespace {
-std::array<void*, 4> g_fortran_in_place{};  // written once, at MPI_Init
+// Each written once, at MPI_Init: a spelling the program does not define is null.
+std::array<void*, 4> g_fortran_in_place{};
 std::array<void*, 4> g_fortran_bottom{};
+// MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE likewise (OMPI_IS_FORTRAN_STATUS_IGNORE).
+std::array<void*, 4> g_fortran_status_ignore{};
+std::array<void*, 4> g_fortran_statuses_ignore{};
+
+// The four spellings of common block `lower`: lower, lower_, lower__, UPPER.
+void find_common_block(std::array<void*, 4>& at, const char* lower, const char* upper) {
+  const std::string name = lower;
+  at = {dlsym(RTLD_DEFAULT, name.c_str()), dlsym(RTLD_DEFAULT, (name + "_").c_str()),
+        dlsym(RTLD_DEFAULT, (name + "__").c_str()), dlsym(RTLD_DEFAULT, upper)};
+}
+
+bool is_one_of(const std::array<void*, 4>& at, const void* p) {
+  return p && std::find(at.begin(), at.end(), p) != at.end();
+}
 }  // namespace
 
 void find_fortran_constants() {
-  const char* in_place[] = {"mpi_fortran_in_place", "mpi_fortran_in_place_", "mpi_fortran_in_place__",
-                            "MPI_FORTRAN_IN_PLACE"};
-  const char* bottom[] = {"mpi_fortran_bottom", "mpi_fortran_bottom_", "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
-  for (std::size_t i = 0; i < 4; ++i) {
-    g_fortran_in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
-    g_fortran_bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
-  }
+  find_common_block(g_fortran_in_place, "mpi_fortran_in_place", "MPI_FORTRAN_IN_PLACE");
+  find_common_block(g_fortran_bottom, "mpi_fortran_bottom", "MPI_FORTRAN_BOTTOM");
+  find_common_block(g_fortran_status_ignore, "mpi_fortran_status_ignore", "MPI_FORTRAN_STATUS_IGNORE");
+  find_common_block(g_fortran_statuses_ignore, "mpi_fortran_statuses_ignore", "MPI_FORTRAN_STATUSES_IGNORE");
 }
 
 void* from_fortran(void* buffer) {
-  if (buffer) {
-    for (void* p : g_fortran_in_place)
-      if (p == buffer) return MPI_IN_PLACE;
-    for (void* p : g_fortran_bottom)
-      if (p == buffer) return MPI_BOTTOM;
-  }
+  if (is_one_of(g_fortran_in_place, buffer)) return MPI_IN_PLACE;
+  if (is_one_of(g_fortran_bottom, buffer)) return MPI_BOTTOM;
   return buffer;
 }
+
+bool is_fortran_status_ignore(const MPI_Fint* status) { return is_one_of(g_fortran_status_ignore, status); }
+bool is_fortran_statuses_ignore(const MPI_Fint* statuses) { return is_one_of(g_fortran_statuses_ignore, statuses); }
 
 }  // namespace copse::mpi::interposer
 
 namespace ip = copse::mpi::interposer;
 
-// MPI_Reduce_scatter's counts go through as they are.
-static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER and C int differ");
-
-#define COPSE_FORTRAN_SPELLINGS(lower, upper, params)                               \
-  extern "C" void lower params __attribute__((alias("copse_fortran_" #lower)));     \
-  extern "C" void lower##_ params __attribute__((alias("copse_fortran_" #lower)));  \
-  extern "C" void lower##__ params __attribute__((alias("copse_fortran_" #lower))); \
-  extern "C" void upper params __attribute__((alias("copse_fortran_" #lower)));     \
-  extern "C" void lower##_f08_ params __attribute__((alias("copse_fortran_" #lower)));
-
-namespace {
-void set(MPI_Fint* ierror, int rc) {
-  if (ierror) *ierror = static_cast<MPI_Fint>(rc);
-}
-}  // namespace
+using ip::set;
 
 extern "C" {
 

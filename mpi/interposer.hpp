@@ -160,5 +160,8 @@ int cancel(MPI_Request* request);
 int request_free(MPI_Request* request);
 int start(MPI_Request* request);
 int startall(int count, MPI_Request* requests);
+// Whether `handle` is a live copse request (the Fortran spellings give those
+// handles of their own, bindings_fortran_requests.cpp).
+bool is_copse_request(MPI_Request handle);
 
 }  // namespace copse::mpi::interposer

@@ -568,4 +568,6 @@ int startall(int count, MPI_Request* requests) {
   return MPI_SUCCESS;
 }
 
+bool is_copse_request(MPI_Request handle) { return ours(handle) != nullptr; }
+
 }  // namespace copse::mpi::interposer

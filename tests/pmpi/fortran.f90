@@ -1,10 +1,15 @@
 ! A plain Fortran MPI program, run under LD_PRELOAD=libcopse_mpi.so: MPI's
 ! collectives through all three Fortran bindings (mpif.h, `use mpi`,
-! `use mpi_f08`), in and out of place, each result checked. Open MPI's
-! Fortran bindings call PMPI_ directly, so only libcopse_mpi.so's own Fortran
-! spellings can serve these calls; tests/pmpi/run.sh checks in the stats file
-! that it did: at np >= 2, 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1
-! scatter, 1 gather and 2 alltoalls served, and 1 allreduce (MPI_MAXLOC) passed. Stops with status 1 on a wrong result.
+! `use mpi_f08`), in and out of place, blocking, nonblocking (with the request
+! calls, copse's requests mixed with the library's point-to-point ones) and
+! persistent, each result checked. Open MPI's Fortran bindings call PMPI_
+! directly, so only libcopse_mpi.so's own Fortran spellings can serve these
+! calls; tests/pmpi/run.sh checks in the stats file that it did: at np >= 2,
+! 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1 scatter, 1 gather and 2
+! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 4
+! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather and 1
+! reduce_scatter_block served; 1 persistent allreduce served. Stops with
+! status 1 on a wrong result.
 
 subroutine with_mpif_h(failures)
   implicit none
@@ -110,6 +115,185 @@ subroutine with_mpi_f08(failures)
   deallocate(s, c, d, g)
 end subroutine
 
+! The nonblocking collectives and the request calls through `use mpi`: each
+! start's request completed by MPI_Wait, an MPI_Test loop, MPI_Waitall (with
+! point-to-point requests of the library among copse's), MPI_Waitany and
+! MPI_Testall; real statuses and the ignore constants. Buffers are
+! ASYNCHRONOUS: written behind the compiler's back until the wait.
+subroutine nonblocking_use_mpi(failures)
+  use mpi
+  implicit none
+  integer, intent(inout) :: failures
+  integer :: ierr, rank, size, i, req, reqs(4), left, right, index, done, status(MPI_STATUS_SIZE)
+  integer :: statuses(MPI_STATUS_SIZE, 4), which(4)
+  integer, asynchronous :: x(4), y(4), token, got, mine
+  integer, allocatable, asynchronous :: all(:), part(:)
+  double precision, asynchronous :: d(3), e(3)
+  logical :: flag
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+  left = mod(rank + size - 1, size)
+  right = mod(rank + 1, size)
+  ! MPI_Iallreduce, a message meanwhile (its MPI_Wait's status is real), MPI_Wait
+  ! (a collective's status: MPI leaves its fields undefined)
+  x = rank + 1
+  y = -1
+  call MPI_IALLREDUCE(x, y, 4, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, req, ierr)
+  if (ierr /= MPI_SUCCESS .or. req == MPI_REQUEST_NULL) failures = failures + 1
+  got = -1
+  token = 500 + rank
+  call MPI_IRECV(got, 1, MPI_INTEGER, left, 7, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_ISEND(token, 1, MPI_INTEGER, right, 7, MPI_COMM_WORLD, reqs(2), ierr)
+  status = -7
+  call MPI_WAIT(reqs(1), status, ierr)
+  if (ierr /= MPI_SUCCESS .or. reqs(1) /= MPI_REQUEST_NULL .or. got /= 500 + left) failures = failures + 1
+  if (status(MPI_SOURCE) /= left .or. status(MPI_TAG) /= 7) failures = failures + 1
+  call MPI_WAIT(reqs(2), MPI_STATUS_IGNORE, ierr)
+  call MPI_WAIT(req, status, ierr)
+  if (ierr /= MPI_SUCCESS .or. req /= MPI_REQUEST_NULL .or. any(y /= size * (size + 1) / 2)) failures = failures + 1
+  ! MPI_Ibcast from the last rank, completed by an MPI_Test loop
+  if (rank == size - 1) then
+    d = (/ 1.5d0, -2d0, 3.25d0 /)
+  else
+    d = 0d0
+  end if
+  call MPI_IBCAST(d, 3, MPI_DOUBLE_PRECISION, size - 1, MPI_COMM_WORLD, req, ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_TEST(req, flag, MPI_STATUS_IGNORE, ierr)
+    if (ierr /= MPI_SUCCESS) exit
+  end do
+  if (req /= MPI_REQUEST_NULL .or. any(d /= (/ 1.5d0, -2d0, 3.25d0 /))) failures = failures + 1
+  call MPI_IBARRIER(MPI_COMM_WORLD, req, ierr)
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  if (ierr /= MPI_SUCCESS .or. req /= MPI_REQUEST_NULL) failures = failures + 1
+  ! Four outstanding, two of them the library's: MPI_Waitall, real statuses
+  allocate(all(size))
+  all = -1
+  token = 1000 + rank
+  got = -1
+  d = dble(rank)
+  call MPI_IALLREDUCE(d, e, 3, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IRECV(got, 1, MPI_INTEGER, left, 5, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_ISEND(token, 1, MPI_INTEGER, right, 5, MPI_COMM_WORLD, reqs(3), ierr)
+  mine = rank * 2
+  call MPI_IALLGATHER(mine, 1, MPI_INTEGER, all, 1, MPI_INTEGER, MPI_COMM_WORLD, reqs(4), ierr)
+  call MPI_WAITALL(4, reqs, statuses, ierr)
+  if (ierr /= MPI_SUCCESS .or. any(reqs /= MPI_REQUEST_NULL)) failures = failures + 1
+  if (any(e /= dble(size - 1)) .or. got /= 1000 + left) failures = failures + 1
+  if (any(all /= (/ (2 * i, i = 0, size - 1) /))) failures = failures + 1
+  if (statuses(MPI_SOURCE, 2) /= left .or. statuses(MPI_TAG, 2) /= 5) failures = failures + 1
+  ! MPI_Ireduce to the last rank and MPI_Ireduce_scatter_block, each found by MPI_Waitany
+  allocate(part(size))
+  part = (/ (rank + i, i = 1, size) /)
+  x = rank
+  y = -1
+  token = -1
+  call MPI_IREDUCE(x, y, 4, MPI_INTEGER, MPI_SUM, size - 1, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IREDUCE_SCATTER_BLOCK(part, token, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  done = 0
+  do i = 1, 3
+    call MPI_WAITANY(2, reqs, index, status, ierr)
+    if (ierr /= MPI_SUCCESS) exit
+    if (index == MPI_UNDEFINED) exit
+    if (index < 1 .or. index > 2 .or. reqs(index) /= MPI_REQUEST_NULL) failures = failures + 1
+    done = done + 1
+  end do
+  if (done /= 2 .or. index /= MPI_UNDEFINED) failures = failures + 1
+  if (rank == size - 1 .and. any(y /= size * (size - 1) / 2)) failures = failures + 1
+  ! block `rank` of everyone's part: sum over q of (q + rank + 1)
+  if (token /= size * (size - 1) / 2 + size * (rank + 1)) failures = failures + 1
+  ! MPI_Testall over copse's and the library's, MPI_STATUSES_IGNORE
+  got = -1
+  token = 2000 + rank
+  call MPI_IRECV(got, 1, MPI_INTEGER, left, 6, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IBARRIER(MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_ISEND(token, 1, MPI_INTEGER, right, 6, MPI_COMM_WORLD, reqs(3), ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_TESTALL(3, reqs, flag, MPI_STATUSES_IGNORE, ierr)
+    if (ierr /= MPI_SUCCESS) exit
+  end do
+  if (any(reqs(1:3) /= MPI_REQUEST_NULL) .or. got /= 2000 + left) failures = failures + 1
+  ! MPI_Waitsome until none is active (indices from 1, each once), then
+  ! MPI_Request_get_status (which frees nothing), and MPI_Wait
+  x = 1
+  y = -1
+  call MPI_IBARRIER(MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IALLREDUCE(x, y, 4, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+  done = 0
+  do i = 1, 100000
+    call MPI_WAITSOME(2, reqs, index, which, statuses, ierr)
+    if (ierr /= MPI_SUCCESS .or. index == MPI_UNDEFINED) exit
+    done = done + sum(which(1:index))
+  end do
+  if (done /= 3 .or. any(reqs(1:2) /= MPI_REQUEST_NULL) .or. any(y /= size)) failures = failures + 1
+  d = 0d0
+  if (rank == 0) d = 7d0
+  call MPI_IBCAST(d, 3, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, req, ierr)
+  ! (once: Open MPI 4.1's own MPI_Request_get_status never completes an MPI_Ibcast)
+  call MPI_REQUEST_GET_STATUS(req, flag, MPI_STATUS_IGNORE, ierr)
+  if (ierr /= MPI_SUCCESS .or. req == MPI_REQUEST_NULL) failures = failures + 1
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  if (req /= MPI_REQUEST_NULL .or. any(d /= 7d0)) failures = failures + 1
+  deallocate(all, part)
+end subroutine
+
+! A persistent allreduce through mpif.h: planned once by MPIX_ALLREDUCE_INIT
+! (Open MPI's pcollreq extension; mpif-ext.h declares no interface), run
+! by MPI_START/MPI_STARTALL and MPI_WAIT/MPI_WAITALL; the handle stays until
+! MPI_REQUEST_FREE.
+subroutine persistent_mpif_h(failures)
+  implicit none
+  include 'mpif.h'
+  integer, intent(inout) :: failures
+  integer :: ierr, rank, size, req, it, status(MPI_STATUS_SIZE)
+  integer, asynchronous :: x(3), y(3)
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+  call MPIX_ALLREDUCE_INIT(x, y, 3, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, req, ierr)
+  if (ierr /= MPI_SUCCESS .or. req == MPI_REQUEST_NULL) failures = failures + 1
+  do it = 1, 6
+    x = rank + it
+    y = -1
+    if (it <= 3) then
+      call MPI_START(req, ierr)
+      call MPI_WAIT(req, status, ierr)
+    else
+      call MPI_STARTALL(1, req, ierr)
+      call MPI_WAITALL(1, req, MPI_STATUSES_IGNORE, ierr)
+    end if
+    if (ierr /= MPI_SUCCESS .or. req == MPI_REQUEST_NULL) failures = failures + 1
+    if (any(y /= size * (size - 1) / 2 + size * it)) failures = failures + 1
+  end do
+  call MPI_REQUEST_FREE(req, ierr)
+  if (ierr /= MPI_SUCCESS .or. req /= MPI_REQUEST_NULL) failures = failures + 1
+end subroutine
+
+! The f08 spellings: TYPE(MPI_Request), no IERROR.
+subroutine nonblocking_mpi_f08(failures)
+  use mpi_f08
+  implicit none
+  integer, intent(inout) :: failures
+  integer :: rank, size
+  integer, asynchronous :: x(2), y(2)
+  type(MPI_Request) :: req
+  type(MPI_Status) :: status
+  logical :: flag
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, size)
+  x = (/ rank, 1 /)
+  call MPI_Iallreduce(x, y, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, req)
+  call MPI_Wait(req, status)
+  if (req /= MPI_REQUEST_NULL .or. y(1) /= size * (size - 1) / 2 .or. y(2) /= size) failures = failures + 1
+  call MPI_Ibarrier(MPI_COMM_WORLD, req)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Test(req, flag, MPI_STATUS_IGNORE)
+  end do
+  if (req /= MPI_REQUEST_NULL) failures = failures + 1
+end subroutine
+
 program fortran_collectives
   use mpi
   implicit none
@@ -120,6 +304,9 @@ program fortran_collectives
   call with_mpif_h(failures)
   call with_use_mpi(failures)
   call with_mpi_f08(failures)
+  call nonblocking_use_mpi(failures)
+  call persistent_mpif_h(failures)
+  call nonblocking_mpi_f08(failures)
   if (failures > 0) print *, 'rank', rank, ':', failures, 'wrong results'
   call MPI_FINALIZE(ierr)
   if (failures > 0) stop 1

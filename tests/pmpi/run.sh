@@ -17,7 +17,8 @@
 #                               bcast passed, the table's row counting them and
 #                               every served call counted as matching no row
 #   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
-#                               stats: the Fortran bindings' calls were served
+#                               stats: the Fortran bindings' calls were served,
+#                               the nonblocking and persistent ones too
 #   run.sh c-api NP             tests/pmpi/c_api.c, linked with libcopse_mpi.so
 #   run.sh errors NP            tests/pmpi/errors.c under LD_PRELOAD: copse's
 #                               error in a served call through MPI_ERRORS_RETURN
@@ -167,7 +168,23 @@ EOF
     if ((np > 1)); then
       served='{"allreduce": 5, "reduce": 1, "bcast": 1, "barrier": 1, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 1, "gather": 1, "alltoall": 2, "allgatherv": 1, "gatherv": 0, "scatterv": 0, "alltoallv": 0}'
       passed='{"allreduce": 1, "reduce": 0, "bcast": 0, "barrier": 0, "allgather": 0, "reduce_scatter_block": 0, "reduce_scatter": 0, "scatter": 0, "gather": 0, "alltoall": 0, "allgatherv": 0, "gatherv": 0, "scatterv": 0, "alltoallv": 0}'
-      check_stats "{\"served\": $served, \"passed\": $passed}"
+      check_stats "{\"served\": $served, \"passed\": $passed}" || exit 1
+      # The nonblocking and persistent calls, through the Fortran spellings:
+      # every one served (the collectives not named: none, served or passed).
+      python3 - "$tmp/stats.jsonl" <<'EOF'
+import json, sys
+expect = {"nonblocking": {"allreduce": 4, "reduce": 1, "bcast": 2, "barrier": 4, "allgather": 1, "reduce_scatter_block": 1},
+          "persistent": {"allreduce": 1}}
+bad = []
+for line in map(json.loads, open(sys.argv[1])):
+    for form, served in expect.items():
+        for kind, want in (("served", served), ("passed", {})):
+            got = {name: n for name, n in line[form][kind].items() if n}
+            if got != want:
+                bad.append(f"rank {line['rank']} {form} {kind}: {got}, expected {want}")
+print("\n".join("FAIL " + b for b in bad) if bad else "stats: every nonblocking and persistent call served")
+sys.exit(1 if bad else 0)
+EOF
     fi
     ;;
   c-api)

@@ -171,7 +171,9 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
     mpirun=("$mh_mpirun")
   fi
   mpirun+=(-np "$np" --mca btl "self,vader")
-  ((np > cores)) && mpirun+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+  # (mh runs its hosts oversubscribed and yielding itself, and refuses the
+  # parameter twice.)
+  ((np > cores)) && [[ "$config" != h* ]] && mpirun+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
   [[ "$side" == han ]] && mpirun+=(--mca coll_han_priority 100)
   if [[ "$side" == copse ]]; then
     mpirun+=(-x "LD_PRELOAD=$lib" -x "COPSE_MPI_STATS=$base.stats-$config.jsonl")

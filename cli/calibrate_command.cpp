@@ -37,6 +37,7 @@ int run_calibrate(const CalibrateArgs& args, const CLI::App& command, const Conf
   const Calibration calibration = calibrate_node(options);
   progress.finish();
   write_model_file(args.output, calibration);
+  std::cerr << clamp_warnings(calibration);
   std::cout << (args.json ? report_json(calibration, args.output) + "\n" : format_report(calibration, args.output));
   return 0;
 }

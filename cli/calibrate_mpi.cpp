@@ -154,6 +154,7 @@ int run(int argc, char** argv, int world_rank, int world_size) {
       calibration.options = options;
       calibration.levels.push_back(std::move(level));
       write_model_file(args.output, calibration);
+      std::cerr << clamp_warnings(calibration);
       std::cout << (args.json ? report_json(calibration, args.output) + "\n" : format_report(calibration, args.output))
                 << std::flush;
     }

@@ -14,9 +14,21 @@ CLI_TEST_NAME=cli_calibrate
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 cd "$tmp"  # no ./copse.toml of the caller's
 
-# Every measured figure, positive and finite (JSON has no inf or nan: they
-# would be null), and every model key's value the number its text says.
-figures_ok='all(x > 0 and x < 1 for l in d["levels"] for x in (l["ping_pong"]["alpha"], l["ping_pong"]["beta"], l["stream"]["beta"], l["ping_pong"]["alpha_spread"]["min"], l["ping_pong"]["beta_spread"]["median"])) and all(g["gamma"] > 0 and g["gamma"] < 1e-6 and g["gamma_spread"]["min"] > 0 for g in d["gamma"]) and all(all(0 < t["min"] <= t["median"] <= t["max"] < 1 for t in l["ping_pong"]["sizes"] + l["stream"]["sizes"]) for l in d["levels"])'
+# Every measured figure positive and finite (JSON has no inf or nan: they
+# would be null), and every model key's value the number its text says. A fit's
+# coefficient may be 0 only where the fit says it clamped it (a busy machine can
+# leave the small messages as slow as the large ones: CI runs two tests at a
+# time), and then the tool has said so on stderr; the times themselves are
+# always positive.
+fit_ok='all(0 <= x < 1 for l in d["levels"] for x in (l["ping_pong"]["alpha"], l["ping_pong"]["beta"], l["stream"]["beta"], l["ping_pong"]["alpha_spread"]["min"], l["ping_pong"]["beta_spread"]["median"])) and all(p["alpha"] + p["beta"] > 0 and (p["clamped"] or (p["alpha"] > 0 and p["beta"] > 0)) for l in d["levels"] for p in [l["ping_pong"]])'
+figures_ok="$fit_ok"' and all(g["gamma"] > 0 and g["gamma"] < 1e-6 and g["gamma_spread"]["min"] > 0 for g in d["gamma"]) and all(all(0 < t["min"] <= t["median"] <= t["max"] < 1 for t in l["ping_pong"]["sizes"] + l["stream"]["sizes"]) for l in d["levels"])'
+clamps_said() {
+  local clamped
+  clamped=$(python3 -c 'import json, sys; print(sum(l["ping_pong"]["clamped"] for l in json.load(open(sys.argv[1]))["levels"]))' "$out")
+  checks=$((checks + 1))
+  [[ $(grep -c "warning: the ping-pong fit of level" "$err") == "$clamped" ]] ||
+    fail "$clamped clamped fits, but stderr says: $(head -c 300 "$err")"
+}
 
 model="$tmp/model.toml"
 if [[ -z "${CALIBRATE_MPI:-}" ]]; then
@@ -40,6 +52,7 @@ if [[ -z "${CALIBRATE_MPI:-}" ]]; then
   expect 0 calibrate --quick --output "$model" --json
   elapsed_ms=$((($(date +%s%N) - start) / 1000000))
   json_check "$figures_ok" "every figure positive and finite"
+  clamps_said
   json_check 'len(d["gamma"]) == 12 and {(g["op"], g["dtype"]) for g in d["gamma"]} == {(o, t) for o in ("sum", "max", "prod") for t in ("int32", "int64", "float", "double")}' "gamma for sum, max, prod over four types"
   json_check 'd["quick"] and d["repetitions"] == 3 and d["output"].endswith("model.toml")'
   json_check 'all([t["bytes"] for t in l[k]["sizes"]] == [8, 32, 128, 512, 2048, 8192, 32768, 131072, 262144] for l in d["levels"] for k in ("ping_pong", "stream"))' "quick sizes: 8 B to 256 KiB"
@@ -89,6 +102,7 @@ else
     fail "mpirun -np 2 copse_calibrate_mpi failed: $(head -c 600 "$err")"
   else
     json_check "$figures_ok" "every figure positive and finite"
+    clamps_said
     json_check 'd["levels"][0]["role"] == "inter" and d["levels"][0]["level"] == "network" and set(d["model"]) == {"inter_alpha", "inter_beta", "timing"}'
     cp "$out" "$tmp/calibration.json"
     expect 0 config --config "$model" --json

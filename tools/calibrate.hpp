@@ -165,5 +165,9 @@ void check_model_file(const std::string& path);
 
 std::string format_report(const Calibration& calibration, const std::string& output);  // for people
 std::string report_json(const Calibration& calibration, const std::string& output);    // one JSON object
+// One line per level whose ping-pong fit clamped a coefficient at 0 (its times
+// did not grow with size, or grew from nothing: a busy machine, most often),
+// for stderr; empty when every fit stands as measured.
+std::string clamp_warnings(const Calibration& calibration);
 
 }  // namespace copse

@@ -224,6 +224,17 @@ std::string format_report(const Calibration& calibration, const std::string& out
   return out.str();
 }
 
+std::string clamp_warnings(const Calibration& calibration) {
+  std::string text;
+  for (const LevelResult& l : calibration.levels)
+    if (l.ping_pong.fit.clamped)
+      text += "copse calibrate: warning: the ping-pong fit of level " + l.level + " (" + l.pair + ") has " +
+              (l.ping_pong.fit.beta == 0 ? "beta" : "alpha") +
+              " 0: its times do not grow with the size as alpha + beta * bytes (a busy machine?); "
+              "measure again on an idle one\n";
+  return text;
+}
+
 std::string report_json(const Calibration& calibration, const std::string& output) {
   using Json = nlohmann::ordered_json;
   const auto spread = [](const Spread& s) { return Json{{"min", s.min}, {"median", s.median}, {"max", s.max}}; };

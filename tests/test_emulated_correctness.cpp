@@ -14,13 +14,17 @@
 // The matrix is split into CTest cases of similar length, per algorithm:
 //  - the default run: every count up to 1000 and 2^16+3 (many uneven blocks)
 //    for a p sweep that keeps every kind of p and every node layout (see
-//    default_ranks), in three cases: counts up to 1000 for p up to 33, the
-//    same for p = 64 and 100, and 2^16+3;
+//    default_ranks), in four cases: counts up to 1000 for p up to 17 and for
+//    p from 24 to 100, and 2^16+3 for p up to 33 and for p = 64 and 100;
 //  - tagged [slow] (CTest label `slow`, run by `scripts/test.sh --full`): the
 //    same counts for the rest of p = 1..33, and 2^20+3 for every p.
-// Together they are the whole matrix. Each case keeps one set of rank threads
-// for all its emulations and computes each sequential reference once for the
-// four block settings.
+// Together they are the whole matrix. The cases of the larger p are tagged
+// [exhaustive] as well: the sanitizer presets leave them out (under
+// AddressSanitizer the matrix took a fifth of CI's sanitizer time), and keep
+// every count, block setting and operator at every kind of p up to 17 and,
+// at 2^16+3, up to 33. Each case keeps one set of rank threads for all its
+// emulations and computes each sequential reference once for the four block
+// settings.
 //
 // The matrix's cases are not named "concurrency: ...": the TSan preset runs
 // the smaller emulator tests, which use the same engine on the same
@@ -71,9 +75,10 @@ std::vector<int> default_ranks() {
   return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 15, 16, 17, 24, 31, 32, 33, 64, 100};
 }
 
-std::vector<int> default_ranks_up_to_33() {
+// default_ranks() from `low` to `high`.
+std::vector<int> default_ranks_between(int low, int high) {
   std::vector<int> ps = default_ranks();
-  std::erase_if(ps, [](int p) { return p > 33; });
+  std::erase_if(ps, [&](int p) { return p < low || p > high; });
   return ps;
 }
 
@@ -164,9 +169,10 @@ void check_matrix(std::string_view name, const std::vector<int>& ranks, Counts c
 // The parts of one algorithm's matrix, as test-name suffixes; COPSE_MATRIX
 // below registers one test case for each.
 const char* const kParts[] = {
-    ": counts up to 1000, p up to 33",
-    ": counts up to 1000, p 64 and 100",
-    ": count 2^16+3",
+    ": counts up to 1000, p up to 17",
+    ": counts up to 1000, p 24 to 100",
+    ": count 2^16+3, p up to 33",
+    ": count 2^16+3, p 64 and 100",
     ": counts up to 2^16+3, the other p up to 33",
     ": count 2^20+3, every p",
 };
@@ -174,14 +180,17 @@ const char* const kParts[] = {
 }  // namespace
 
 #define COPSE_MATRIX(NAME)                                                                                \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p up to 33") {                       \
-    check_matrix(NAME, default_ranks_up_to_33(), Counts::up_to_1000);                                     \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p up to 17") {                       \
+    check_matrix(NAME, default_ranks_between(1, 17), Counts::up_to_1000);                                 \
   }                                                                                                       \
-  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 64 and 100", "[exhaustive]") {     \
-    check_matrix(NAME, {64, 100}, Counts::up_to_1000);                                                    \
+  TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 1000, p 24 to 100", "[exhaustive]") {      \
+    check_matrix(NAME, default_ranks_between(24, 100), Counts::up_to_1000);                               \
   }                                                                                                       \
-  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3") {                                        \
-    check_matrix(NAME, default_ranks(), Counts::large);                                                   \
+  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3, p up to 33") {                            \
+    check_matrix(NAME, default_ranks_between(1, 33), Counts::large);                                      \
+  }                                                                                                       \
+  TEST_CASE("emulated allreduce matrix: " NAME ": count 2^16+3, p 64 and 100", "[exhaustive]") {          \
+    check_matrix(NAME, {64, 100}, Counts::large);                                                         \
   }                                                                                                       \
   TEST_CASE("emulated allreduce matrix: " NAME ": counts up to 2^16+3, the other p up to 33", "[slow]") { \
     check_matrix(NAME, other_ranks_up_to_33(), Counts::up_to_large);                                      \
@@ -222,18 +231,24 @@ TEST_CASE("every allreduce builder is covered by the acceptance matrix") {
 
 TEST_CASE("the acceptance matrix's parts cover every p, and the default run every kind of p") {
   // Default and slow parts together: p = 1..33, 64, 100, each once per count class.
-  std::vector<int> up_to_33 = default_ranks_up_to_33();
+  const std::vector<int> small = default_ranks_between(1, 17), large = default_ranks_between(24, 100);
+  std::vector<int> whole = default_ranks_between(1, 33);
   const std::vector<int> others = other_ranks_up_to_33();
-  up_to_33.insert(up_to_33.end(), others.begin(), others.end());
-  std::sort(up_to_33.begin(), up_to_33.end());
-  std::vector<int> whole = up_to_33;
-  whole.push_back(64);
-  whole.push_back(100);
+  whole.insert(whole.end(), others.begin(), others.end());
+  whole.insert(whole.end(), {64, 100});
+  std::sort(whole.begin(), whole.end());
   CHECK(whole == every_rank_count());
-  std::vector<int> defaults = default_ranks_up_to_33();
-  defaults.push_back(64);
-  defaults.push_back(100);
+  // The two default parts of each count class: together the default sweep, each p once.
+  std::vector<int> defaults = small;
+  defaults.insert(defaults.end(), large.begin(), large.end());
   CHECK(defaults == default_ranks());
+  std::vector<int> defaults_large = default_ranks_between(1, 33);
+  defaults_large.insert(defaults_large.end(), {64, 100});
+  CHECK(defaults_large == default_ranks());
+  // What the sanitizer runs keep (no [exhaustive]): every layout and kind of p up to 17.
+  std::set<int> small_layouts;
+  for (int p : small) small_layouts.insert(ranks_per_node_for(p));
+  CHECK(small_layouts == std::set<int>{1, 2, 3, 4, 8});
 
   // The default run keeps every node layout, and the small and special p.
   std::set<int> layouts;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "mpi_checks.hpp"
+#include "tests/heap_policy.hpp"
 
 namespace mpi_tests {
 namespace {
@@ -445,6 +446,7 @@ void run_death(const Args& a, bool direct) {
 }  // namespace mpi_tests
 
 int main(int argc, char** argv) {
+  copse::testing::keep_freed_memory();
   using namespace mpi_tests;
   const Args a = parse(argc, argv);
   int required = MPI_THREAD_FUNNELED;

@@ -24,6 +24,7 @@
 #include "common/reduce_op.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "tests/forms_check.hpp"
+#include "tests/heap_policy.hpp"
 #include "tests/plan_check.hpp"
 #include "tools/experiment.hpp"
 
@@ -148,6 +149,7 @@ void compare_plans(Form form, int ranks_per_node) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  copse::testing::keep_freed_memory();
   MPI_Init(&argc, &argv);
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const int k = argc > 1 ? std::atoi(argv[1]) : 2;

@@ -122,7 +122,8 @@ void start() {
 // Ends a record's Team (if it has one), counting its cross-memory attach in the stats.
 void end_team(State& s, Record& r) {
   if (!r.team) return;
-  r.team->comm(0).wait_outstanding();  // its nonblocking calls still running (mpi/interposer_nonblocking.cpp)
+  finish_outstanding(r.team->comm(0));  // under MPI_THREAD_MULTIPLE another thread may be testing them
+  r.team->comm(0).wait_outstanding();   // its nonblocking calls still running (mpi/interposer_nonblocking.cpp)
   s.stats.team_done(r.team->cross_memory_attach(), r.team->cross_memory_attach_note(), r.team->attached_bytes());
   r.team.reset();
 }

@@ -291,6 +291,22 @@ int wait(MPI_Request* request, MPI_Status* status) {
   return error;
 }
 
+void finish_outstanding(Comm& comm) {
+  // Below MPI_THREAD_MULTIPLE no other thread is in MPI; with no copse call
+  // running there is nothing to finish: the blocking call's own drain is
+  // enough, and this costs two loads.
+  if (!ProgressLock::multiple.load(std::memory_order_relaxed) || g_running.load(std::memory_order_relaxed) == 0) return;
+  const auto since = std::chrono::steady_clock::now();
+  for (unsigned polls = 0;; ++polls) {
+    {
+      const ProgressLock progressing;
+      if (comm.test_outstanding()) return;
+    }
+    progress_all();  // other communicators' calls, which peers may wait for first
+    pause(polls, since);
+  }
+}
+
 int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
   if (!any_ours(count, requests) && g_live.load(std::memory_order_acquire) == 0)
     return PMPI_Waitall(count, requests, statuses);

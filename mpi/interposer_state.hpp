@@ -116,6 +116,13 @@ int fail(const char* call, const Record& r, const std::string& message, int erro
 // class from the exception's kind (mpi/interposer_requests.cpp).
 int fail_current(const char* call, const Record& r);
 
+// Before a blocking call under MPI_THREAD_MULTIPLE: the communicator's
+// nonblocking and persistent calls still running, finished by polls under
+// the progress lock as waits do (another thread may be testing them), so
+// that the blocking call finds none left to progress without the lock
+// (mpi/interposer_requests.cpp). Throws the team's failure.
+void finish_outstanding(Comm& comm);
+
 // Serves one call on the record's Team, made now if this is the first.
 template <class Body>
 int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
@@ -124,6 +131,7 @@ int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
   Nested nested;
   try {
     if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
+    finish_outstanding(r.team->comm(0));
     body(r.team->comm(0));
     return MPI_SUCCESS;
   } catch (...) {

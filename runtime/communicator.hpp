@@ -122,6 +122,8 @@ class Comm {
   Request allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
   // Waits until every outstanding nonblocking call of this rank is done.
   void wait_outstanding();
+  // Progresses them without waiting; true once none is left.
+  bool test_outstanding();
 
   // Made by a Team (a RankCore is a runtime's, private to it).
   explicit Comm(std::unique_ptr<RankCore> core);

@@ -155,6 +155,7 @@ Request RankCore::start(const CallArgs& args, bool persistent) {
 // ---- the Comm's nonblocking calls ----
 
 void Comm::wait_outstanding() { core_->drain(); }
+bool Comm::test_outstanding() { return core_->progress(nullptr, false); }
 
 RankCore& Comm::ready() {
   core_->drain();

@@ -8,7 +8,9 @@
  * With NONBLOCKING_THREADS=1 in its environment it asks for
  * MPI_THREAD_MULTIPLE (copse then locks its progress and never waits for
  * one request alone), runs the same, and then two threads at once, each
- * with nonblocking and persistent calls of its own communicator.
+ * with nonblocking and persistent calls of its own communicator, and a
+ * blocking collective in one thread while another tests the same
+ * communicator's nonblocking call.
  *
  * Covers counts 0, 1, p-1, p+1, 1000 and over 2^20 bytes, roots other than
  * 0, in place, several calls outstanding on one communicator and on two,
@@ -25,6 +27,7 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,6 +458,46 @@ static void other_request_calls(MPI_Comm comm, long n) {
   free(in), free(a), free(b);
 }
 
+/* Under MPI_THREAD_MULTIPLE: one thread starts an MPI_Iallreduce and tests
+ * it in a loop while the other, told the call has started, makes a blocking
+ * MPI_Allreduce on the same communicator (the calls' order is their starts'):
+ * the blocking call finishes the outstanding one without racing the tests. */
+struct tester {
+  MPI_Comm comm;
+  int64_t in, out;
+  _Atomic int started;
+};
+static void* tester_main(void* arg) {
+  struct tester* t = arg;
+  MPI_Request r;
+  MPI_Iallreduce(&t->in, &t->out, 1, MPI_INT64_T, MPI_SUM, t->comm, &r);
+  t->started = 1;
+  int flag = 0;
+  while (!flag) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+  return NULL;
+}
+static void blocking_beside_tests(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Barrier(comm); /* its Team */
+  const int p = cmp_size(comm), me = cmp_rank(comm);
+  for (int i = 0; i < 100; ++i) {
+    struct tester t = {comm, me + i, -1, 0};
+    pthread_t thread;
+    pthread_create(&thread, NULL, tester_main, &t);
+    while (!t.started) sched_yield();
+    int64_t in = 2 * me + i, out = -1;
+    MPI_Allreduce(&in, &out, 1, MPI_INT64_T, MPI_SUM, comm);
+    pthread_join(thread, NULL);
+    expect(ALLREDUCE, comm);
+    const int64_t ranks = (int64_t)p * (p - 1) / 2;
+    CHECK(t.out == ranks + (int64_t)p * i && out == 2 * ranks + (int64_t)p * i,
+          "blocking beside tests %d: %lld and %lld, expected %lld and %lld", i, (long long)t.out, (long long)out,
+          (long long)(ranks + (int64_t)p * i), (long long)(2 * ranks + (int64_t)p * i));
+  }
+  MPI_Comm_free(&comm);
+}
+
 int main(int argc, char** argv) {
   const char* threads = getenv("NONBLOCKING_THREADS");
   const int multiple = threads && strcmp(threads, "1") == 0;
@@ -480,7 +523,7 @@ int main(int argc, char** argv) {
   persistent((1L << 20) / 8 + 3);
   if (multiple) {
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked for, %d given", provided);
-    if (provided == MPI_THREAD_MULTIPLE) threads_at_once();
+    if (provided == MPI_THREAD_MULTIPLE) threads_at_once(), blocking_beside_tests();
   }
 
   char line[1024];

@@ -34,12 +34,12 @@
 #include <mpi-ext.h>  // Open MPI's MPIX_*_init
 #endif
 
-#include <array>
 #include <cstddef>
 #include <mutex>
 #include <vector>
 
 #include "mpi/bindings_fortran.hpp"
+#include "mpi/few.hpp"
 #include "mpi/interposer.hpp"
 
 namespace copse::mpi::interposer {
@@ -101,21 +101,6 @@ MPI_Fint to_fortran(MPI_Request request) {
 MPI_Fint logical(int flag) { return flag ? 1 : 0; }
 
 MPI_Fint fortran_index(int index) { return index == MPI_UNDEFINED ? MPI_UNDEFINED : index + 1; }
-
-// `n` values: on the stack for a few (a persistent call's MPI_Start and
-// MPI_Wait allocate nothing), on the heap for more.
-template <class T>
-class Few {
- public:
-  explicit Few(int n) : heap_(n > kFew ? static_cast<std::size_t>(n) : 0) {}
-  T* data() { return heap_.empty() ? stack_.data() : heap_.data(); }
-  T& operator[](int i) { return data()[i]; }
-
- private:
-  static constexpr int kFew = 16;
-  std::array<T, kFew> stack_{};
-  std::vector<T> heap_;
-};
 
 // A Fortran array of request handles as C's, and back.
 class Requests {

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "mpi/few.hpp"
+
 namespace copse::mpi::interposer {
 
 namespace {
@@ -313,13 +315,8 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
   // Which are done, and which are copse's (looked up once: the loop is a
   // persistent 8-byte call's whole wait): on the stack for a few (a
   // persistent call's wait allocates nothing).
-  constexpr int kFew = 16;
-  char few_done[kFew] = {};
-  CopseRequest* few_ours[kFew] = {};
-  std::vector<char> many_done(count > kFew ? static_cast<std::size_t>(count) : 0, 0);
-  std::vector<CopseRequest*> many_ours(count > kFew ? static_cast<std::size_t>(count) : 0, nullptr);
-  char* done = count > kFew ? many_done.data() : few_done;
-  CopseRequest** mine = count > kFew ? many_ours.data() : few_ours;
+  Few<char> done(count);
+  Few<CopseRequest*> mine(count);
   std::size_t running_here = 0;  // of copse's, those counted in g_running
   for (int i = 0; i < count; ++i)
     if ((mine[i] = ours(requests[i]))) running_here += running(*mine[i]);

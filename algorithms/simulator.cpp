@@ -123,9 +123,6 @@ class Simulation {
         model_(charged_model(options.model, plan, ranks, layout_)),
         hooks_(hooks),
         bidirectional_(options.model.ports() == Ports::bidirectional),
-        // CostModel::step_work's charge for a receive: its work for a step
-        // that receives nothing to combine.
-        recv_overhead_(options.model.step_work(receive_only(), options.element_bytes)),
         ranks_(static_cast<std::size_t>(ranks)),
         tally_(static_cast<std::size_t>(ranks)) {
     // Every rank on a node of its own and no measured interface share: every
@@ -159,11 +156,6 @@ class Simulation {
   }
 
  private:
-  static Step receive_only() {
-    Step s;
-    s.recv.peer = 0;
-    return s;
-  }
   bool bidirectional() const { return kPlain || bidirectional_; }
   Timeline* timeline() const { return kPlain ? nullptr : options_.timeline; }
   DataHooks* hooks() const { return kPlain ? nullptr : hooks_; }
@@ -302,9 +294,7 @@ class Simulation {
     // Every receive posted is matched by the end of a run that does not
     // deadlock: counted here, on the receiver's own record.
     tally(r).elements_received += m.recv_count;
-    // CostModel::step_work
-    st.work =
-        options_.model.combine(m.work_elements * options_.element_bytes) + (m.recv_peer >= 0 ? recv_overhead_ : 0);
+    st.work = options_.model.step_work(m.work_elements, m.recv_peer >= 0, options_.element_bytes);
     st.send_waiting = m.send_peer >= 0;
     st.recv_waiting = m.recv_peer >= 0;
     if (!bidirectional()) {
@@ -468,7 +458,6 @@ class Simulation {
   CostModel model_;  // options_.model, with the schedule's NicLoad if it shares interfaces
   DataHooks* hooks_;
   bool bidirectional_;
-  Picos recv_overhead_;
   std::optional<PairCost> same_pair_;  // when every pair of ranks costs the same
   PairCost pair_;                      // kPlain: *same_pair_
   PairCost any_pair_;                  // otherwise: the pair matched last

@@ -191,7 +191,12 @@ class CostModel {
   // A step's local work after its transfers: combining and copying at gamma
   // per byte, plus the receive overhead if it received. Both engines charge it.
   Picos step_work(const Step& step, std::uint64_t element_bytes) const {
-    return combine(local_work_elements(step) * element_bytes) + (step.recv ? receive_overhead_ps_ : 0);
+    return step_work(local_work_elements(step), static_cast<bool>(step.recv), element_bytes);
+  }
+  // The same from the step's local work elements and whether it receives
+  // (the simulator's StepMove carries those, not the Step).
+  Picos step_work(std::uint64_t work_elements, bool receives, std::uint64_t element_bytes) const {
+    return combine(work_elements * element_bytes) + (receives ? receive_overhead_ps_ : 0);
   }
   double receive_overhead() const { return receive_overhead_; }
   Ports ports() const { return ports_; }

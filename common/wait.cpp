@@ -90,7 +90,7 @@ std::uint32_t cooperative_wait(const std::atomic<std::uint32_t>& word, std::uint
   Deadline next_report = Deadline::max(), next_check = Deadline::max();
   bool clock_started = false;
   for (std::uint32_t i = 0;; ++i) {
-    hook.yield(i > 0);
+    hook.yield(word, old, i > 0);
     const std::uint32_t v = word.load(std::memory_order_acquire);
     if (v != old) return v;
     if ((i & 7) != 7) continue;

@@ -95,11 +95,15 @@ void wake_all(std::atomic<std::uint32_t>& word, FutexScope scope = FutexScope::p
 // without a hook sleep and are woken as before.
 class CooperativeYield {
  public:
-  // Runs other tasks and returns to the caller later. `again`: false on the
-  // first call of a wait (the caller got somewhere since it last yielded),
-  // true once the caller has looked again and found nothing new -- a
-  // scheduler whose every task yields `again` is idle.
-  virtual void yield(bool again) = 0;
+  // Runs other tasks and returns to the caller later. The caller waits for
+  // `word` to leave `old`: while it stands the scheduler may look at the word
+  // itself instead of switching back to a caller that would only find it
+  // unchanged -- as long as it still returns now and then, since the caller
+  // reads its clock (deadline, report, check) every few returns. `again`:
+  // false on the first call of a wait (the caller got somewhere since it last
+  // yielded), true once the caller has looked again and found nothing new --
+  // a scheduler whose every task yields `again` is idle.
+  virtual void yield(const std::atomic<std::uint32_t>& word, std::uint32_t old, bool again) = 0;
 
  protected:
   ~CooperativeYield() = default;

@@ -70,8 +70,17 @@ constexpr std::size_t kStackBytes = std::size_t{4} << 20;
 #else
 constexpr std::size_t kStackBytes = std::size_t{256} << 10;  // thousands of ranks start quickly
 #endif
-constexpr auto kIdleSpin = std::chrono::microseconds(100);  // all fibers waiting this long: sleep
+// A worker whose fibers all wait polls them for up to its spin limit, then
+// sleeps. The limit adapts between kIdleSpinMin and kIdleSpin, as glibc's
+// adaptive mutexes do: halved when the wait outlasted it (the peer worker
+// is slow or, on a shared machine, off its core, and spinning only burns the
+// core it needs: under ctest -j2 a small-message emulation on two workers
+// spent four times the CPU of one worker), and moved up towards twice what
+// the waits that spinning caught have taken.
+constexpr auto kIdleSpin = std::chrono::microseconds(100);
+constexpr auto kIdleSpinMin = std::chrono::microseconds(10);
 constexpr auto kIdleNapMax = std::chrono::milliseconds(5);  // longest sleep before the fibers look again
+constexpr std::uint32_t kPassOver = 8;                      // a waiting rank whose word stands runs every 8th sweep
 
 std::size_t page_bytes() {
   static const std::size_t page = static_cast<std::size_t>(std::max(4096L, sysconf(_SC_PAGESIZE)));
@@ -153,6 +162,11 @@ struct RankThreads::Impl {
     boost::context::fiber fiber;  // the rank, suspended
     boost::context::fiber sink;   // the worker's scheduler, while the rank runs
     EhState eh;
+    // The word the rank waits on, suspended in wait_while_equal, and the
+    // value it waits to see leave; none when it yielded otherwise.
+    const std::atomic<std::uint32_t>* watched = nullptr;
+    std::uint32_t watched_old = 0;
+    std::uint32_t passed_over = 0;  // sweeps since it last ran while it waits
   };
 
   struct alignas(64) Worker final : CooperativeYield {
@@ -164,20 +178,41 @@ struct RankThreads::Impl {
     StackPool stacks;
     std::vector<Task> tasks;
     Task* current = nullptr;
-    bool again = false;  // the current fiber yielded from a wait without progress
+    bool again = false;                               // the current fiber yielded from a wait without progress
+    std::chrono::nanoseconds spin_limit = kIdleSpin;  // adapts: see kIdleSpin
 
-    void yield(bool looked_again) override {
+    // A wait that spinning caught after `waited`: the limit moves an eighth
+    // of the way to twice that.
+    void spun(std::chrono::nanoseconds waited) {
+      const auto target = std::clamp<std::chrono::nanoseconds>(2 * waited, kIdleSpinMin, kIdleSpin);
+      spin_limit += (target - spin_limit) / 8;
+    }
+
+    void yield(const std::atomic<std::uint32_t>& word, std::uint32_t old, bool looked_again) override {
       again = looked_again;
       Task& t = *current;
+      t.watched = &word;
+      t.watched_old = old;
       t.sink = std::move(t.sink).resume();
+      t.watched = nullptr;
     }
 
     // One round over the unfinished fibers; true if any got somewhere
     // (started, finished, or yielded from a wait it had not yielded from).
-    bool sweep(std::size_t& live) {
+    // A rank whose word still stands is passed over, not switched to: it
+    // would only load the word and yield back (two stack switches and the
+    // exception state's swaps, most of a sweep's cost over 50 waiting ranks).
+    // It still runs every kPassOver-th sweep, and on every `full` one, to
+    // read its clock for its deadline, report and check; the idle worker's
+    // sweep before it sleeps is full, so that those keep their pace.
+    bool sweep(std::size_t& live, bool full) {
       bool progress = false;
       for (Task& t : tasks) {
         if (t.done) continue;
+        if (t.watched && !full && ++t.passed_over < kPassOver &&
+            t.watched->load(std::memory_order_relaxed) == t.watched_old)
+          continue;
+        t.passed_over = 0;
         current = &t;
         again = false;
         if (!t.fiber) {
@@ -211,23 +246,31 @@ struct RankThreads::Impl {
       const YieldScope scope(this);
       using Clock = std::chrono::steady_clock;
       std::optional<Clock::time_point> idle_since;
+      Clock::time_point last_look{};
+      bool slept = false;  // in this idle spell
       while (live > 0) {
-        if (sweep(live)) {
+        if (sweep(live, false)) {
+          if (idle_since && !slept) spun(last_look - *idle_since);
           idle_since.reset();
+          slept = false;
           continue;
         }
         const auto now = Clock::now();
+        last_look = now;
         if (!idle_since) idle_since = now;
         const auto idle = now - *idle_since;
-        if (idle < kIdleSpin) continue;
+        if (idle < spin_limit) continue;
+        if (!slept) spin_limit = std::max<std::chrono::nanoseconds>(spin_limit / 2, kIdleSpinMin);
+        slept = true;
         // Idle for a while: register, look once more, and sleep until a
         // wake_all (each of our fibers waits for some peer's store, followed
         // by its wake_all), at most a quarter of the idle time so far: the
         // fibers' deadlines and reports are read by the fibers themselves.
         const std::uint32_t ticket = idle_enter();
-        if (sweep(live)) {
+        if (sweep(live, true)) {
           idle_leave();
           idle_since.reset();
+          slept = false;
           continue;
         }
         idle_sleep(ticket, std::min<std::chrono::nanoseconds>(idle / 4, kIdleNapMax));
@@ -245,7 +288,8 @@ struct RankThreads::Impl {
   };
 
   std::vector<std::unique_ptr<Worker>> workers;
-  int slots = 0;  // the largest rank count started
+  int slots = 0;         // the largest rank count started
+  int most_workers = 0;  // fibers: at most this many workers (0: one per core)
   const std::function<void(int)>* body = nullptr;
   bool stopping = false;
   alignas(64) std::atomic<std::uint32_t> pending{0};
@@ -263,7 +307,10 @@ struct RankThreads::Impl {
   }
 };
 
-RankThreads::RankThreads() : impl_(std::make_unique<Impl>()) {}
+RankThreads::RankThreads(int workers) : impl_(std::make_unique<Impl>()) {
+  if (workers < 0) throw UsageError("emulator: " + std::to_string(workers) + " worker threads");
+  impl_->most_workers = workers;
+}
 
 RankThreads::~RankThreads() {
   wait();
@@ -283,7 +330,8 @@ void RankThreads::start(int n, const std::function<void(int)>& body) {
   n = std::max(n, 0);
   // Workers: one per core with fibers (never more than ranks), else one per rank.
   // The cores of the process's affinity (spin_slots() says 0 for one core).
-  const int cores = std::max(spin_slots(), 1);
+  int cores = std::max(spin_slots(), 1);
+  if (pool.most_workers > 0) cores = std::min(cores, pool.most_workers);
   const int w_count = kRankFibers ? std::min(cores, n) : n;
   if (w_count > static_cast<int>(pool.workers.size())) {
     pthread_attr_t attr;

@@ -21,7 +21,12 @@ namespace copse {
 // them.
 class RankThreads {
  public:
-  RankThreads();
+  // `workers`: at most that many worker threads (0: one per core). One
+  // worker runs every rank of a job without waits across threads: on cores
+  // that other programs share, a small-message emulation on two workers
+  // costs several times the CPU of one (each worker waits, spinning or in
+  // the kernel, for ranks of the other while it is off its core).
+  explicit RankThreads(int workers = 0);
   ~RankThreads();  // ends and joins every thread (none may be running a body)
   RankThreads(const RankThreads&) = delete;
   RankThreads& operator=(const RankThreads&) = delete;

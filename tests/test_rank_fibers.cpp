@@ -30,7 +30,7 @@ namespace {
 struct ScriptedYield final : CooperativeYield {
   std::function<void()> other;
   int calls = 0, again_calls = 0;
-  void yield(bool again) override {
+  void yield(const std::atomic<std::uint32_t>&, std::uint32_t, bool again) override {
     ++calls;
     if (again) ++again_calls;
     if (other) other();
@@ -177,4 +177,47 @@ TEST_CASE("concurrency: a rank task that waits inside a catch block keeps its ow
   threads.start(n, body);
   threads.wait();
   CHECK(right.load() == 2 * n);
+}
+
+TEST_CASE("concurrency: a rank task passed over while its word stands still reads its deadline") {
+  // Rank 0 waits for a word nobody changes: its worker passes it over while
+  // the word stands, yet it must still run often enough to see its deadline
+  // go by -- once the worker is idle, and while ranks 1..busy keep the
+  // worker busy, passing a token round until rank 0 has given up.
+  for (int busy : {0, 3}) {
+    INFO("ranks keeping the worker busy: " << busy);
+    RankThreads threads(1);
+    std::atomic<std::uint32_t> never{0}, token{0};
+    std::atomic<bool> timed_out{false};
+    std::atomic<std::int64_t> late_ms{-1};
+    const auto deadline = std::chrono::milliseconds(100);
+    const std::function<void(int)> body = [&](int r) {
+      if (r == 0) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          wait_while_equal(never, 0, within(deadline));
+        } catch (const TimeoutError&) {
+          timed_out = true;
+        }
+        const auto late = std::chrono::steady_clock::now() - start - deadline;
+        late_ms = std::chrono::duration_cast<std::chrono::milliseconds>(late).count();
+        return;
+      }
+      // Each passes once more after it has seen rank 0 give up, so that
+      // every one of them gets its last turn.
+      for (bool done = false; !done;) {
+        std::uint32_t seen = token.load();
+        while (static_cast<int>(seen % static_cast<std::uint32_t>(busy)) != r - 1)
+          seen = wait_while_equal(token, seen, within(std::chrono::seconds(60)));
+        done = timed_out;
+        token.fetch_add(1);
+        wake_all(token);
+      }
+    };
+    threads.start(1 + busy, body);
+    threads.wait();
+    CHECK(timed_out);
+    CHECK(late_ms >= 0);
+    CHECK(late_ms < 2000);
+  }
 }

@@ -26,7 +26,6 @@ using copse::Error;
 using copse::ErrorKind;
 using copse::fill_input;
 using copse::ReduceOp;
-using copse::reference_result;
 using copse::to_string;
 using copse::UsageError;
 using copse::user_op;
@@ -56,6 +55,14 @@ inline Bytes input(const ReduceOp& op, int rank, std::uint64_t n) {
   fill_input(op, rank, n, x.data());
   return x;
 }
+
+// reference_result(op, p, n), computed once per process for each operator
+// (name, type, element size and kind of function), p and n: the matrix asks
+// for the same references on the world, its sub-communicators and again with
+// every plan cached, and each costs p fills of n elements (over 2^20 in
+// run_large, a tenth of a test's CPU before). Threads of the hybrid mode may
+// ask at once.
+const Bytes& reference(const ReduceOp& op, int p, std::uint64_t n);
 
 inline std::string where(const Comm& c, const std::string& what) {
   return what + " on rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size());

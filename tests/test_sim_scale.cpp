@@ -75,6 +75,13 @@ Figures figures_of(const Case& c, Path path = Path::as_planned) {
   return Figures{r.time, r.slowest_rank, r.messages, r.max_steps, r.max_elements_received, digest(r.finish)};
 }
 
+// Figures as a row of kRows below.
+std::string row_of(const Figures& f) {
+  return "{" + std::to_string(f.time) + ", " + std::to_string(f.slowest_rank) + ", " + std::to_string(f.messages) +
+         ", " + std::to_string(f.max_steps) + ", " + std::to_string(f.max_elements_received) + ", " +
+         std::to_string(f.finish_digest) + "ull}";
+}
+
 constexpr std::uint64_t MiB = 1 << 20;
 
 // Each case with its figures as commit be3b0a3 (before the change) gave
@@ -105,6 +112,7 @@ const Row kRows[] = {
     {{"two-tree", 1000, MiB, 16, Model::cluster}, {563894400, 983, 63936, 80, 2097152, 17524719981312643779ull}},
     {{"two-tree", 1000, 999, 7, Model::hockney_arrival}, {93484200, 1, 27972, 44, 1999, 15654032112237360371ull}},
     {{"two-tree", 65537, MiB, 16, Model::cluster}, {753113600, 65533, 4194304, 94, 2097152, 5666735649383375673ull}},
+    {{"two-tree", 30011, 777, 5, Model::hockney_uni}, {163081000, 29431, 600200, 32, 1555, 4878230575451503517ull}},
     {{"rabenseifner", 1, 10, 1, Model::hockney}, {0, 0, 0, 0, 0, 4953163356653287321ull}},
     {{"rabenseifner", 6, MiB, 1, Model::hockney_uni}, {6170384000, 0, 20, 6, 2621440, 2400559765201353131ull}},
     {{"rabenseifner", 1000, MiB, 16, Model::cluster}, {521398400, 0, 10192, 20, 3141632, 1397232651842970339ull}},
@@ -130,9 +138,7 @@ TEST_CASE("the simulator's figures are those recorded before issue 20's rework",
     INFO(c.algorithm << ", p = " << c.ranks << ", " << c.bytes << " B, " << c.blocks << " blocks, model "
                      << static_cast<int>(c.model));
     const Figures f = figures_of(c);
-    // On a failure, the row as the code under test gives it.
-    INFO("now {" << f.time << ", " << f.slowest_rank << ", " << f.messages << ", " << f.max_steps << ", "
-                 << f.max_elements_received << ", " << f.finish_digest << "ull}");
+    INFO("now " << row_of(f));  // on a failure, the row as the code under test gives it
     CHECK(f.time == recorded.time);
     CHECK(f.slowest_rank == recorded.slowest_rank);
     CHECK(f.messages == recorded.messages);
@@ -169,6 +175,16 @@ TEST_CASE("dual-root at p = 2^20 simulates as before issue 20's rework", "[slow]
   // The same through the coroutines, every rank's finish time included.
   const Case c{"dual-root", shape.ranks, MiB, 16, Model::cluster};
   CHECK(figures_of(c, Path::coroutines) == figures_of(c));
+}
+
+// two-tree as `copse sim --algorithm two-tree --bytes 1MiB --blocks 16` runs
+// it at p = 2^20 + 1, recorded from commit 1cbfd4d, before its cursor
+// computed steps by colour.
+TEST_CASE("two-tree at p = 2^20 + 1 simulates as before its cursor's rework", "[slow]") {
+  const Case c{"two-tree", (1 << 20) + 1, MiB, 16, Model::cluster};
+  const Figures f = figures_of(c);
+  INFO("now " << row_of(f));
+  CHECK(f == Figures{852096000, 1048573, 67108864, 98, 2097152, 2105929110998019257ull});
 }
 
 // A chain towards rank 0 runs against the simulator's ascending sweeps (one

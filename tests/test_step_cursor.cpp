@@ -31,22 +31,30 @@ bool same_step(const Step& a, const Step& b) {
          a.copy.to == b.copy.to && a.copy.count == b.copy.count;
 }
 
-// Every rank's steps from the cursor, against its coroutine's.
+bool same_move(const StepMove& a, const StepMove& b) {
+  return a.send_peer == b.send_peer && a.recv_peer == b.recv_peer && a.send_count == b.send_count &&
+         a.recv_count == b.recv_count && a.work_elements == b.work_elements;
+}
+
+// Every rank's steps from the cursor, against its coroutine's; seek_move
+// (what the simulator calls) stops where seek does, with the step's move.
 void check_cursor_matches(const char* algorithm, const Shape& shape) {
   const SchedulePlan plan = find_algorithm(Collective::allreduce, algorithm).plan(shape);
   const StepCursor* cursor = cursor_of(plan);
   REQUIRE(cursor != nullptr);
   for (int rank = 0; rank < shape.ranks; ++rank) {
     RankSchedule coroutine = plan(rank);
-    std::uint32_t position = 0;
+    std::uint32_t position = 0, move_position = 0;
     Step found;
-    for (int step = 0; coroutine.next(); ++position, ++step)
+    StepMove move;
+    for (int step = 0; coroutine.next(); ++position, ++move_position, ++step)
       if (!cursor->seek(rank, position, found) || !same_step(found, coroutine.value()) ||
-          !same_step(cursor->at(rank, position), found))
+          !same_step(cursor->at(rank, position), found) || !cursor->seek_move(rank, move_position, move) ||
+          move_position != position || !same_move(move, move_of(found)))
         FAIL(algorithm << ", p = " << shape.ranks << ", count " << shape.count << ", blocks " << shape.blocks
                        << ", rank " << rank << ", step " << step << ": the cursor gives " << describe(found)
                        << ", the coroutine " << describe(coroutine.value()));
-    if (cursor->seek(rank, position, found))
+    if (cursor->seek(rank, position, found) || cursor->seek_move(rank, move_position, move))
       FAIL(algorithm << ", p = " << shape.ranks << ", rank " << rank << ": the cursor goes on with "
                      << describe(found));
   }

@@ -25,22 +25,17 @@ namespace copse::builders {
 
 namespace {
 
-// Sets `slot` to `t`; the colouring guarantees a slot is never claimed twice.
-void claim(Transfer& slot, Transfer t) {
-  if (!t) return;
-  if (slot) throw std::logic_error("two-tree: colouring gave a rank two transfers in one step");
-  slot = t;
-}
-
-// All a step of one rank reads of the two trees, 24 bytes. A rank is
-// interior in at most one tree, so its children are one pair.
+// All a step of one rank reads of the two trees, 24 bytes, by colour. The
+// colouring gives a rank's two up edges (one per tree) different colours,
+// and its two child edges too (a rank is interior in one tree at most), so
+// the step of one round and colour moves at most one block up or down each
+// of the rank's two edges of that colour: nothing is searched per step.
 struct TwoTreeRank {
-  std::int32_t parent[2];       // per tree; -1 at the root
-  std::int32_t child[2];        // in tree `interior`, the lower first; -1 if absent
-  std::uint8_t depth[2];        // per tree
-  std::int8_t up_colour[2];     // colour of the edge to parent[x]
-  std::int8_t child_colour[2];  // colour of the edge to child[c]
-  std::int8_t interior;         // the tree in which the rank has children; -1 if none
+  std::int32_t up[2];       // per colour: the parent across that colour's edge; -1 if none
+  std::int32_t down[2];     // per colour: the child across it, in tree down_tree; -1 if none
+  std::uint8_t depth[2];    // per tree
+  std::uint8_t up_tree[2];  // per colour: the tree of the edge to up[c]
+  std::uint8_t down_tree;   // the tree in which the rank has children (0 if none)
 };
 
 // The schedule of every rank as a grid of positions, a step (possibly
@@ -72,15 +67,16 @@ class TwoTreeSchedule {
     const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
     for (int phase = position < 2 * rounds_ ? 0 : 1; phase < 2; ++phase) {
       long lo = rounds_, hi = 0;
-      const auto window = [&](long first, long blocks) {
-        if (blocks == 0) return;
+      const auto window = [&](int peer, long first, long blocks) {
+        if (peer < 0 || blocks == 0) return;
         lo = std::min(lo, first);
         hi = std::max(hi, first + blocks);
       };
-      for (int x = 0; x < 2; ++x) {
-        const long d = me.depth[x], up_first = phase == 0 ? height_[x] - d : d - 1;
-        if (me.parent[x] >= 0) window(up_first, blocks_[x].blocks());
-        if (me.interior == x) window(phase == 0 ? up_first - 1 : d, blocks_[x].blocks());  // the children's
+      for (int c = 0; c < 2; ++c) {
+        // An edge moves block 0 in round -b, b its block index in round 0.
+        const Edges e = edges(me, phase == 0, 0, c);
+        window(me.up[c], -e.up_block, blocks_[me.up_tree[c]].blocks());
+        window(me.down[c], -e.down_block, blocks_[me.down_tree].blocks());
       }
       const std::int64_t start = phase * 2 * rounds_, from = std::max(position, start + 2 * lo);
       if (from < start + 2 * hi) return from;
@@ -91,51 +87,88 @@ class TwoTreeSchedule {
   void prefetch(int rank) const { __builtin_prefetch(&ranks_[static_cast<std::size_t>(rank)]); }
 
   Step at(int rank, std::int64_t position) const {
-    const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
-    const bool reduce = position < 2 * rounds_;  // compared, not divided: the simulator asks millions of times
-    const long r = static_cast<long>((reduce ? position : position - 2 * rounds_) / 2);
-    const int colour = static_cast<int>(position % 2);
+    const Slot t = slot(rank, position);
     Step s;
-    for (int x = 0; x < 2; ++x) {
-      const cursor::Blocks& part = blocks_[x];
-      const long d = me.depth[x];
-      const bool up = me.parent[x] >= 0 && me.up_colour[x] == colour;
-      if (reduce) {  // blocks go up
-        // Rounds until this rank sends block 0 up.
-        const long lag = height_[x] - d;
-        if (up) claim(s.send, part.transfer(r - lag, me.parent[x]));
-        for (int c = 0; c < 2 && me.interior == x; ++c)
-          if (const int child = me.child[c]; child >= 0 && me.child_colour[c] == colour) {
-            claim(s.recv, part.transfer(r - (lag - 1), child));
-            s.combine = patterns::side_of(child, rank);
-          }
-      } else {  // blocks come down
-        if (up) claim(s.recv, part.transfer(r - d + 1, me.parent[x]));
-        for (int c = 0; c < 2 && me.interior == x; ++c)
-          if (const int child = me.child[c]; child >= 0 && me.child_colour[c] == colour)
-            claim(s.send, part.transfer(r - d, child));
-      }
+    if (t.reduce) {  // blocks go up
+      s.send = t.up;
+      s.recv = t.down;
+      if (t.down_peer >= 0) s.combine = patterns::side_of(t.down_peer, rank);
+    } else {  // blocks come down
+      s.recv = t.up;
+      s.send = t.down;
     }
     return s;
   }
 
+  // move_of(at(rank, position)), false for an empty step: what the
+  // simulator reads, without the offsets. (In the reduce every receive
+  // combines, in the broadcast none does.)
+  bool move_at(int rank, std::int64_t position, StepMove& move) const {
+    const Slot t = slot(rank, position);
+    if (!t.up && !t.down) return false;
+    const Transfer& send = t.reduce ? t.up : t.down;
+    const Transfer& recv = t.reduce ? t.down : t.up;
+    move = StepMove{send.peer, recv.peer, send.count, recv.count, t.reduce ? recv.count : 0};
+    return true;
+  }
+
  private:
+  // A position's transfers on the rank's two edges of its colour, inlined
+  // into both at() and move_at() so that the latter drops the offsets.
+  struct Slot {
+    bool reduce;
+    Transfer up, down;
+    int down_peer;  // the child of this colour, even when its block is void
+  };
+  [[gnu::always_inline]] Slot slot(int rank, std::int64_t position) const {
+    const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
+    const bool reduce = position < 2 * rounds_;  // compared, not divided: the simulator asks millions of times
+    const long r = static_cast<long>((reduce ? position : position - 2 * rounds_) / 2);
+    const int colour = static_cast<int>(position % 2);
+    const Edges e = edges(me, reduce, r, colour);
+    return Slot{reduce, blocks_[me.up_tree[colour]].transfer(e.up_block, me.up[colour]),
+                blocks_[me.down_tree].transfer(e.down_block, me.down[colour]), me.down[colour]};
+  }
+
+  // The blocks a rank's two edges of one colour move in round r of a phase
+  // (void if outside the tree's partition).
+  struct Edges {
+    long up_block, down_block;
+  };
+  Edges edges(const TwoTreeRank& me, bool reduce, long r, int colour) const {
+    const int x = me.up_tree[colour], y = me.down_tree;
+    const long dx = me.depth[x], dy = me.depth[y];
+    // Reduce: a rank at depth d sends block k up in round k + H - d; its
+    // children sent it one round earlier. Broadcast: it receives block k in
+    // round k + d - 1 and passes it on in round k + d.
+    if (reduce) return {r - (height_[x] - dx), r - (height_[y] - dy - 1)};
+    return {r - (dx - 1), r - dy};
+  }
+
+  // The rank's edges by colour; throws if the colouring gave two of its
+  // edges at one port the same colour.
   static TwoTreeRank links(const trees::TwoTree& tt, int rank) {
     TwoTreeRank me{};
-    me.interior = -1;
+    int interior = -1;  // the tree in which the rank has children
+    me.up[0] = me.up[1] = me.down[0] = me.down[1] = -1;
+    const auto claim = [](std::int32_t& slot, int peer) {
+      if (slot >= 0) throw std::logic_error("two-tree: colouring gave a rank two transfers in one step");
+      slot = peer;
+    };
     for (int x = 0; x < 2; ++x) {
-      me.parent[x] = tt.parent(x, rank);
       me.depth[x] = static_cast<std::uint8_t>(tt.depth(x, rank));
-      me.up_colour[x] = static_cast<std::int8_t>(tt.colour(x, rank));
-      if (tt.child(x, 0, rank) < 0 && tt.child(x, 1, rank) < 0) continue;
-      if (me.interior >= 0) throw std::logic_error("two-tree: a rank is interior in both trees");
-      me.interior = static_cast<std::int8_t>(x);
-      for (int c = 0; c < 2; ++c) {
-        me.child[c] = tt.child(x, c, rank);
-        me.child_colour[c] = static_cast<std::int8_t>(me.child[c] >= 0 ? tt.colour(x, me.child[c]) : -1);
+      if (const int parent = tt.parent(x, rank); parent >= 0) {
+        const int c = tt.colour(x, rank);
+        claim(me.up[c], parent);
+        me.up_tree[c] = static_cast<std::uint8_t>(x);
       }
+      if (tt.child(x, 0, rank) < 0 && tt.child(x, 1, rank) < 0) continue;
+      if (interior >= 0) throw std::logic_error("two-tree: a rank is interior in both trees");
+      interior = x;
+      me.down_tree = static_cast<std::uint8_t>(x);
+      for (int side = 0; side < 2; ++side)
+        if (const int child = tt.child(x, side, rank); child >= 0) claim(me.down[tt.colour(x, child)], child);
     }
-    if (me.interior < 0) me.child[0] = me.child[1] = -1;
     return me;
   }
 
@@ -150,20 +183,33 @@ RankSchedule two_tree_rank(std::shared_ptr<const TwoTreeSchedule> schedule, int 
     if (const Step s = schedule->at(rank, i); !s.empty()) co_yield s;
 }
 
-class TwoTreeCursor final : public cursor::GridCursor<TwoTreeCursor> {
+// Seeks as GridCursor does, but tries the slot it is at before asking
+// first_from to jump (a rank's slots are nearly all full inside its windows,
+// and first_from costs more than a slot), and computes the simulator's moves
+// apart from whole steps (move_at).
+class TwoTreeCursor final : public StepCursor {
  public:
   explicit TwoTreeCursor(std::shared_ptr<const TwoTreeSchedule> schedule)
       : schedule_(std::move(schedule)), positions_(static_cast<std::uint32_t>(schedule_->positions())) {}
-  std::uint32_t positions(int) const { return positions_; }
-  std::uint32_t first_from(int rank, std::uint32_t position) const {
-    return static_cast<std::uint32_t>(schedule_->first_from(rank, position));
+  bool seek(int rank, std::uint32_t& position, Step& step) const override {
+    return find(rank, position, [&](std::uint32_t at) { return cursor::fill_step(step, schedule_->at(rank, at)); });
   }
-  bool fill(int rank, std::uint32_t position, Step& step) const {
-    return cursor::fill_step(step, schedule_->at(rank, position));
+  bool seek_move(int rank, std::uint32_t& position, StepMove& move) const override {
+    return find(rank, position, [&](std::uint32_t at) { return schedule_->move_at(rank, at, move); });
   }
-  void prefetch(int rank) const final { schedule_->prefetch(rank); }
+  Step at(int rank, std::uint32_t position) const override { return schedule_->at(rank, position); }
+  void prefetch(int rank) const override { schedule_->prefetch(rank); }
 
  private:
+  // The first position at or after `position` at which fill(position)
+  // returns true (it sets the step found).
+  template <class Fill>
+  bool find(int rank, std::uint32_t& position, Fill fill) const {
+    for (; position < positions_; position = static_cast<std::uint32_t>(schedule_->first_from(rank, position + 1)))
+      if (fill(position)) return true;
+    return false;
+  }
+
   std::shared_ptr<const TwoTreeSchedule> schedule_;
   std::uint32_t positions_;
 };

@@ -200,7 +200,7 @@ class Simulation {
     if (word & bit) return;
     word |= bit;
     ++pending_;
-    if (depth_first_) runnable_.push_back(r);
+    if (depth_first_) runnable_[runnable_size_++] = r;
   }
 
   void sweep() {
@@ -255,13 +255,15 @@ class Simulation {
 
   void depth_first() {
     depth_first_ = true;
-    runnable_.reserve(pending_);
+    // A rank is on the stack at most once (while its wake bit is set): p
+    // places, left untouched (not faulted in) beyond the deepest the run goes.
+    runnable_ = std::make_unique_for_overwrite<std::int32_t[]>(ranks_.size());
     for (std::size_t w = woken_.size(); w-- > 0;)
       for (std::uint64_t bits = woken_[w]; bits; bits &= ~(std::uint64_t{1} << (63 - std::countl_zero(bits))))
-        runnable_.push_back(static_cast<std::int32_t>(w * 64 + 63 - static_cast<std::size_t>(std::countl_zero(bits))));
-    while (!runnable_.empty()) {
-      const int r = runnable_.back();
-      runnable_.pop_back();
+        runnable_[runnable_size_++] =
+            static_cast<std::int32_t>(w * 64 + 63 - static_cast<std::size_t>(std::countl_zero(bits)));
+    while (runnable_size_ > 0) {
+      const int r = runnable_[--runnable_size_];
       woken_[static_cast<std::size_t>(r) / 64] &= ~(std::uint64_t{1} << (r % 64));
       --pending_;
       advance(r);
@@ -284,19 +286,20 @@ class Simulation {
     st.step_end = st.start;  // RankClock::begin_step
     check_peer(r, m.send_peer, "sends to");
     check_peer(r, m.recv_peer, "receives from");
-    if (m.send_count >= kMostElements || m.recv_count >= kMostElements) throw_too_long(r, m);
+    if ((m.send_count | m.recv_count) >= kMostElements) throw_too_long(r, m);
     st.send_peer = m.send_peer;
     st.recv_peer = m.recv_peer;
+    // Each count beside its flag: one store a word.
     st.send_count = m.send_count;
+    st.send_waiting = m.send_peer >= 0;
     st.recv_count = m.recv_count;
+    st.recv_waiting = m.recv_peer >= 0;
     if (m.send_peer >= 0) __builtin_prefetch(&at(m.send_peer), 1);
     if (m.recv_peer >= 0) __builtin_prefetch(&at(m.recv_peer), 1);
     // Every receive posted is matched by the end of a run that does not
     // deadlock: counted here, on the receiver's own record.
     tally(r).elements_received += m.recv_count;
     st.work = options_.model.step_work(m.work_elements, m.recv_peer >= 0, options_.element_bytes);
-    st.send_waiting = m.send_peer >= 0;
-    st.recv_waiting = m.recv_peer >= 0;
     if (!bidirectional()) {
       Step peers;
       peers.send.peer = m.send_peer;
@@ -463,13 +466,14 @@ class Simulation {
   PairCost any_pair_;                  // otherwise: the pair matched last
   HugeVector<RankState> ranks_;
   HugeVector<RankTally> tally_;
-  HugeVector<std::uint64_t> woken_;     // ranks that may be able to progress: a bit each
-  std::uint64_t pending_ = 0;           // bits set in woken_
-  bool depth_first_ = false;            // woken ranks go to runnable_ as well
-  std::vector<std::int32_t> runnable_;  // depth first: the woken ranks, the last woken at the back
-  std::uint64_t finished_ = 0;          // ranks whose schedule has ended
-  std::uint64_t steps_begun_ = 0;       // by all ranks
-  std::uint64_t reported_steps_ = 0;    // steps_begun_ at the last progress report
+  HugeVector<std::uint64_t> woken_;           // ranks that may be able to progress: a bit each
+  std::uint64_t pending_ = 0;                 // bits set in woken_
+  bool depth_first_ = false;                  // woken ranks go to runnable_ as well
+  std::unique_ptr<std::int32_t[]> runnable_;  // depth first: a stack of the woken ranks, the last woken on top
+  std::size_t runnable_size_ = 0;
+  std::uint64_t finished_ = 0;        // ranks whose schedule has ended
+  std::uint64_t steps_begun_ = 0;     // by all ranks
+  std::uint64_t reported_steps_ = 0;  // steps_begun_ at the last progress report
   SimulationResult result_;
 };
 

@@ -49,7 +49,7 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
 
   void prefetch(int rank) const final { __builtin_prefetch(&nodes_[to_size(rank)]); }
 
-  bool fill(int rank, std::uint32_t position, Step& s) const {
+  [[gnu::always_inline]] bool fill(int rank, std::uint32_t position, Step& s) const {
     const Node& n = nodes_[to_size(rank)];
     const long j = position >> 2, d = n.depth;
     if (const auto slot = position & 3; slot < 2) {
@@ -120,7 +120,7 @@ class BinomialAllreduceCursor final : public GridCursor<BinomialAllreduceCursor>
     return static_cast<std::uint32_t>(reduce_positions(nc) + bcast);
   }
 
-  bool fill(int rank, std::uint32_t position, Step& s) const {
+  [[gnu::always_inline]] bool fill(int rank, std::uint32_t position, Step& s) const {
     const long nc = children(rank), reduce = reduce_positions(nc);
     const int parent = rank == 0 ? -1 : rank & (rank - 1);
     const auto child = [rank](long c) { return rank + (1 << c); };

@@ -25,6 +25,13 @@ constexpr int kMostBlocks = 1 << 25;
 // (most slots of a leaf are void). It may also hide first_from(rank,
 // position), the first slot at or after `position` that may be non-void,
 // to jump over runs of void slots it can tell at once.
+//
+// seek_move() computes no offsets only if find(), fill() and
+// Blocks::transfer() are all inlined into it, the step a local that never
+// reaches memory; left to itself GCC calls find() or fill() out of line,
+// and they write a whole Step, offsets included. So all three are
+// always_inline, and a Derived's fill() should be too (a sixth of the
+// instructions of a dual-root or binomial run at p = 2^18).
 template <class Derived>
 class GridCursor : public StepCursor {
  public:
@@ -45,7 +52,7 @@ class GridCursor : public StepCursor {
   }
 
  private:
-  bool find(int rank, std::uint32_t& position, Step& step) const {
+  [[gnu::always_inline]] bool find(int rank, std::uint32_t& position, Step& step) const {
     const auto& grid = static_cast<const Derived&>(*this);
     for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
       if (grid.fill(rank, position, step)) return true;
@@ -82,7 +89,7 @@ class Blocks {
         longer_(part.count % static_cast<std::uint64_t>(part.blocks)),
         blocks_(part.count > 0 ? part.blocks : 0) {}
   long blocks() const { return blocks_; }  // blocks 0 .. blocks() - 1 are not void
-  Transfer transfer(long j, int peer) const {
+  [[gnu::always_inline]] Transfer transfer(long j, int peer) const {
     if (j < 0 || j >= blocks_ || peer < 0) return {};
     const auto uj = static_cast<std::uint64_t>(j);
     return Transfer{peer, base_ + uj * per_block_ + std::min(uj, longer_), per_block_ + (uj < longer_ ? 1 : 0)};

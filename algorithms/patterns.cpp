@@ -182,12 +182,14 @@ using builders::region;
 // level k is floor((count + (n mod 2^k)) / 2^k), and the region starts after
 // the lower halves given away at the set bits i < k. A closed form rather
 // than the halvings one by one, so that a step cursor can compute any level's
-// step alone.
-Share region_before(int n, int level, std::uint64_t count) {
+// step alone. Only the start takes a loop: with Offsets::none the region is
+// [0, size), its size right.
+Share region_before(int n, int level, std::uint64_t count, Offsets offsets = Offsets::computed) {
   const auto bits = static_cast<std::uint64_t>(n);
   const auto below = [bits](int k) { return bits & ((std::uint64_t{1} << k) - 1); };
   std::uint64_t lo = 0;
-  for (int i = 0; i < level; ++i)  // without a branch on the bit, which no predictor guesses
+  const int summed = offsets == Offsets::computed ? level : 0;
+  for (int i = 0; i < summed; ++i)  // without a branch on the bit, which no predictor guesses
     lo += ((count + below(i)) >> (i + 1)) & (std::uint64_t{0} - ((bits >> i) & 1));
   return Share{lo, lo + ((count + below(level)) >> level)};
 }
@@ -196,8 +198,8 @@ Share region_before(int n, int level, std::uint64_t count) {
 struct Halving {
   Share held, kept;
 };
-Halving halving_at(int n, int level, std::uint64_t count) {
-  const Share held = region_before(n, level, count);
+Halving halving_at(int n, int level, std::uint64_t count, Offsets offsets) {
+  const Share held = region_before(n, level, count, offsets);
   const std::uint64_t mid = held.lo + (held.hi - held.lo) / 2;
   return {held, (n & (1 << level)) == 0 ? Share{held.lo, mid} : Share{mid, held.hi}};  // bit clear: the lower half
 }
@@ -214,13 +216,13 @@ Share halving_share(int rank, int p, std::uint64_t count) {
 
 int halving_positions(int p) { return butterfly_levels(PowerOfTwoFold(p)) + 1; }
 
-Step halving_step(int rank, int p, std::uint64_t count, int position) {
+Step halving_step(int rank, int p, std::uint64_t count, int position, Offsets offsets) {
   const PowerOfTwoFold fold(p);
   if (position == 0) return fold_in(fold, rank, count);
   const int n = fold.new_rank(rank), level = position - 1;
   if (n < 0) return {};
   const int partner = fold.old_rank(n ^ (1 << level));
-  const auto [held, keep] = halving_at(n, level, count);
+  const auto [held, keep] = halving_at(n, level, count, offsets);
   const Share give = (n & (1 << level)) == 0 ? Share{keep.hi, held.hi} : Share{held.lo, keep.lo};
   Step s;
   s.send = region(partner, give.lo, give.hi);
@@ -234,7 +236,7 @@ RankSchedule halving_reduce_scatter(int rank, int p, std::uint64_t count) {
     if (auto s = halving_step(rank, p, count, i); !s.empty()) co_yield s;
 }
 
-Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero) {
+Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero, Offsets offsets) {
   const PowerOfTwoFold fold(p);
   const int levels = butterfly_levels(fold);
   if (position == levels) {
@@ -246,7 +248,7 @@ Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_z
   if (n < 0) return {};
   if (to_zero && (n & ~((bit << 1) - 1)) != 0) return {};  // already handed its region on
   const int partner = fold.old_rank(n ^ bit);
-  const auto [whole_region, mine] = halving_at(n, level, count);
+  const auto [whole_region, mine] = halving_at(n, level, count, offsets);
   const bool kept_lower = (n & bit) == 0;
   const Share theirs = kept_lower ? Share{mine.hi, whole_region.hi} : Share{whole_region.lo, mine.lo};
   Step s;

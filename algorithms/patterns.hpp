@@ -82,9 +82,13 @@ RankSchedule doubling_gather_to_zero(int rank, int p, std::uint64_t count);
 // generators above skip those). halving_reduce_scatter's position 0 is the
 // fold-in and 1 + k the halving at distance 2^k; the doubling's position i <
 // log2 p2 retraces the halving at distance p2 / 2^(i+1), its last the fold-out.
+// Offsets::none leaves the halvings' offsets wrong (a loop over the levels
+// below) and their counts right: what the simulator reads.
+enum class Offsets { computed, none };
 int halving_positions(int p);
-Step halving_step(int rank, int p, std::uint64_t count, int position);
-Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero);
+Step halving_step(int rank, int p, std::uint64_t count, int position, Offsets offsets = Offsets::computed);
+Step doubling_step(int rank, int p, std::uint64_t count, int position, bool to_zero,
+                   Offsets offsets = Offsets::computed);
 
 // Runs a schedule planned for participants 0..q-1 as the ranks `global`
 // (participant i is global rank global[i]) on elements starting at `base`.

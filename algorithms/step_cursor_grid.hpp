@@ -24,7 +24,9 @@ constexpr int kMostBlocks = 1 << 25;
 // which sets `step` and returns true, or returns false for a void slot
 // (most slots of a leaf are void). It may also hide first_from(rank,
 // position), the first slot at or after `position` that may be non-void,
-// to jump over runs of void slots it can tell at once.
+// to jump over runs of void slots it can tell at once, and fill_counts(rank,
+// position, step), fill() with the counts alone right, for seek_move, when
+// its offsets cost more than its counts.
 //
 // seek_move() computes no offsets only if find(), fill() and
 // Blocks::transfer() are all inlined into it, the step a local that never
@@ -35,16 +37,19 @@ constexpr int kMostBlocks = 1 << 25;
 template <class Derived>
 class GridCursor : public StepCursor {
  public:
-  bool seek(int rank, std::uint32_t& position, Step& step) const final { return find(rank, position, step); }
+  bool seek(int rank, std::uint32_t& position, Step& step) const final { return find<false>(rank, position, step); }
   // The step stays local, so the compiler drops whatever of fill() only
   // offsets and the combine's side read.
   bool seek_move(int rank, std::uint32_t& position, StepMove& move) const final {
     Step step;
-    if (!find(rank, position, step)) return false;
+    if (!find<true>(rank, position, step)) return false;
     move = move_of(step);
     return true;
   }
   std::uint32_t first_from(int, std::uint32_t position) const { return position; }
+  [[gnu::always_inline]] bool fill_counts(int rank, std::uint32_t position, Step& step) const {
+    return static_cast<const Derived&>(*this).fill(rank, position, step);
+  }
   Step at(int rank, std::uint32_t position) const final {
     Step step;
     static_cast<const Derived&>(*this).fill(rank, position, step);
@@ -52,10 +57,12 @@ class GridCursor : public StepCursor {
   }
 
  private:
+  // kCounts: the step's counts are all that is read (fill_counts).
+  template <bool kCounts>
   [[gnu::always_inline]] bool find(int rank, std::uint32_t& position, Step& step) const {
     const auto& grid = static_cast<const Derived&>(*this);
     for (const std::uint32_t end = grid.positions(rank); (position = grid.first_from(rank, position)) < end; ++position)
-      if (grid.fill(rank, position, step)) return true;
+      if (kCounts ? grid.fill_counts(rank, position, step) : grid.fill(rank, position, step)) return true;
     return false;
   }
 };

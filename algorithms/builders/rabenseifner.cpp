@@ -36,12 +36,21 @@ class RabenseifnerCursor final : public cursor::GridCursor<RabenseifnerCursor> {
       : ranks_(shape.ranks), count_(shape.count), half_(patterns::halving_positions(shape.ranks)) {}
   std::uint32_t positions(int) const { return static_cast<std::uint32_t>(2 * half_); }
   bool fill(int rank, std::uint32_t position, Step& step) const {
-    const int i = static_cast<int>(position);
-    return cursor::fill_step(step, i < half_ ? patterns::halving_step(rank, ranks_, count_, i)
-                                             : patterns::doubling_step(rank, ranks_, count_, i - half_, false));
+    return fill_with(rank, position, step, patterns::Offsets::computed);
+  }
+  // The simulator's: a halving's offset is a sum over the levels below it.
+  bool fill_counts(int rank, std::uint32_t position, Step& step) const {
+    return fill_with(rank, position, step, patterns::Offsets::none);
   }
 
  private:
+  bool fill_with(int rank, std::uint32_t position, Step& step, patterns::Offsets offsets) const {
+    const int i = static_cast<int>(position);
+    return cursor::fill_step(step, i < half_
+                                       ? patterns::halving_step(rank, ranks_, count_, i, offsets)
+                                       : patterns::doubling_step(rank, ranks_, count_, i - half_, false, offsets));
+  }
+
   int ranks_;
   std::uint64_t count_;
   int half_;

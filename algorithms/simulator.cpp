@@ -195,6 +195,10 @@ class Simulation {
   // set, the rest runs depth first, the last woken first, following the
   // partners of the transfer just matched.
   void wake(int r) {
+    if (r == advancing_) {
+      advance_again_ = true;
+      return;
+    }
     auto& word = woken_[static_cast<std::size_t>(r) / 64];
     const std::uint64_t bit = std::uint64_t{1} << (r % 64);
     if (word & bit) return;
@@ -386,10 +390,19 @@ class Simulation {
   }
 
   // Runs rank r forward: ends what steps it has done and posts the next.
-  // Were that step done at once, its match has woken r again.
+  // Were that step done at once, its match has woken r again. In a sweep r
+  // then waits in the wake set for the batch's ascending pass: run on at
+  // once, it left the sweep's stream of records (dual-root at 2^22 took 50%
+  // longer). Depth first, where most matches are of the rank being
+  // advanced, it goes on at once rather than through the stack.
   void advance(int r) {
-    begin_steps(r);
-    post_waiting(r);
+    if (depth_first_) advancing_ = r;
+    do {
+      advance_again_ = false;
+      begin_steps(r);
+      post_waiting(r);
+    } while (advance_again_);
+    advancing_ = -1;
   }
 
   // Ends rank r's steps while they are done, up to one with operations to
@@ -471,6 +484,8 @@ class Simulation {
   bool depth_first_ = false;                  // woken ranks go to runnable_ as well
   std::unique_ptr<std::int32_t[]> runnable_;  // depth first: a stack of the woken ranks, the last woken on top
   std::size_t runnable_size_ = 0;
+  int advancing_ = -1;                // depth first: the rank advance() runs, which wake() leaves to it
+  bool advance_again_ = false;        // a match woke advancing_
   std::uint64_t finished_ = 0;        // ranks whose schedule has ended
   std::uint64_t steps_begun_ = 0;     // by all ranks
   std::uint64_t reported_steps_ = 0;  // steps_begun_ at the last progress report

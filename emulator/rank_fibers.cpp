@@ -50,10 +50,9 @@ namespace copse {
 // variable, a sleep): the other ranks of the worker would stall behind it.
 // The emulator's rank path waits only in wait_while_equal (link_engine.cpp:
 // links and barrier); its one mutex (Cluster::fail) is never held across a
-// wait. A worker whose fibers all wait for longer than kIdleSpin sleeps until
-// some thread calls wake_all (idle_enter/idle_sleep), so ranks waiting for
-// the main thread (the reference, the first barrier) or for a slow peer do
-// not burn the core.
+// wait. A worker whose fibers all wait for longer than its spin limit (at
+// most kIdleSpin, adapting: see there) sleeps until some thread calls wake_all (idle_enter/idle_sleep), so ranks
+// waiting for the main thread (the reference, the first barrier) or for a slow peer do not burn the core.
 //
 // Under AddressSanitizer and ThreadSanitizer the ranks run as before on a
 // thread each: Boost 1.74 as Debian builds it has no sanitizer annotations

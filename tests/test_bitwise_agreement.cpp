@@ -140,12 +140,12 @@ void run_jobs(int p, std::vector<Job>& jobs, const std::vector<int>& node_of = {
       scratch[j][rz].resize(static_cast<std::size_t>(staging) * jobs[j].op.element_bytes);
     }
   }
-  // Every buffer outlives every thread: a peer may read a rank's buffer until
-  // that rank's step ends, and nothing is freed before the join.
   // The ranks as the emulator runs them, fibers on one worker (a thread each
   // under the sanitizers): whether ranks agree depends on the schedule and
   // the data, not on how the ranks interleave, and on cores that another
-  // test shares a thread per rank spent five times the time waiting.
+  // test shares a thread per rank spent five times the time waiting. Every
+  // buffer outlives every rank: a peer may read a rank's buffer until that
+  // rank's step ends, and nothing is freed before threads.wait() returns.
   std::vector<std::exception_ptr> errors(pz);
   const std::function<void(int)> body = [&](int r) {
     const auto rz = static_cast<std::size_t>(r);

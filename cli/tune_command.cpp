@@ -31,6 +31,7 @@ struct TuneArgs {
   std::string sizes = "8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,16MiB";
   int rounds = 2;
   double threshold = 0.95;
+  double noise = 0.8;
   std::vector<std::string> from;
   bool replace = false;
   std::string mpirun = "mpirun", host, hostfile, bench, library, work;
@@ -93,6 +94,8 @@ TuneMeasurement measurement(const TuneArgs& a) {
 
 int run_tune(const TuneArgs& a) {
   if (!(a.threshold > 0)) throw UsageError("--threshold: expected a ratio above 0, got " + std::to_string(a.threshold));
+  if (!(a.noise > 0 && a.noise <= 1))
+    throw UsageError("--noise: expected a ratio in (0, 1], got " + std::to_string(a.noise));
   // Everything that can be wrong with the input is found before measuring.
   std::optional<DecisionTable> previous;
   if (!a.replace && std::filesystem::exists(a.out)) previous = load_decision_table(a.out);
@@ -115,7 +118,7 @@ int run_tune(const TuneArgs& a) {
     if (!in) throw UsageError("cannot read measurements " + csv);
     for (auto& [shape, by_collective] : read_tune_csv(in, csv)) ratios[shape] = std::move(by_collective);
   }
-  DecisionTable table = tune_table(ratios, a.threshold, previous);
+  DecisionTable table = tune_table(ratios, a.threshold, a.noise, previous);
   std::vector<std::string> kept;
   std::size_t unshaped = 0;  // rows by hand (or by scripts/decision-table.py): they decide first
   if (previous)
@@ -124,13 +127,15 @@ int run_tune(const TuneArgs& a) {
       if (!r.shape.empty() && !ratios.contains(r.shape) && (kept.empty() || kept.back() != r.shape))
         kept.push_back(r.shape);
     }
-  char threshold[32];
+  char threshold[32], noise[32];
   std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
+  std::snprintf(noise, sizeof noise, "%g", a.noise);
   std::string header = "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() +
                        " (" + now_text("%Y-%m-%d") +
                        ")\ncopse serves a call where tuned/copse by median >= " + threshold +
-                       " at the nearest measured\nshape and size; the MPI library serves the rest. Each row's note "
-                       "gives the ratios it stands for.";
+                       " at the nearest measured\nshape and size (a lone size within the noise, " + noise +
+                       ", of that follows its two\nneighbours when they agree); the MPI library serves the rest. Each "
+                       "row's\nnote gives the ratios it stands for.";
   if (!kept.empty()) header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
   const std::string text = write_decision_table(table, header);
   parse_decision_table(text, a.out);  // what is written reads back
@@ -184,6 +189,11 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
                   "copse serves where tuned/copse by median is at least this (within noise: no slower)")
       ->type_name("R")
       ->capture_default_str();
+  cmd->add_option("--noise", a->noise,
+                  "a size band within threshold*R .. threshold/R whose two neighbours decide alike follows them "
+                  "(1: off)")
+      ->type_name("R")
+      ->capture_default_str();
   cmd->add_option("--from", a->from,
                   "make the table from these pooled measurements (pooled.csv of an earlier run, "
                   "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring")
@@ -210,7 +220,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->footer(
       "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
       "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call), --rounds times each; the rounds "
-      "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median. A "
+      "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
+      "band within --noise of it follows its two neighbours when they agree). A "
       "measured size decides up to the geometric mean with the next; a one-node shape npP covers P ranks up to the "
       "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
       "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Calls no row matches go to the MPI library. "

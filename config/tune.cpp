@@ -75,10 +75,11 @@ std::string ratio_text(double x) {
   return text;
 }
 
-// One collective's rows at one shape: bands by geometric mean, adjacent
-// bands that decide alike merged (the header's "Sizes" and "Barrier" rules).
+// One collective's rows at one shape: bands by geometric mean, a lone band
+// within the noise following its neighbours, adjacent bands that decide
+// alike merged (the header's "Sizes", "Noise" and "Barrier" rules).
 std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& measured, bool barrier,
-                                         double threshold) {
+                                         double threshold, double noise) {
   struct Band {
     std::uint64_t lo, hi;
     std::vector<double> ratios;
@@ -99,10 +100,27 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
       previous = it->first;
     }
   }
+  // Each band's own decision, then the noise rule: a band between two that
+  // decide alike, its ratio within the noise of the threshold, decides as
+  // they do (worked: ratios 1.04, 0.94, 2.07 at threshold 0.95 and noise
+  // 0.8 serve all three bands -- 0.94 lies in [0.76, 1.19) -- while 1.04,
+  // 0.54, 2.07 defer the middle one).
+  const auto serves = [&](double ratio) { return ratio >= threshold; };
+  std::vector<Provider> decided;
+  for (std::size_t i = 0; i < bands.size(); ++i) {
+    const double x = bands[i].ratios.front();
+    bool copse = serves(x);
+    if (i > 0 && i + 1 < bands.size() && x >= threshold * noise && x < threshold / noise) {
+      const bool before = serves(bands[i - 1].ratios.front()), after = serves(bands[i + 1].ratios.front());
+      if (before == after) copse = before;
+    }
+    decided.push_back(copse ? Provider::copse : Provider::mpi);
+  }
   std::vector<DecisionRow> rows;
   std::vector<std::vector<double>> ratios;
-  for (const Band& b : bands) {
-    const Provider use = b.ratios.front() >= threshold ? Provider::copse : Provider::mpi;
+  for (std::size_t i = 0; i < bands.size(); ++i) {
+    const Band& b = bands[i];
+    const Provider use = decided[i];
     if (!rows.empty() && rows.back().use == use) {
       rows.back().max_bytes = b.hi;
       ratios.back().push_back(b.ratios.front());
@@ -127,10 +145,10 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
 // repeats reduce_scatter_block's when it was not measured itself.
 std::vector<DecisionRow> shape_rows(const std::string& shape,
                                     const std::map<MpiCollective, std::map<std::uint64_t, double>>& measured,
-                                    double threshold) {
+                                    double threshold, double noise) {
   std::vector<DecisionRow> out;
   const auto add = [&](MpiCollective c, const std::map<std::uint64_t, double>& sizes, const char* mirror) {
-    for (DecisionRow r : collective_rows(sizes, c == MpiCollective::barrier, threshold)) {
+    for (DecisionRow r : collective_rows(sizes, c == MpiCollective::barrier, threshold, noise)) {
       r.collective = c;
       r.note = shape + ": " + r.note + mirror;
       r.shape = shape;
@@ -222,7 +240,8 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
   return out;
 }
 
-DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::optional<DecisionTable>& previous) {
+DecisionTable tune_table(const TuneRatios& ratios, double threshold, double noise,
+                         const std::optional<DecisionTable>& previous) {
   DecisionTable table;
   std::set<std::string> shapes;
   std::map<std::string, std::vector<DecisionRow>> kept;  // the previous table's, by shape
@@ -247,7 +266,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::
   for (const std::string& shape : shapes) {
     const auto measured = ratios.find(shape);
     std::vector<DecisionRow> rows =
-        measured != ratios.end() ? shape_rows(shape, measured->second, threshold) : kept.at(shape);
+        measured != ratios.end() ? shape_rows(shape, measured->second, threshold, noise) : kept.at(shape);
     const TuneCover& c = cover.at(shape);
     for (DecisionRow& r : rows) {
       r.min_ranks = c.min_ranks, r.max_ranks = c.max_ranks, r.min_nodes = c.min_nodes, r.max_nodes = c.max_nodes;

@@ -22,6 +22,14 @@
 //  - Sizes. A measured size decides the band up to the integer geometric
 //    mean with the next measured size; adjacent bands that decide alike are
 //    one row, whose note lists the ratios it stands for.
+//  - Noise. A band whose ratio lies within the noise of the threshold
+//    (threshold * noise <= ratio < threshold / noise; noise 0.8 by default)
+//    and whose two neighbouring bands decide alike decides as they do: on a
+//    shared machine one size's median swings by that much from run to run
+//    (A/A runs of one library at np 4 on 2 cores: 0.82 to 1.44), and a lone
+//    band deferred between two served ones (or the reverse) is more likely
+//    that swing than the library. noise 1 turns the rule off; a band
+//    further off stays as measured, the first and last bands too.
 //  - Barrier has no bytes: one row per shape, by the median of its ratios.
 //  - MPI_Reduce_scatter (unequal counts), when not measured, repeats
 //    reduce_scatter_block's rows: their bytes (the whole input per process)
@@ -68,6 +76,7 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source);
 
 // The table the rules make from `ratios`, merged with `previous` when given
 // (whose rows' shapes must be names parse_tune_shape reads).
-DecisionTable tune_table(const TuneRatios& ratios, double threshold, const std::optional<DecisionTable>& previous);
+DecisionTable tune_table(const TuneRatios& ratios, double threshold, double noise,
+                         const std::optional<DecisionTable>& previous);
 
 }  // namespace copse

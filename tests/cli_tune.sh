@@ -33,19 +33,27 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --rounds --threshold --from --mpirun --host --hostfile --bench \
+for opt in --out --replace --shapes --sizes --rounds --threshold --noise --from --mpirun --host --hostfile --bench \
   --library --work --timeout; do stdout_has "$opt"; done
 stdout_has "npP-vnK"
 
 # ------------------------------------------------------------------ the rules, as the Python script had them
-expect 0 tune --from "$fixture/bench.csv" --out t.toml && stdout_has "64 rows"
-same_rows t.toml "$fixture/expected.toml" "copse tune --from writes decision-table.py's rows"
+# (it had no noise rule: --noise 1 turns it off)
+expect 0 tune --from "$fixture/bench.csv" --out t.toml --noise 1 && stdout_has "64 rows"
+same_rows t.toml "$fixture/expected.toml" "copse tune --from --noise 1 writes decision-table.py's rows"
+# With the noise rule (the default) lone bands near the threshold follow their neighbours: fewer rows.
+expect 0 tune --from "$fixture/bench.csv" --out smooth.toml && stdout_has "rows"
+checks=$((checks + 1))
+(($(grep -c '^\[\[row\]\]' smooth.toml) < 64)) || fail "the noise rule merged no lone band of bench.csv"
+checks=$((checks + 1))
+grep -q "a lone size within the noise, 0.8, of that follows its two" smooth.toml || fail "the header does not state the noise rule"
+expect 2 tune --from "$fixture/bench.csv" --out bad.toml --noise 1.5 && stderr_has "--noise: expected a ratio in (0, 1]"
 table_json t.toml
 json_check 'len(d["decision_table"]["rows"]) == 64 and d["decision_table"]["default"] == "mpi"' "the table reads back"
 json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 19 and all(r["shape"] for r in d["decision_table"]["rows"])' \
   "every row names its shape"
 # A higher threshold gives fewer calls to copse.
-expect 0 tune --from "$fixture/bench.csv" --out strict.toml --threshold 1.5
+expect 0 tune --from "$fixture/bench.csv" --out strict.toml --threshold 1.5 --noise 1
 checks=$((checks + 1))
 (($(grep -c '^use = "copse"' strict.toml) < $(grep -c '^use = "copse"' t.toml))) || fail "--threshold 1.5 gave copse no fewer rows"
 

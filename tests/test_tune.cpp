@@ -44,7 +44,7 @@ TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge
                                  csv_row("np2", "bcast", 2048, 1.2) + csv_row("np2", "bcast", 4096, 0.9, "1") +
                                  csv_row("np2", "barrier", 0, 0.9) + csv_row("np2", "barrier", 8, 1.1) +
                                  csv_row("np2", "reduce_scatter", 64, 1.5));
-  const DecisionTable t = tune_table(r, 1.0, std::nullopt);
+  const DecisionTable t = tune_table(r, 1.0, 0.8, std::nullopt);
   REQUIRE(t.rows.size() == 4);
   // bcast: 8 and 16 both mpi (one row up to isqrt(16 * 2048) = 181), 2048 copse from 182; root 1 ignored.
   CHECK((t.rows[0].collective == MpiCollective::bcast && t.rows[0].min_bytes == 0 && t.rows[0].max_bytes == 181 &&
@@ -62,11 +62,42 @@ TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge
            row.min_nodes == 1 && row.max_nodes == 1));
 }
 
+TEST_CASE("tune: a lone band within the noise follows its two neighbours when they agree") {
+  // allreduce at 8 .. 8192 B: 1.04, 0.94 (lone, within [0.76, 1.1875)), 2.07, 0.54 (outside: stays), 2.0, 1.5,
+  // 0.9 (between 1.5 and the last band, 0.5, which disagree: stays), 0.5 (last: stays).
+  // bcast at 8, 32, 128: 0.5, 1.1 (lone serve within the noise between two deferrals: follows them), 0.6.
+  // reduce at 8, 32: 0.9, 1.2 (no band has two neighbours: as measured).
+  std::string csv;
+  std::uint64_t bytes = 8;
+  for (double x : {1.04, 0.94, 2.07, 0.54, 2.0, 1.5, 0.9, 0.5})
+    csv += csv_row("np2", "allreduce", bytes, x), bytes *= 4;
+  csv += csv_row("np2", "bcast", 8, 0.5) + csv_row("np2", "bcast", 32, 1.1) + csv_row("np2", "bcast", 128, 0.6);
+  csv += csv_row("np2", "reduce", 8, 0.9) + csv_row("np2", "reduce", 32, 1.2);
+  const TuneRatios r = ratios_of(csv);
+  const auto uses = [](const DecisionTable& t, MpiCollective c) {
+    std::string out;
+    for (const DecisionRow& row : t.rows)
+      if (row.collective == c)
+        out += (out.empty() ? "" : " ") + std::to_string(row.min_bytes) + (row.use == Provider::copse ? "c" : "m");
+    return out;
+  };
+  const DecisionTable t = tune_table(r, 0.95, 0.8, std::nullopt);
+  // Bands start after the geometric mean of two sizes: 17, 65, 257, 1025, 4097, 16385, 65537.
+  CHECK(uses(t, MpiCollective::allreduce) == "0c 257m 1025c 16385m");
+  CHECK(t.rows[0].note == "np2: tuned/copse 1.04, 0.94, 2.07 by median");
+  CHECK(uses(t, MpiCollective::bcast) == "0m");
+  CHECK(uses(t, MpiCollective::reduce) == "0m 17c");
+  // noise 1: every band as measured.
+  const DecisionTable raw = tune_table(r, 0.95, 1.0, std::nullopt);
+  CHECK(uses(raw, MpiCollective::allreduce) == "0c 17m 65c 257m 1025c 16385m");
+  CHECK(uses(raw, MpiCollective::bcast) == "0m 17c 65m");
+}
+
 TEST_CASE("tune: shapes cover ranks up to the next measured one of their kind: one node, virtual nodes, hosts") {
   const TuneRatios r = ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
                                  csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2) +
                                  csv_row("np4-h2", "allreduce", 8, 2));
-  const DecisionTable t = tune_table(r, 0.95, std::nullopt);
+  const DecisionTable t = tune_table(r, 0.95, 0.8, std::nullopt);
   constexpr int none = std::numeric_limits<int>::max();
   REQUIRE(t.rows.size() == 5);
   // Rows by shape name: np2, np4, np4-h2, np4-vn2, np8-h2.

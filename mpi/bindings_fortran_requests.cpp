@@ -247,6 +247,39 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_ireduce_scatter_blo
   });
 }
 
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_iscatter(void* send, MPI_Fint* send_count,
+                                                                      MPI_Fint* send_type, void* recv,
+                                                                      MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                      MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request,
+                                                                      MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::iscatter(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                        *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), c);
+  });
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_igather(void* send, MPI_Fint* send_count,
+                                                                     MPI_Fint* send_type, void* recv,
+                                                                     MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                     MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request,
+                                                                     MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::igather(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                       *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), c);
+  });
+}
+
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_ialltoall(void* send, MPI_Fint* send_count,
+                                                                       MPI_Fint* send_type, void* recv,
+                                                                       MPI_Fint* recv_count, MPI_Fint* recv_type,
+                                                                       MPI_Fint* comm, MPI_Fint* request,
+                                                                       MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::ialltoall(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                         *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm), c);
+  });
+}
+
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 __attribute__((visibility("hidden"))) void copse_fortran_mpix_allreduce_init(void* send, void* recv, MPI_Fint* count,
                                                                              MPI_Fint* type, MPI_Fint* op,
@@ -393,6 +426,14 @@ COPSE_FORTRAN_SPELLINGS(mpi_iallgather, MPI_IALLGATHER,
                         (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_iscatter, MPI_ISCATTER,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_igather, MPI_IGATHER,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_ialltoall, MPI_IALLTOALL,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 COPSE_FORTRAN_SPELLINGS(mpix_allreduce_init, MPIX_ALLREDUCE_INIT,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))

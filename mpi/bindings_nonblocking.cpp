@@ -39,6 +39,21 @@ int MPI_Ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datat
   return ip::ireduce_scatter_block(send, recv, count, type, op, comm, request);
 }
 
+int MPI_Iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                 MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return ip::iscatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+}
+
+int MPI_Igather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return ip::igather(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+}
+
+int MPI_Ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                  MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return ip::ialltoall(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+}
+
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 int MPIX_Allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         MPI_Info info, MPI_Request* request) {

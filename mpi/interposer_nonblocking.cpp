@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "mpi/datatype_layout.hpp"
 #include "mpi/interposer_requests.hpp"
@@ -178,6 +179,74 @@ int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* r
   }
   if (s) s->stats.passed(c, false);
   return PMPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+}
+
+namespace {
+
+// A nonblocking scatter's or gather's record when copse serves it, and the
+// bytes of one block: `own` is this process's block as its own buffer
+// describes it, `root_side` the root's other buffer's blocks (in place at
+// the root, `own` is that buffer's block too). Contiguous blocks only, of the
+// same bytes on both sides.
+Record* rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, int own_count, MPI_Datatype own_type,
+               int root_count, MPI_Datatype root_type, std::uint64_t& bytes) {
+  if (!s.options.mpi.serves(c)) return nullptr;
+  Record* r = with_team(s, comm);
+  if (!r || root < 0 || root >= r->size || (in_place && r->rank != root)) return nullptr;  // MPI_IN_PLACE: the root's
+  const auto other = r->rank == root ? layout_of(s.mapping, root_type, root_count) : std::nullopt;
+  const auto block = in_place ? other : layout_of(s.mapping, own_type, own_count);
+  if (!block || !block->contiguous || (other && (!other->contiguous || other->bytes != block->bytes))) return nullptr;
+  bytes = block->bytes;
+  return s.serves(c, bytes, *r) ? r : nullptr;
+}
+
+}  // namespace
+
+int iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+             MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::scatter;
+  State* s = active();
+  const bool in_place = recv == MPI_IN_PLACE;  // the root's only: its block stays in send
+  std::uint64_t bytes = 0;
+  if (s && request)
+    if (Record* r = rooted(*s, c, comm, root, in_place, recv_count, recv_type, send_count, send_type, bytes))
+      return serve(*s, c, "MPI_Iscatter", *r, request, false, [&](Comm& cc) {
+        return cc.iscatter(send, in_place ? const_cast<void*>(send) : recv, bytes, DType::uint8, root);
+      });
+  if (s) s->stats.passed(c, false);
+  return PMPI_Iscatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+}
+
+int igather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+            MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::gather;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;  // the root's only: its block is at its place in recv
+  std::uint64_t bytes = 0;
+  if (s && request)
+    if (Record* r = rooted(*s, c, comm, root, in_place, send_count, send_type, recv_count, recv_type, bytes))
+      return serve(*s, c, "MPI_Igather", *r, request, false, [&](Comm& cc) {
+        return cc.igather(in_place ? recv : send, r->rank == root ? recv : nullptr, bytes, DType::uint8, root);
+      });
+  if (s) s->stats.passed(c, false);
+  return PMPI_Igather(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+}
+
+int ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+              MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::alltoall;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are in recv
+  if (s && request && s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
+    const auto block = layout_of(s->mapping, recv_type, recv_count);
+    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
+    if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes)
+      if (Record* r = with_team(*s, comm); r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r))
+        return serve(*s, c, "MPI_Ialltoall", *r, request, false,
+                     [&](Comm& cc) { return cc.ialltoall(in_place ? recv : send, recv, block->bytes, DType::uint8); });
+  }
+  if (s) s->stats.passed(c, false);
+  return PMPI_Ialltoall(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
 }
 
 }  // namespace copse::mpi::interposer

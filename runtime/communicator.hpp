@@ -117,6 +117,9 @@ class Comm {
   Request ibarrier();
   Request iallgather(const void* send, void* recv, std::size_t count, DType dtype);
   Request ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request iscatter(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  Request igather(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  Request ialltoall(const void* send, void* recv, std::size_t count, DType dtype);
   // Persistent: planned now (every rank calls it, in the same order as its
   // collectives), run by each Request::start, which plans and allocates nothing.
   Request allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);

@@ -30,8 +30,8 @@ class MpiCall final : public PendingCall {
     eb_ = a_.op ? a_.op->element_bytes : c == Collective::barrier ? 0 : dtype_size(a_.dtype);
     data_ = data_op(a_.dtype, eb_);
     count_ = c == Collective::barrier ? 1 : a_.count;
-    const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter;
-    piece_ = blocks ? r_.block_piece(eb_) : r_.piece(eb_);
+    const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves_blocks();
+    piece_ = blocks ? r_.block_piece(eb_, c == Collective::alltoall ? 2 : 1) : r_.piece(eb_);
   }
   bool progress(bool wait) override;
   void restart() override { stage_ = Stage::piece, at_ = 0; }
@@ -47,6 +47,12 @@ class MpiCall final : public PendingCall {
 
  private:
   enum class Stage : std::uint8_t { piece, agreeing, running };
+  bool moves_blocks() const {
+    const Collective c = a_.collective;
+    return c == Collective::scatter || c == Collective::gather || c == Collective::alltoall;
+  }
+  // scatter, gather and alltoall: their blocks between the user's buffers and y (MpiRank::move's).
+  MovedBlocks moved() const { return {a_.collective, r_.team->ranks, r_.rank, a_.root, count_, eb_}; }
   const ReduceOp& op() const { return a_.op ? *a_.op : data_; }
   const void* identity() const { return a_.op ? a_.op->identity.get() : nullptr; }
   MpiRank::Entry* find_entry();
@@ -159,6 +165,14 @@ void MpiCall::begin_piece() {
                    (send == recv ? recv : send) + (v * count_ + at) * eb, n * eb);
       break;
     case Collective::barrier: y_ = r_.work_vector(0); break;
+    case Collective::scatter:
+    case Collective::gather:
+    case Collective::alltoall: {
+      const MovedBlocks blocks = moved();
+      y_ = r_.work_vector(blocks.vector(n) * eb);
+      blocks.load(send, recv, y_, at, n);
+      break;
+    }
     default: y_ = recv + at * eb; break;  // bcast: the buffer
   }
   r_.start_run(run_, entry_->steps, y_, r_.scratch.data(), op(), a_.collective, &r_.mpi, input);
@@ -173,14 +187,13 @@ void MpiCall::end_piece() {
       copy_bytes(recv + (v * count_ + at_) * eb, y_ + entry_->block_at(t, static_cast<int>(v), n_), n_ * eb);
   if (a_.collective == Collective::reduce_scatter)
     copy_bytes(recv + at_ * eb, y_ + entry_->block_at(t, r_.rank, n_), n_ * eb);
+  if (moves_blocks()) moved().store(y_, a_.send, a_.recv, at_, n_);
 }
 
 }  // namespace
 
 std::shared_ptr<PendingCall> MpiRank::make_call(const CallArgs& args, bool persistent) {
   const Collective c = args.collective;
-  if (c == Collective::scatter || c == Collective::gather || c == Collective::alltoall)
-    throw UsageError("nonblocking " + std::string(to_string(c)) + ": not served yet");
   if (takes_root(c) && (args.root < 0 || args.root >= team->ranks)) {
     CallKey key;
     key.collective = c;

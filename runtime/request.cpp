@@ -178,6 +178,15 @@ Request Comm::iallgather(const void* send, void* recv, std::size_t count, DType 
 Request Comm::ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   return core_->start({Collective::reduce_scatter, send, recv, count, &op, op.dtype, 0}, false);
 }
+Request Comm::iscatter(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::scatter, send, recv, count, nullptr, dtype, root}, false);
+}
+Request Comm::igather(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::gather, send, recv, count, nullptr, dtype, root}, false);
+}
+Request Comm::ialltoall(const void* send, void* recv, std::size_t count, DType dtype) {
+  return core_->start({Collective::alltoall, send, recv, count, nullptr, dtype, 0}, false);
+}
 Request Comm::allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   return core_->start({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, true);
 }

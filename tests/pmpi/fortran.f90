@@ -7,8 +7,9 @@
 ! calls; tests/pmpi/run.sh checks in the stats file that it did: at np >= 2,
 ! 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1 scatter, 1 gather and 2
 ! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 4
-! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather and 1
-! reduce_scatter_block served; 1 persistent allreduce served. Stops with
+! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather, 1
+! reduce_scatter_block, 1 scatter, 1 gather and 1 alltoall served; 1
+! persistent allreduce served. Stops with
 ! status 1 on a wrong result.
 
 subroutine with_mpif_h(failures)
@@ -239,6 +240,35 @@ subroutine nonblocking_use_mpi(failures)
   deallocate(all, part)
 end subroutine
 
+! The nonblocking collectives that move blocks, through `use mpi`:
+! MPI_Iscatter from the last rank (block q is 10 q), MPI_Igather to it and
+! MPI_Ialltoall (the block for rank q is 100 rank + q), one MPI_Waitall.
+subroutine nonblocking_blocks_use_mpi(failures)
+  use mpi
+  implicit none
+  integer, intent(inout) :: failures
+  integer :: ierr, rank, size, i, reqs(3)
+  integer, asynchronous :: got, mine
+  integer, allocatable, asynchronous :: all(:), part(:), sent(:), gathered(:)
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+  allocate(all(size), part(size), sent(size), gathered(size))
+  sent = (/ (10 * i, i = 0, size - 1) /)
+  part = (/ (100 * rank + i, i = 0, size - 1) /)
+  all = -1
+  gathered = -1
+  got = -1
+  mine = 3 * rank
+  call MPI_ISCATTER(sent, 1, MPI_INTEGER, got, 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IGATHER(mine, 1, MPI_INTEGER, gathered, 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_IALLTOALL(part, 1, MPI_INTEGER, all, 1, MPI_INTEGER, MPI_COMM_WORLD, reqs(3), ierr)
+  call MPI_WAITALL(3, reqs, MPI_STATUSES_IGNORE, ierr)
+  if (ierr /= MPI_SUCCESS .or. any(reqs(1:3) /= MPI_REQUEST_NULL) .or. got /= 10 * rank) failures = failures + 1
+  if (rank == size - 1 .and. any(gathered /= (/ (3 * i, i = 0, size - 1) /))) failures = failures + 1
+  if (any(all /= (/ (100 * i + rank, i = 0, size - 1) /))) failures = failures + 1
+  deallocate(all, part, sent, gathered)
+end subroutine
+
 ! A persistent allreduce through mpif.h: planned once by MPIX_ALLREDUCE_INIT
 ! (Open MPI's pcollreq extension; mpif-ext.h declares no interface), run
 ! by MPI_START/MPI_STARTALL and MPI_WAIT/MPI_WAITALL; the handle stays until
@@ -305,6 +335,7 @@ program fortran_collectives
   call with_use_mpi(failures)
   call with_mpi_f08(failures)
   call nonblocking_use_mpi(failures)
+  call nonblocking_blocks_use_mpi(failures)
   call persistent_mpif_h(failures)
   call nonblocking_mpi_f08(failures)
   if (failures > 0) print *, 'rank', rank, ':', failures, 'wrong results'

@@ -44,9 +44,9 @@ void* _Znwm(size_t n) { /* operator new(size_t) */
 }
 void* _Znam(size_t n) { return _Znwm(n); } /* operator new[] */
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, KINDS };
-static const char* const names[KINDS] = {"allreduce", "reduce", "bcast", "barrier", "allgather",
-                                         "reduce_scatter_block"};
+enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, SCATTER, GATHER, ALLTOALL, KINDS };
+static const char* const names[KINDS] = {"allreduce", "reduce",  "bcast",  "barrier", "allgather",
+                                         "reduce_scatter_block", "scatter", "gather", "alltoall"};
 static long served[KINDS], persistent_served;
 static int rank, size;
 static _Atomic int failures; /* CHECK from the threads of threads_at_once too */
@@ -87,18 +87,36 @@ static void check_sum(const int64_t* got, long n, int p, int salt, int line) {
     }
 }
 
+/* Whether block v of p blocks of n elements holds rank v's value(v, i, salt) at its element i. */
+static int blocks_ok(const int64_t* got, int p, long n, int salt) {
+  for (int v = 0; v < p; ++v)
+    for (long i = 0; i < n; ++i)
+      if (got[(long)v * n + i] != value(v, i, salt)) return 0;
+  return 1;
+}
+
 /* Every collective at one count, started together (outstanding at once) and
  * finished by one MPI_Waitall, with a ring exchange of the library's. */
 static void all_at(MPI_Comm comm, long n, int salt) {
   const int p = cmp_size(comm), me = cmp_rank(comm), root = p - 1;
   int64_t *in = vec(n), *sum = vec(n), *red = vec(n), *bc = vec(n), *gath = vec(n * p), *rsin = vec(n * p),
-          *rs = vec(n), *inplace = vec(n);
+          *rs = vec(n), *inplace = vec(n), *scin = vec(n * p), *scout = vec(n), *gaout = vec(n * p),
+          *a2in = vec(n * p), *a2out = vec(n * p), *a2self = vec(n * p), *scin2 = vec(n * p), *scout2 = vec(n),
+          *gain2 = vec(n), *gaout2 = vec(n * p);
   fill(in, n, me, salt);
   fill(inplace, n, me, salt + 1);
   for (long i = 0; i < n; ++i) bc[i] = me == root ? value(root, i, salt + 2) : -1;
   for (int v = 0; v < p; ++v) fill(rsin + (long)v * n, n, me, salt + 3 + v);
+  /* scatter from the root: block v is value(v, ., salt + 50); alltoall: the block for v is value(me, ., salt + 60 + v),
+   * in place value(me, ., salt + 70 + v). */
+  for (int v = 0; v < p; ++v) fill(scin + (long)v * n, n, v, salt + 50);
+  for (int v = 0; v < p; ++v) fill(a2in + (long)v * n, n, me, salt + 60 + v), fill(a2self + (long)v * n, n, me, salt + 70 + v);
+  /* In place at the root: its scatter block stays in scin2, its gather block is already in gaout2. */
+  for (int v = 0; v < p; ++v) fill(scin2 + (long)v * n, n, v, salt + 80);
+  fill(gain2, n, me, salt + 90);
+  if (me == root) fill(gaout2 + (long)root * n, n, root, salt + 90);
   int64_t ring_out = me, ring_in = -1;
-  MPI_Request rq[9];
+  MPI_Request rq[15];
   MPI_Irecv(&ring_in, 1, MPI_INT64_T, (me + p - 1) % p, 7, comm, &rq[0]);
   MPI_Iallreduce(in, sum, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[1]);
   MPI_Ireduce(in, red, (int)n, MPI_INT64_T, MPI_SUM, root, comm, &rq[2]);
@@ -108,10 +126,18 @@ static void all_at(MPI_Comm comm, long n, int salt) {
   MPI_Iallreduce(MPI_IN_PLACE, inplace, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[6]);
   MPI_Ibarrier(comm, &rq[7]);
   MPI_Isend(&ring_out, 1, MPI_INT64_T, (me + 1) % p, 7, comm, &rq[8]);
+  MPI_Iscatter(scin, (int)n, MPI_INT64_T, scout, (int)n, MPI_INT64_T, root, comm, &rq[9]);
+  MPI_Igather(in, (int)n, MPI_INT64_T, gaout, (int)n, MPI_INT64_T, root, comm, &rq[10]);
+  MPI_Ialltoall(a2in, (int)n, MPI_INT64_T, a2out, (int)n, MPI_INT64_T, comm, &rq[11]);
+  MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a2self, (int)n, MPI_INT64_T, comm, &rq[12]);
+  MPI_Iscatter(scin2, (int)n, MPI_INT64_T, me == root ? MPI_IN_PLACE : scout2, (int)n, MPI_INT64_T, root, comm, &rq[13]);
+  MPI_Igather(me == root ? MPI_IN_PLACE : gain2, (int)n, MPI_INT64_T, gaout2, (int)n, MPI_INT64_T, root, comm, &rq[14]);
   expect(ALLREDUCE, comm), expect(ALLREDUCE, comm), expect(REDUCE, comm), expect(BCAST, comm);
   expect(ALLGATHER, comm), expect(RSB, comm), expect(BARRIER, comm);
-  MPI_Waitall(9, rq, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < 9; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed by MPI_Waitall", i);
+  expect(SCATTER, comm), expect(GATHER, comm), expect(ALLTOALL, comm), expect(ALLTOALL, comm);
+  expect(SCATTER, comm), expect(GATHER, comm);
+  MPI_Waitall(15, rq, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < 15; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed by MPI_Waitall", i);
   CHECK(ring_in == (me + p - 1) % p, "ring: %lld", (long long)ring_in);
   check_sum(sum, n, p, salt, __LINE__);
   check_sum(inplace, n, p, salt + 1, __LINE__);
@@ -122,7 +148,20 @@ static void all_at(MPI_Comm comm, long n, int salt) {
     for (long i = 0; i < n; ++i)
       if (gath[(long)v * n + i] != value(v, i, salt)) { CHECK(0, "allgather n=%ld block %d element %ld", n, v, i); v = p; break; }
   check_sum(rs, n, p, salt + 3 + me, __LINE__);
+  for (long i = 0; i < n; ++i)
+    if (scout[i] != value(me, i, salt + 50)) { CHECK(0, "scatter n=%ld element %ld", n, i); break; }
+  if (me == root) CHECK(blocks_ok(gaout, p, n, salt), "gather n=%ld", n);
+  CHECK(blocks_ok(a2out, p, n, salt + 60 + me), "alltoall n=%ld", n);
+  CHECK(blocks_ok(a2self, p, n, salt + 70 + me), "alltoall in place n=%ld", n);
+  if (me == root)
+    CHECK(blocks_ok(scin2, p, n, salt + 80), "scatter in place n=%ld: the root's send buffer changed", n);
+  else
+    for (long i = 0; i < n; ++i)
+      if (scout2[i] != value(me, i, salt + 80)) { CHECK(0, "scatter (root in place) n=%ld element %ld", n, i); break; }
+  if (me == root) CHECK(blocks_ok(gaout2, p, n, salt + 90), "gather in place n=%ld", n);
   free(in), free(sum), free(red), free(bc), free(gath), free(rsin), free(rs), free(inplace);
+  free(scin), free(scout), free(gaout), free(a2in), free(a2out), free(a2self), free(scin2), free(scout2), free(gain2),
+      free(gaout2);
 }
 
 /* An Iallreduce finished by an MPI_Test loop, one by MPI_Waitany among the

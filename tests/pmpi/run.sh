@@ -173,7 +173,8 @@ EOF
       # every one served (the collectives not named: none, served or passed).
       python3 - "$tmp/stats.jsonl" <<'EOF'
 import json, sys
-expect = {"nonblocking": {"allreduce": 4, "reduce": 1, "bcast": 2, "barrier": 4, "allgather": 1, "reduce_scatter_block": 1},
+expect = {"nonblocking": {"allreduce": 4, "reduce": 1, "bcast": 2, "barrier": 4, "allgather": 1, "reduce_scatter_block": 1,
+                          "scatter": 1, "gather": 1, "alltoall": 1},
           "persistent": {"allreduce": 1}}
 bad = []
 for line in map(json.loads, open(sys.argv[1])):

@@ -290,6 +290,78 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpix_allreduce_init(voi
                               PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
   });
 }
+
+#define COPSE_HIDDEN __attribute__((visibility("hidden")))
+COPSE_HIDDEN void copse_fortran_mpix_reduce_init(void* send, void* recv, MPI_Fint* count, MPI_Fint* type, MPI_Fint* op,
+                                                 MPI_Fint* root, MPI_Fint* comm, MPI_Fint* info, MPI_Fint* request,
+                                                 MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::reduce_init(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type),
+                           PMPI_Op_f2c(*op), *root, PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_reduce_scatter_block_init(void* send, void* recv, MPI_Fint* count, MPI_Fint* type,
+                                                               MPI_Fint* op, MPI_Fint* comm, MPI_Fint* info,
+                                                               MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::reduce_scatter_block_init(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type),
+                                         PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_barrier_init(MPI_Fint* comm, MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror,
+                  [&](MPI_Request* c) { return ip::barrier_init(PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c); });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_bcast_init(void* buffer, MPI_Fint* count, MPI_Fint* type, MPI_Fint* root,
+                                                MPI_Fint* comm, MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::bcast_init(ip::from_fortran(buffer), *count, PMPI_Type_f2c(*type), *root, PMPI_Comm_f2c(*comm),
+                          PMPI_Info_f2c(*info), c);
+  });
+}
+
+// allgather, scatter, gather and alltoall: (send, count, type, recv, count, type, [root,] comm, info, request).
+COPSE_HIDDEN void copse_fortran_mpix_allgather_init(void* send, MPI_Fint* send_count, MPI_Fint* send_type, void* recv,
+                                                    MPI_Fint* recv_count, MPI_Fint* recv_type, MPI_Fint* comm,
+                                                    MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::allgather_init(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                              *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_alltoall_init(void* send, MPI_Fint* send_count, MPI_Fint* send_type, void* recv,
+                                                   MPI_Fint* recv_count, MPI_Fint* recv_type, MPI_Fint* comm,
+                                                   MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::alltoall_init(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                             *recv_count, PMPI_Type_f2c(*recv_type), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_scatter_init(void* send, MPI_Fint* send_count, MPI_Fint* send_type, void* recv,
+                                                  MPI_Fint* recv_count, MPI_Fint* recv_type, MPI_Fint* root,
+                                                  MPI_Fint* comm, MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::scatter_init(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                            *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info),
+                            c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_gather_init(void* send, MPI_Fint* send_count, MPI_Fint* send_type, void* recv,
+                                                 MPI_Fint* recv_count, MPI_Fint* recv_type, MPI_Fint* root,
+                                                 MPI_Fint* comm, MPI_Fint* info, MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::gather_init(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                           *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info),
+                           c);
+  });
+}
+#undef COPSE_HIDDEN
 #endif
 
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_test(MPI_Fint* request, MPI_Fint* flag, MPI_Fint* status,
@@ -437,6 +509,26 @@ COPSE_FORTRAN_SPELLINGS(mpi_ialltoall, MPI_IALLTOALL,
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 COPSE_FORTRAN_SPELLINGS(mpix_allreduce_init, MPIX_ALLREDUCE_INIT,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_reduce_init, MPIX_REDUCE_INIT,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_reduce_scatter_block_init, MPIX_REDUCE_SCATTER_BLOCK_INIT,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_barrier_init, MPIX_BARRIER_INIT, (MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_bcast_init, MPIX_BCAST_INIT,
+                        (void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_allgather_init, MPIX_ALLGATHER_INIT,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_alltoall_init, MPIX_ALLTOALL_INIT,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_scatter_init, MPIX_SCATTER_INIT,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_gather_init, MPIX_GATHER_INIT,
+                        (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
+                         MPI_Fint*, MPI_Fint*))
 #endif
 COPSE_FORTRAN_SPELLINGS(mpi_test, MPI_TEST, (MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_wait, MPI_WAIT, (MPI_Fint*, MPI_Fint*, MPI_Fint*))

@@ -59,6 +59,45 @@ int MPIX_Allreduce_init(const void* send, void* recv, int count, MPI_Datatype ty
                         MPI_Info info, MPI_Request* request) {
   return ip::allreduce_init(send, recv, count, type, op, comm, info, request);
 }
+
+int MPIX_Reduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request* request) {
+  return ip::reduce_init(send, recv, count, type, op, root, comm, info, request);
+}
+
+int MPIX_Reduce_scatter_block_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                   MPI_Info info, MPI_Request* request) {
+  return ip::reduce_scatter_block_init(send, recv, count, type, op, comm, info, request);
+}
+
+int MPIX_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::barrier_init(comm, info, request);
+}
+
+int MPIX_Bcast_init(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
+                    MPI_Request* request) {
+  return ip::bcast_init(buffer, count, type, root, comm, info, request);
+}
+
+int MPIX_Allgather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                        MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::allgather_init(send, send_count, send_type, recv, recv_count, recv_type, comm, info, request);
+}
+
+int MPIX_Scatter_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                      MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::scatter_init(send, send_count, send_type, recv, recv_count, recv_type, root, comm, info, request);
+}
+
+int MPIX_Gather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                     MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::gather_init(send, send_count, send_type, recv, recv_count, recv_type, root, comm, info, request);
+}
+
+int MPIX_Alltoall_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                       MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::alltoall_init(send, send_count, send_type, recv, recv_count, recv_type, comm, info, request);
+}
 #endif
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) { return ip::test(request, flag, status); }

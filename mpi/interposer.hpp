@@ -151,6 +151,21 @@ int ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* re
               MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request);
 int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
                    MPI_Request* request);
+int reduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Info info, MPI_Request* request);
+int reduce_scatter_block_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              MPI_Info info, MPI_Request* request);
+int barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request);
+int bcast_init(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
+               MPI_Request* request);
+int allgather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                   MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request);
+int scatter_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                 MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request);
+int gather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request);
+int alltoall_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                  MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request);
 // The request calls: copse's requests progressed a step at a time, the
 // library's passed through, both in one call where MPI takes several.
 int test(MPI_Request* request, int* flag, MPI_Status* status);

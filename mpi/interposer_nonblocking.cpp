@@ -60,8 +60,24 @@ Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t by
   return r && s.table_serves(c, bytes, *r) ? r : nullptr;
 }
 
-int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Request* request, bool persistent) {
+// How a call starts: nonblocking (MPI_I*), or persistent (MPIX_*_init, with
+// its info, whose hints copse does not read).
+struct Started {
+  bool persistent = false;
+  MPI_Info info = MPI_INFO_NULL;
+  const char* name(const char* nonblocking, const char* init) const { return persistent ? init : nonblocking; }
+};
+
+// The library's own call, where copse does not serve it.
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) \
+  ((how).persistent ? PMPIX_##init(__VA_ARGS__, (how).info, request) : PMPI_##nonblocking(__VA_ARGS__, request))
+#else
+#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) PMPI_##nonblocking(__VA_ARGS__, request)
+#endif
+
+int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, Started how,
+                   MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::allreduce;
   State* s = active();
   if (s && request && recv != MPI_IN_PLACE) {
@@ -69,42 +85,19 @@ int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, M
     if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm)) {
       const void* from = send == MPI_IN_PLACE ? recv : send;
       const auto n = static_cast<std::size_t>(count);
-      return serve(
-          *s, c, persistent ? "MPIX_Allreduce_init" : "MPI_Iallreduce", *r, request, persistent, [&](Comm& cc) {
-            return persistent ? cc.allreduce_init(from, recv, n, *reduce_op) : cc.iallreduce(from, recv, n, *reduce_op);
-          });
+      return serve(*s, c, how.name("MPI_Iallreduce", "MPIX_Allreduce_init"), *r, request, how.persistent,
+                   [&](Comm& cc) {
+                     return how.persistent ? cc.allreduce_init(from, recv, n, *reduce_op)
+                                           : cc.iallreduce(from, recv, n, *reduce_op);
+                   });
     }
   }
-  if (s) s->stats.passed(c, persistent);
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-  if (persistent) return PMPIX_Allreduce_init(send, recv, count, type, op, comm, MPI_INFO_NULL, request);
-#endif
-  return PMPI_Iallreduce(send, recv, count, type, op, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Iallreduce, Allreduce_init, send, recv, count, type, op, comm);
 }
 
-}  // namespace
-
-void make_world_team() {
-  State* s = g_state.load(std::memory_order_acquire);
-  if (!s || s->options.mpi.serve == 0) return;
-  Nested nested;
-  if (Record* r = record(*s, MPI_COMM_WORLD); r && !r->team)
-    r->team = std::make_unique<Team>(MPI_COMM_WORLD, s->comm_options, 1);
-}
-
-int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-               MPI_Request* request) {
-  return allreduce_call(send, recv, count, type, op, comm, request, false);
-}
-
-int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                   MPI_Request* request) {
-  (void)info;  // hints: none that copse reads
-  return allreduce_call(send, recv, count, type, op, comm, request, true);
-}
-
-int ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-            MPI_Request* request) {
+int reduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::reduce;
   State* s = active();
   if (s && request) {
@@ -112,17 +105,20 @@ int ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op o
     if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm))
       // MPI_IN_PLACE is the root's only, as send buffer.
       if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE))
-        return serve(*s, c, "MPI_Ireduce", *r, request, false, [&](Comm& cc) {
-          return cc.ireduce(send == MPI_IN_PLACE ? recv : send, r->rank == root ? recv : nullptr,
-                            static_cast<std::size_t>(count), *reduce_op, root);
+        return serve(*s, c, how.name("MPI_Ireduce", "MPIX_Reduce_init"), *r, request, how.persistent, [&](Comm& cc) {
+          const void* from = send == MPI_IN_PLACE ? recv : send;
+          void* to = r->rank == root ? recv : nullptr;
+          const auto n = static_cast<std::size_t>(count);
+          return how.persistent ? cc.reduce_init(from, to, n, *reduce_op, root)
+                                : cc.ireduce(from, to, n, *reduce_op, root);
         });
   }
-  if (s) s->stats.passed(c, false);
-  return PMPI_Ireduce(send, recv, count, type, op, root, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ireduce, Reduce_init, send, recv, count, type, op, root, comm);
 }
 
-int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                          MPI_Request* request) {
+int reduce_scatter_block_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::reduce_scatter_block;
   State* s = active();
   if (s && request && recv != MPI_IN_PLACE)
@@ -130,41 +126,47 @@ int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype 
       if (Record* r = with_team(*s, comm)) {
         const std::uint64_t bytes = bytes_of(count, *reduce_op) * static_cast<std::uint64_t>(r->size);
         if (s->serves(c, bytes, *r))
-          return serve(*s, c, "MPI_Ireduce_scatter_block", *r, request, false, [&](Comm& cc) {
-            return cc.ireduce_scatter_block(send == MPI_IN_PLACE ? recv : send, recv, static_cast<std::size_t>(count),
-                                            *reduce_op);
-          });
+          return serve(*s, c, how.name("MPI_Ireduce_scatter_block", "MPIX_Reduce_scatter_block_init"), *r, request,
+                       how.persistent, [&](Comm& cc) {
+                         const void* from = send == MPI_IN_PLACE ? recv : send;
+                         const auto n = static_cast<std::size_t>(count);
+                         return how.persistent ? cc.reduce_scatter_block_init(from, recv, n, *reduce_op)
+                                               : cc.ireduce_scatter_block(from, recv, n, *reduce_op);
+                       });
       }
-  if (s) s->stats.passed(c, false);
-  return PMPI_Ireduce_scatter_block(send, recv, count, type, op, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ireduce_scatter_block, Reduce_scatter_block_init, send, recv, count, type, op, comm);
 }
 
-int ibarrier(MPI_Comm comm, MPI_Request* request) {
+int barrier_call(MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::barrier;
   State* s = active();
   if (s && request && s->options.mpi.serves(c))
     if (Record* r = with_team(*s, comm); r && s->table_serves(c, 0, *r))
-      return serve(*s, c, "MPI_Ibarrier", *r, request, false, [](Comm& cc) { return cc.ibarrier(); });
-  if (s) s->stats.passed(c, false);
-  return PMPI_Ibarrier(comm, request);
+      return serve(*s, c, how.name("MPI_Ibarrier", "MPIX_Barrier_init"), *r, request, how.persistent,
+                   [&](Comm& cc) { return how.persistent ? cc.barrier_init() : cc.ibarrier(); });
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ibarrier, Barrier_init, comm);
 }
 
 // The collectives that move bytes: contiguous datatypes only (packing would
 // need a step after the last, at completion), as bytes.
-int ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+int bcast_call(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::bcast;
   State* s = active();
   if (s && request && s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
     if (const auto l = layout_of(s->mapping, type, count); l && l->contiguous && s->in_bounds(l->bytes))
       if (Record* r = with_team(*s, comm); r && root >= 0 && root < r->size && s->table_serves(c, l->bytes, *r))
-        return serve(*s, c, "MPI_Ibcast", *r, request, false,
-                     [&](Comm& cc) { return cc.ibcast(buffer, l->bytes, DType::uint8, root); });
-  if (s) s->stats.passed(c, false);
-  return PMPI_Ibcast(buffer, count, type, root, comm, request);
+        return serve(*s, c, how.name("MPI_Ibcast", "MPIX_Bcast_init"), *r, request, how.persistent, [&](Comm& cc) {
+          return how.persistent ? cc.bcast_init(buffer, l->bytes, DType::uint8, root)
+                                : cc.ibcast(buffer, l->bytes, DType::uint8, root);
+        });
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ibcast, Bcast_init, buffer, count, type, root, comm);
 }
 
-int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-               MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+int allgather_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                   MPI_Datatype recv_type, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::allgather;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;
@@ -174,14 +176,17 @@ int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* r
     if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes &&
         s->in_bounds(block->bytes))
       if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r))
-        return serve(*s, c, "MPI_Iallgather", *r, request, false,
-                     [&](Comm& cc) { return cc.iallgather(in_place ? recv : send, recv, block->bytes, DType::uint8); });
+        return serve(*s, c, how.name("MPI_Iallgather", "MPIX_Allgather_init"), *r, request, how.persistent,
+                     [&](Comm& cc) {
+                       const void* from = in_place ? recv : send;
+                       return how.persistent ? cc.allgather_init(from, recv, block->bytes, DType::uint8)
+                                             : cc.iallgather(from, recv, block->bytes, DType::uint8);
+                     });
   }
-  if (s) s->stats.passed(c, false);
-  return PMPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Iallgather, Allgather_init, send, send_count, send_type, recv, recv_count, recv_type,
+                            comm);
 }
-
-namespace {
 
 // A nonblocking scatter's or gather's record when copse serves it, and the
 // bytes of one block: `own` is this process's block as its own buffer
@@ -200,40 +205,45 @@ Record* rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place
   return s.serves(c, bytes, *r) ? r : nullptr;
 }
 
-}  // namespace
-
-int iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-             MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+int scatter_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                 MPI_Datatype recv_type, int root, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::scatter;
   State* s = active();
   const bool in_place = recv == MPI_IN_PLACE;  // the root's only: its block stays in send
   std::uint64_t bytes = 0;
   if (s && request)
     if (Record* r = rooted(*s, c, comm, root, in_place, recv_count, recv_type, send_count, send_type, bytes))
-      return serve(*s, c, "MPI_Iscatter", *r, request, false, [&](Comm& cc) {
-        return cc.iscatter(send, in_place ? const_cast<void*>(send) : recv, bytes, DType::uint8, root);
+      return serve(*s, c, how.name("MPI_Iscatter", "MPIX_Scatter_init"), *r, request, how.persistent, [&](Comm& cc) {
+        void* to = in_place ? const_cast<void*>(send) : recv;
+        return how.persistent ? cc.scatter_init(send, to, bytes, DType::uint8, root)
+                              : cc.iscatter(send, to, bytes, DType::uint8, root);
       });
-  if (s) s->stats.passed(c, false);
-  return PMPI_Iscatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Iscatter, Scatter_init, send, send_count, send_type, recv, recv_count, recv_type, root,
+                            comm);
 }
 
-int igather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-            MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+int gather_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                MPI_Datatype recv_type, int root, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::gather;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the root's only: its block is at its place in recv
   std::uint64_t bytes = 0;
   if (s && request)
     if (Record* r = rooted(*s, c, comm, root, in_place, send_count, send_type, recv_count, recv_type, bytes))
-      return serve(*s, c, "MPI_Igather", *r, request, false, [&](Comm& cc) {
-        return cc.igather(in_place ? recv : send, r->rank == root ? recv : nullptr, bytes, DType::uint8, root);
+      return serve(*s, c, how.name("MPI_Igather", "MPIX_Gather_init"), *r, request, how.persistent, [&](Comm& cc) {
+        const void* from = in_place ? recv : send;
+        void* to = r->rank == root ? recv : nullptr;
+        return how.persistent ? cc.gather_init(from, to, bytes, DType::uint8, root)
+                              : cc.igather(from, to, bytes, DType::uint8, root);
       });
-  if (s) s->stats.passed(c, false);
-  return PMPI_Igather(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Igather, Gather_init, send, send_count, send_type, recv, recv_count, recv_type, root,
+                            comm);
 }
 
-int ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-              MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                  MPI_Datatype recv_type, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::alltoall;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are in recv
@@ -242,11 +252,97 @@ int ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* re
     const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
     if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes)
       if (Record* r = with_team(*s, comm); r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r))
-        return serve(*s, c, "MPI_Ialltoall", *r, request, false,
-                     [&](Comm& cc) { return cc.ialltoall(in_place ? recv : send, recv, block->bytes, DType::uint8); });
+        return serve(*s, c, how.name("MPI_Ialltoall", "MPIX_Alltoall_init"), *r, request, how.persistent,
+                     [&](Comm& cc) {
+                       const void* from = in_place ? recv : send;
+                       return how.persistent ? cc.alltoall_init(from, recv, block->bytes, DType::uint8)
+                                             : cc.ialltoall(from, recv, block->bytes, DType::uint8);
+                     });
   }
-  if (s) s->stats.passed(c, false);
-  return PMPI_Ialltoall(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ialltoall, Alltoall_init, send, send_count, send_type, recv, recv_count, recv_type,
+                            comm);
+}
+
+#undef COPSE_LIBRARY_CALL
+
+}  // namespace
+
+void make_world_team() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (!s || s->options.mpi.serve == 0) return;
+  Nested nested;
+  if (Record* r = record(*s, MPI_COMM_WORLD); r && !r->team)
+    r->team = std::make_unique<Team>(MPI_COMM_WORLD, s->comm_options, 1);
+}
+
+// Each collective twice: nonblocking, and persistent (MPIX_*_init).
+int iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request) {
+  return allreduce_call(send, recv, count, type, op, comm, {}, request);
+}
+int allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request) {
+  return allreduce_call(send, recv, count, type, op, comm, {true, info}, request);
+}
+int ireduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+            MPI_Request* request) {
+  return reduce_call(send, recv, count, type, op, root, comm, {}, request);
+}
+int reduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Info info, MPI_Request* request) {
+  return reduce_call(send, recv, count, type, op, root, comm, {true, info}, request);
+}
+int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          MPI_Request* request) {
+  return reduce_scatter_block_call(send, recv, count, type, op, comm, {}, request);
+}
+int reduce_scatter_block_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              MPI_Info info, MPI_Request* request) {
+  return reduce_scatter_block_call(send, recv, count, type, op, comm, {true, info}, request);
+}
+int ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier_call(comm, {}, request); }
+int barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return barrier_call(comm, {true, info}, request);
+}
+int ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+  return bcast_call(buffer, count, type, root, comm, {}, request);
+}
+int bcast_init(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
+               MPI_Request* request) {
+  return bcast_call(buffer, count, type, root, comm, {true, info}, request);
+}
+int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+               MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return allgather_call(send, send_count, send_type, recv, recv_count, recv_type, comm, {}, request);
+}
+int allgather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                   MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return allgather_call(send, send_count, send_type, recv, recv_count, recv_type, comm, {true, info}, request);
+}
+int iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+             MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return scatter_call(send, send_count, send_type, recv, recv_count, recv_type, root, comm, {}, request);
+}
+int scatter_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                 MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return scatter_call(send, send_count, send_type, recv, recv_count, recv_type, root, comm, {true, info}, request);
+}
+int igather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+            MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return gather_call(send, send_count, send_type, recv, recv_count, recv_type, root, comm, {}, request);
+}
+int gather_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return gather_call(send, send_count, send_type, recv, recv_count, recv_type, root, comm, {true, info}, request);
+}
+int ialltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+              MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return alltoall_call(send, send_count, send_type, recv, recv_count, recv_type, comm, {}, request);
+}
+int alltoall_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
+                  MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return alltoall_call(send, send_count, send_type, recv, recv_count, recv_type, comm, {true, info}, request);
 }
 
 }  // namespace copse::mpi::interposer

@@ -298,7 +298,7 @@ std::shared_ptr<PendingCall> ThreadRank::make_call(const CallArgs& args, bool pe
     drain();
     entry(team->key_of(Collective::allreduce, args.count, args.op->element_bytes, args.op, 0), args.op->dtype,
           args.op);  // planned now
-    reserve_outstanding(8);
+    reserve_for_persistent();
     link.unwritten.reserve(16);
   }
   return call;

@@ -123,6 +123,14 @@ class Comm {
   // Persistent: planned now (every rank calls it, in the same order as its
   // collectives), run by each Request::start, which plans and allocates nothing.
   Request allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request reduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  Request bcast_init(void* buffer, std::size_t count, DType dtype, int root);
+  Request barrier_init();
+  Request allgather_init(const void* send, void* recv, std::size_t count, DType dtype);
+  Request reduce_scatter_block_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request scatter_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  Request gather_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  Request alltoall_init(const void* send, void* recv, std::size_t count, DType dtype);
   // Waits until every outstanding nonblocking call of this rank is done.
   void wait_outstanding();
   // Progresses them without waiting; true once none is left.

@@ -204,7 +204,7 @@ std::shared_ptr<PendingCall> MpiRank::make_call(const CallArgs& args, bool persi
   if (persistent) {
     drain();
     call->plan_now();
-    reserve_outstanding(8);
+    reserve_for_persistent();
     link.unwritten.reserve(16);
   }
   return call;

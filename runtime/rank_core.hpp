@@ -185,8 +185,9 @@ class RankCore {
   void drain() {
     if (head_ < outstanding_.size()) progress(nullptr, true);
   }
-  // Room for `calls` outstanding calls (a persistent call's start then allocates nothing).
-  void reserve_outstanding(std::size_t room) { outstanding_.reserve(room); }
+  // A persistent call made: room for every one made so far to be outstanding
+  // at once, and 8 more calls (their starts then allocate nothing).
+  void reserve_for_persistent() { outstanding_.reserve(++persistent_made_ + 8); }
   // A nonblocking small allreduce or barrier of one node through the direct
   // reduce, where the blocking call would take it (request.cpp's DirectCall;
   // null elsewhere), and its progress: posted on its first progress, done
@@ -227,6 +228,7 @@ class RankCore {
     std::shared_ptr<PendingCall> owner;  // null: its Request holds it
   };
   std::vector<Outstanding> outstanding_;  // from head_ on, in the order started
+  std::size_t persistent_made_ = 0;
   std::size_t head_ = 0;
 };
 

@@ -146,7 +146,7 @@ Request RankCore::start(const CallArgs& args, bool persistent) {
     call = make_call(args, persistent);
   } else if (persistent) {
     drain();
-    reserve_outstanding(8);  // its starts allocate nothing
+    reserve_for_persistent();
   }
   if (!persistent) enqueue(*call, call);  // the queue's own reference: its Request may go first
   return Request(this, std::move(call), persistent);
@@ -189,6 +189,28 @@ Request Comm::ialltoall(const void* send, void* recv, std::size_t count, DType d
 }
 Request Comm::allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   return core_->start({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, true);
+}
+Request Comm::reduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+  return core_->start({Collective::reduce, send, recv, count, &op, op.dtype, root}, true);
+}
+Request Comm::bcast_init(void* buffer, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::bcast, buffer, buffer, count, nullptr, dtype, root}, true);
+}
+Request Comm::barrier_init() { return core_->start({Collective::barrier, nullptr, nullptr, 0, nullptr}, true); }
+Request Comm::allgather_init(const void* send, void* recv, std::size_t count, DType dtype) {
+  return core_->start({Collective::allgather, send, recv, count, nullptr, dtype, 0}, true);
+}
+Request Comm::reduce_scatter_block_init(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
+  return core_->start({Collective::reduce_scatter, send, recv, count, &op, op.dtype, 0}, true);
+}
+Request Comm::scatter_init(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::scatter, send, recv, count, nullptr, dtype, root}, true);
+}
+Request Comm::gather_init(const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  return core_->start({Collective::gather, send, recv, count, nullptr, dtype, root}, true);
+}
+Request Comm::alltoall_init(const void* send, void* recv, std::size_t count, DType dtype) {
+  return core_->start({Collective::alltoall, send, recv, count, nullptr, dtype, 0}, true);
 }
 
 }  // namespace copse

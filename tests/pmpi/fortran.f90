@@ -9,7 +9,7 @@
 ! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 4
 ! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather, 1
 ! reduce_scatter_block, 1 scatter, 1 gather and 1 alltoall served; 1
-! persistent allreduce served. Stops with
+! persistent allreduce, 1 bcast and 1 barrier served. Stops with
 ! status 1 on a wrong result.
 
 subroutine with_mpif_h(failures)
@@ -277,7 +277,7 @@ subroutine persistent_mpif_h(failures)
   implicit none
   include 'mpif.h'
   integer, intent(inout) :: failures
-  integer :: ierr, rank, size, req, it, status(MPI_STATUS_SIZE)
+  integer :: ierr, rank, size, req, reqs(2), it, status(MPI_STATUS_SIZE)
   integer, asynchronous :: x(3), y(3)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
@@ -298,6 +298,18 @@ subroutine persistent_mpif_h(failures)
   end do
   call MPI_REQUEST_FREE(req, ierr)
   if (ierr /= MPI_SUCCESS .or. req /= MPI_REQUEST_NULL) failures = failures + 1
+  ! A persistent bcast from the last rank and a persistent barrier, started together twice
+  call MPIX_BCAST_INIT(x, 3, MPI_INTEGER, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(1), ierr)
+  call MPIX_BARRIER_INIT(MPI_COMM_WORLD, MPI_INFO_NULL, reqs(2), ierr)
+  do it = 1, 2
+    x = -1
+    if (rank == size - 1) x = 10 * it
+    call MPI_STARTALL(2, reqs, ierr)
+    call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, ierr)
+    if (ierr /= MPI_SUCCESS .or. any(x /= 10 * it)) failures = failures + 1
+  end do
+  call MPI_REQUEST_FREE(reqs(1), ierr)
+  call MPI_REQUEST_FREE(reqs(2), ierr)
 end subroutine
 
 ! The f08 spellings: TYPE(MPI_Request), no IERROR.

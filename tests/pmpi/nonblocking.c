@@ -20,9 +20,10 @@
  * collective after outstanding ones, a wait that must progress another
  * communicator's running call (waited for later, or freed), more requests
  * outstanding than the first chunk of copse's request slots holds, a start that must not wait for its
- * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and a persistent
- * allreduce (MPIX_Allreduce_init) whose starts and waits allocate nothing
- * (operator new, counted here: the executable's definition is the process's). */
+ * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and persistent
+ * calls of every collective (MPIX_*_init, nonblocking_persistent.c) whose
+ * starts and waits allocate nothing (operator new, counted here: the
+ * executable's definition is the process's). */
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -34,8 +35,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nonblocking.h"
+
 /* ---- counting copse's allocations (C++ operator new) ---- */
-static volatile long news;
+volatile long news;
 void* _Znwm(size_t n) { /* operator new(size_t) */
   ++news;
   void* p = malloc(n ? n : 1);
@@ -44,40 +47,23 @@ void* _Znwm(size_t n) { /* operator new(size_t) */
 }
 void* _Znam(size_t n) { return _Znwm(n); } /* operator new[] */
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, SCATTER, GATHER, ALLTOALL, KINDS };
-static const char* const names[KINDS] = {"allreduce", "reduce",  "bcast",  "barrier", "allgather",
-                                         "reduce_scatter_block", "scatter", "gather", "alltoall"};
-static long served[KINDS], persistent_served;
-static int rank, size;
-static _Atomic int failures; /* CHECK from the threads of threads_at_once too */
+const char* const names[KINDS] = {"allreduce", "reduce",  "bcast",  "barrier", "allgather",
+                                  "reduce_scatter_block", "scatter", "gather", "alltoall"};
+long served[KINDS], persistent_served[KINDS];
+int rank, size;
+_Atomic int failures; /* CHECK from the threads of threads_at_once too */
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "rank %d: line %d: ", rank, __LINE__);          \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-      ++failures;                                                     \
-    }                                                                 \
-  } while (0)
-
-/* What rank r contributes at element i of call `salt`. */
-static int64_t value(int r, long i, int salt) { return (int64_t)(r + 1) * 1000003 + i * 7 + salt; }
-static int64_t sum_of(int p, long i, int salt) {
+int64_t value(int r, long i, int salt) { return (int64_t)(r + 1) * 1000003 + i * 7 + salt; }
+int64_t sum_of(int p, long i, int salt) {
   int64_t s = 0;
   for (int r = 0; r < p; ++r) s += value(r, i, salt);
   return s;
 }
-static int64_t* vec(long n) { return malloc((size_t)(n ? n : 1) * sizeof(int64_t)); }
-static void fill(int64_t* v, long n, int r, int salt) {
+int64_t* vec(long n) { return malloc((size_t)(n ? n : 1) * sizeof(int64_t)); }
+void fill(int64_t* v, long n, int r, int salt) {
   for (long i = 0; i < n; ++i) v[i] = value(r, i, salt);
 }
-static int cmp_size(MPI_Comm c) { int p; MPI_Comm_size(c, &p); return p; }
-static int cmp_rank(MPI_Comm c) { int r; MPI_Comm_rank(c, &r); return r; }
-/* A served call on this communicator (copse serves communicators of more than one process). */
-static void expect(int kind, MPI_Comm c) { if (cmp_size(c) > 1) ++served[kind]; }
-
-static void check_sum(const int64_t* got, long n, int p, int salt, int line) {
+void check_sum(const int64_t* got, long n, int p, int salt, int line) {
   for (long i = 0; i < n; ++i)
     if (got[i] != sum_of(p, i, salt)) {
       fprintf(stderr, "rank %d: line %d: element %ld of %ld: %lld, expected %lld\n", rank, line, i, n,
@@ -86,14 +72,16 @@ static void check_sum(const int64_t* got, long n, int p, int salt, int line) {
       return;
     }
 }
-
-/* Whether block v of p blocks of n elements holds rank v's value(v, i, salt) at its element i. */
-static int blocks_ok(const int64_t* got, int p, long n, int salt) {
+int blocks_ok(const int64_t* got, int p, long n, int salt) {
   for (int v = 0; v < p; ++v)
     for (long i = 0; i < n; ++i)
       if (got[(long)v * n + i] != value(v, i, salt)) return 0;
   return 1;
 }
+static int cmp_size(MPI_Comm c) { int p; MPI_Comm_size(c, &p); return p; }
+static int cmp_rank(MPI_Comm c) { int r; MPI_Comm_rank(c, &r); return r; }
+/* A served call on this communicator (copse serves communicators of more than one process). */
+static void expect(int kind, MPI_Comm c) { if (cmp_size(c) > 1) ++served[kind]; }
 
 /* Every collective at one count, started together (outstanding at once) and
  * finished by one MPI_Waitall, with a ring exchange of the library's. */
@@ -388,32 +376,13 @@ static void threads_at_once(void) {
   for (int t = 0; t < 2; ++t) {
     pthread_join(threads[t], NULL);
     served[ALLREDUCE] += w[t].served;
-    persistent_served += w[t].persistent_served;
+    persistent_served[ALLREDUCE] += w[t].persistent_served;
     MPI_Comm_free(&w[t].comm);
   }
 }
 
 /* Persistent allreduce: planned at init, then started and waited for with
  * new data each time, and no operator new after init. */
-static void persistent(long n) {
-  int64_t *in = vec(n), *out = vec(n);
-  MPI_Request r;
-  fill(in, n, rank, 0);
-  MPIX_Allreduce_init(in, out, (int)n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
-  if (size > 1) ++persistent_served;
-  const long before = news;
-  for (int round = 0; round < 50; ++round) {
-    fill(in, n, rank, round);
-    MPI_Start(&r);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
-    CHECK(r != MPI_REQUEST_NULL, "MPI_Wait freed a persistent request");
-    check_sum(out, n, size, round, __LINE__);
-  }
-  CHECK(news == before, "persistent allreduce of %ld: %ld operator new calls after init", n, news - before);
-  MPI_Request_free(&r);
-  free(in), free(out);
-}
-
 /* The other request calls on copse's requests beside the library's:
  * MPI_Request_get_status (progresses, never frees), MPI_Testany and
  * MPI_Testsome loops, MPI_Waitsome, and MPI_Cancel, which MPI forbids for
@@ -560,6 +529,8 @@ int main(int argc, char** argv) {
   many_outstanding(MPI_COMM_WORLD);
   persistent(1);
   persistent((1L << 20) / 8 + 3);
+  persistent_all(1);
+  persistent_all(1000);
   if (multiple) {
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked for, %d given", provided);
     if (provided == MPI_THREAD_MULTIPLE) threads_at_once(), blocking_beside_tests();
@@ -569,7 +540,10 @@ int main(int argc, char** argv) {
   int at = snprintf(line, sizeof line, "{\"rank\": %d, \"nonblocking\": {", rank);
   for (int k = 0; k < KINDS; ++k)
     at += snprintf(line + at, sizeof line - (size_t)at, "%s\"%s\": %ld", k ? ", " : "", names[k], served[k]);
-  at += snprintf(line + at, sizeof line - (size_t)at, "}, \"persistent\": %ld}\n", persistent_served);
+  at += snprintf(line + at, sizeof line - (size_t)at, "}, \"persistent\": {");
+  for (int k = 0; k < KINDS; ++k)
+    at += snprintf(line + at, sizeof line - (size_t)at, "%s\"%s\": %ld", k ? ", " : "", names[k], persistent_served[k]);
+  at += snprintf(line + at, sizeof line - (size_t)at, "}}\n");
   if (argc > 1) {
     const int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT, 0644);
     if (fd < 0 || write(fd, line, (size_t)at) != at) ++failures;

@@ -48,8 +48,9 @@ for r, e in expect.items():
     for name, n in e["nonblocking"].items():
         if s["nonblocking"]["served"][name] != n:
             bad.append(f"rank {r} nonblocking {name}: served {s['nonblocking']['served'][name]}, expected {n}")
-    if s["persistent"]["served"]["allreduce"] != e["persistent"]:
-        bad.append(f"rank {r} persistent allreduce: served {s['persistent']['served']['allreduce']}, expected {e['persistent']}")
+    for name, n in e["persistent"].items():
+        if s["persistent"]["served"][name] != n:
+            bad.append(f"rank {r} persistent {name}: served {s['persistent']['served'][name]}, expected {n}")
 print("\n".join("FAIL " + b for b in bad) if bad else f"stats: {len(stats)} lines, every expected call served")
 sys.exit(1 if bad else 0)
 PY

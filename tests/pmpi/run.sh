@@ -175,7 +175,7 @@ EOF
 import json, sys
 expect = {"nonblocking": {"allreduce": 4, "reduce": 1, "bcast": 2, "barrier": 4, "allgather": 1, "reduce_scatter_block": 1,
                           "scatter": 1, "gather": 1, "alltoall": 1},
-          "persistent": {"allreduce": 1}}
+          "persistent": {"allreduce": 1, "bcast": 1, "barrier": 1}}
 bad = []
 for line in map(json.loads, open(sys.argv[1])):
     for form, served in expect.items():

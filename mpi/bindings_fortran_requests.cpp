@@ -247,6 +247,17 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_ireduce_scatter_blo
   });
 }
 
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_ireduce_scatter(void* send, void* recv, MPI_Fint* counts,
+                                                                             MPI_Fint* type, MPI_Fint* op,
+                                                                             MPI_Fint* comm, MPI_Fint* request,
+                                                                             MPI_Fint* ierror) {
+  static_assert(sizeof(MPI_Fint) == sizeof(int), "a Fortran INTEGER array is C's int array");
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::ireduce_scatter(ip::from_fortran(send), ip::from_fortran(recv), counts, PMPI_Type_f2c(*type),
+                               PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), c);
+  });
+}
+
 __attribute__((visibility("hidden"))) void copse_fortran_mpi_iscatter(void* send, MPI_Fint* send_count,
                                                                       MPI_Fint* send_type, void* recv,
                                                                       MPI_Fint* recv_count, MPI_Fint* recv_type,
@@ -307,6 +318,15 @@ COPSE_HIDDEN void copse_fortran_mpix_reduce_scatter_block_init(void* send, void*
   ip::new_request(request, ierror, [&](MPI_Request* c) {
     return ip::reduce_scatter_block_init(ip::from_fortran(send), ip::from_fortran(recv), *count, PMPI_Type_f2c(*type),
                                          PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
+  });
+}
+
+COPSE_HIDDEN void copse_fortran_mpix_reduce_scatter_init(void* send, void* recv, MPI_Fint* counts, MPI_Fint* type,
+                                                         MPI_Fint* op, MPI_Fint* comm, MPI_Fint* info,
+                                                         MPI_Fint* request, MPI_Fint* ierror) {
+  ip::new_request(request, ierror, [&](MPI_Request* c) {
+    return ip::reduce_scatter_init(ip::from_fortran(send), ip::from_fortran(recv), counts, PMPI_Type_f2c(*type),
+                                   PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), c);
   });
 }
 
@@ -498,6 +518,8 @@ COPSE_FORTRAN_SPELLINGS(mpi_iallgather, MPI_IALLGATHER,
                         (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpi_ireduce_scatter, MPI_IREDUCE_SCATTER,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpi_iscatter, MPI_ISCATTER,
                         (void*, MPI_Fint*, MPI_Fint*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
                          MPI_Fint*))
@@ -513,6 +535,8 @@ COPSE_FORTRAN_SPELLINGS(mpix_reduce_init, MPIX_REDUCE_INIT,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,
                          MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpix_reduce_scatter_block_init, MPIX_REDUCE_SCATTER_BLOCK_INIT,
+                        (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
+COPSE_FORTRAN_SPELLINGS(mpix_reduce_scatter_init, MPIX_REDUCE_SCATTER_INIT,
                         (void*, void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpix_barrier_init, MPIX_BARRIER_INIT, (MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*))
 COPSE_FORTRAN_SPELLINGS(mpix_bcast_init, MPIX_BCAST_INIT,

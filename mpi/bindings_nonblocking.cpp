@@ -39,6 +39,11 @@ int MPI_Ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datat
   return ip::ireduce_scatter_block(send, recv, count, type, op, comm, request);
 }
 
+int MPI_Ireduce_scatter(const void* send, void* recv, const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Request* request) {
+  return ip::ireduce_scatter(send, recv, counts, type, op, comm, request);
+}
+
 int MPI_Iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
                  MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
   return ip::iscatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm, request);
@@ -68,6 +73,11 @@ int MPIX_Reduce_init(const void* send, void* recv, int count, MPI_Datatype type,
 int MPIX_Reduce_scatter_block_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                    MPI_Info info, MPI_Request* request) {
   return ip::reduce_scatter_block_init(send, recv, count, type, op, comm, info, request);
+}
+
+int MPIX_Reduce_scatter_init(const void* send, void* recv, const int counts[], MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::reduce_scatter_init(send, recv, counts, type, op, comm, info, request);
 }
 
 int MPIX_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {

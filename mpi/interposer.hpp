@@ -143,6 +143,10 @@ int iallgather(const void* send, int send_count, MPI_Datatype send_type, void* r
                MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request);
 int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           MPI_Request* request);
+int ireduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                    MPI_Request* request);
+int reduce_scatter_init(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Info info, MPI_Request* request);
 int iscatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
              MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request);
 int igather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,

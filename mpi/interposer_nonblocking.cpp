@@ -7,6 +7,7 @@
 #include <mpi-ext.h>  // Open MPI's MPIX_*_init
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -136,6 +137,28 @@ int reduce_scatter_block_call(const void* send, void* recv, int count, MPI_Datat
       }
   if (s) s->stats.passed(c, how.persistent);
   return COPSE_LIBRARY_CALL(how, Ireduce_scatter_block, Reduce_scatter_block_init, send, recv, count, type, op, comm);
+}
+
+int reduce_scatter_call(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        Started how, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::reduce_scatter;
+  State* s = active();
+  if (s && request && recv != MPI_IN_PLACE && counts)
+    if (const ReduceOp* reduce_op = reduction(*s, c, 0, type, op))
+      if (Record* r = with_team(*s, comm)) {
+        const int* end = counts + r->size;
+        std::uint64_t total = 0;
+        for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
+        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->serves(c, bytes_of(total, *reduce_op), *r))
+          return serve(*s, c, how.name("MPI_Ireduce_scatter", "MPIX_Reduce_scatter_init"), *r, request, how.persistent,
+                       [&](Comm& cc) {
+                         const void* from = send == MPI_IN_PLACE ? recv : send;
+                         return how.persistent ? cc.reduce_scatter_init(from, recv, counts, *reduce_op)
+                                               : cc.ireduce_scatter(from, recv, counts, *reduce_op);
+                       });
+      }
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ireduce_scatter, Reduce_scatter_init, send, recv, counts, type, op, comm);
 }
 
 int barrier_call(MPI_Comm comm, Started how, MPI_Request* request) {
@@ -300,6 +323,14 @@ int ireduce_scatter_block(const void* send, void* recv, int count, MPI_Datatype 
 int reduce_scatter_block_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                               MPI_Info info, MPI_Request* request) {
   return reduce_scatter_block_call(send, recv, count, type, op, comm, {true, info}, request);
+}
+int ireduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                    MPI_Request* request) {
+  return reduce_scatter_call(send, recv, counts, type, op, comm, {}, request);
+}
+int reduce_scatter_init(const void* send, void* recv, const int* counts, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        MPI_Info info, MPI_Request* request) {
+  return reduce_scatter_call(send, recv, counts, type, op, comm, {true, info}, request);
 }
 int ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier_call(comm, {}, request); }
 int barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {

@@ -117,6 +117,7 @@ class Comm {
   Request ibarrier();
   Request iallgather(const void* send, void* recv, std::size_t count, DType dtype);
   Request ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request ireduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op);
   Request iscatter(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request igather(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request ialltoall(const void* send, void* recv, std::size_t count, DType dtype);
@@ -128,6 +129,7 @@ class Comm {
   Request barrier_init();
   Request allgather_init(const void* send, void* recv, std::size_t count, DType dtype);
   Request reduce_scatter_block_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
+  Request reduce_scatter_init(const void* send, void* recv, const int* counts, const ReduceOp& op);
   Request scatter_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request gather_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request alltoall_init(const void* send, void* recv, std::size_t count, DType dtype);

@@ -30,6 +30,11 @@ class MpiCall final : public PendingCall {
     eb_ = a_.op ? a_.op->element_bytes : c == Collective::barrier ? 0 : dtype_size(a_.dtype);
     data_ = data_op(a_.dtype, eb_);
     count_ = c == Collective::barrier ? 1 : a_.count;
+    if (c == Collective::reduce_scatter) {  // as MpiRank::reduce_scatter_blocks: blocks of the largest count
+      blocks_ =
+          a_.blocks ? a_.blocks : std::make_shared<const BlockCounts>(BlockCounts::uniform(r_.team->ranks, count_));
+      count_ = blocks_->block;
+    }
     const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves_blocks();
     piece_ = blocks ? r_.block_piece(eb_, c == Collective::alltoall ? 2 : 1) : r_.piece(eb_);
   }
@@ -73,6 +78,7 @@ class MpiCall final : public PendingCall {
   StepRun run_;
   std::byte* y_ = nullptr;
   bool into_recv_ = false;
+  std::shared_ptr<const BlockCounts> blocks_;  // reduce_scatter's
 };
 
 MpiRank::Entry* MpiCall::find_entry() {
@@ -158,11 +164,9 @@ void MpiCall::begin_piece() {
       copy_bytes(y_ + entry_->block_at(t, r_.rank, n), mine + at * eb, n * eb);
       break;
     }
-    case Collective::reduce_scatter:  // equal blocks (reduce_scatter_block)
+    case Collective::reduce_scatter:
       y_ = r_.work_vector(p * n * eb);
-      for (std::size_t v = 0; v < p; ++v)
-        copy_bytes(y_ + entry_->block_at(t, static_cast<int>(v), n),
-                   (send == recv ? recv : send) + (v * count_ + at) * eb, n * eb);
+      blocks_->pack(send == recv ? recv : send, y_, at, n, eb, [&](int v) { return entry_->block_at(t, v, n); });
       break;
     case Collective::barrier: y_ = r_.work_vector(0); break;
     case Collective::scatter:
@@ -186,7 +190,8 @@ void MpiCall::end_piece() {
     for (std::size_t v = 0; v < static_cast<std::size_t>(t.ranks); ++v)
       copy_bytes(recv + (v * count_ + at_) * eb, y_ + entry_->block_at(t, static_cast<int>(v), n_), n_ * eb);
   if (a_.collective == Collective::reduce_scatter)
-    copy_bytes(recv + at_ * eb, y_ + entry_->block_at(t, r_.rank, n_), n_ * eb);
+    copy_bytes(recv + at_ * eb, y_ + entry_->block_at(t, r_.rank, n_),
+               blocks_->real(static_cast<std::size_t>(r_.rank), at_, n_) * eb);
   if (moves_blocks()) moved().store(y_, a_.send, a_.recv, at_, n_);
 }
 

@@ -13,11 +13,14 @@
 // direct shared-memory paths, which wait for every rank of the node.
 
 #include <cstddef>
+#include <memory>
 
 #include "common/reduce_op.hpp"
 #include "common/schedule.hpp"
 
 namespace copse {
+
+struct BlockCounts;  // runtime/rank_core.hpp
 
 // A collective's arguments, as the Comm's blocking calls take them (`op`:
 // the reduction operator, null for the collectives that only move data;
@@ -30,6 +33,9 @@ struct CallArgs {
   const ReduceOp* op = nullptr;
   DType dtype = DType::uint8;
   int root = 0;
+  // reduce_scatter with a count per rank (MPI_Ireduce_scatter); null: every
+  // block of `count` (reduce_scatter_block).
+  std::shared_ptr<const BlockCounts> blocks{};
 };
 
 class PendingCall {

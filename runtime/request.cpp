@@ -178,6 +178,21 @@ Request Comm::iallgather(const void* send, void* recv, std::size_t count, DType 
 Request Comm::ireduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   return core_->start({Collective::reduce_scatter, send, recv, count, &op, op.dtype, 0}, false);
 }
+namespace {
+// reduce_scatter's arguments with a count per rank.
+CallArgs counted(const void* send, void* recv, const int* counts, const ReduceOp& op, int ranks) {
+  CallArgs args{Collective::reduce_scatter, send, recv, 0, &op, op.dtype, 0};
+  args.blocks = std::make_shared<const BlockCounts>(BlockCounts::of(counts, ranks));
+  return args;
+}
+}  // namespace
+
+Request Comm::ireduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
+  return core_->start(counted(send, recv, counts, op, core_->core_team.ranks), false);
+}
+Request Comm::reduce_scatter_init(const void* send, void* recv, const int* counts, const ReduceOp& op) {
+  return core_->start(counted(send, recv, counts, op, core_->core_team.ranks), true);
+}
 Request Comm::iscatter(const void* send, void* recv, std::size_t count, DType dtype, int root) {
   return core_->start({Collective::scatter, send, recv, count, nullptr, dtype, root}, false);
 }

@@ -47,8 +47,8 @@ void* _Znwm(size_t n) { /* operator new(size_t) */
 }
 void* _Znam(size_t n) { return _Znwm(n); } /* operator new[] */
 
-const char* const names[KINDS] = {"allreduce", "reduce",  "bcast",  "barrier", "allgather",
-                                  "reduce_scatter_block", "scatter", "gather", "alltoall"};
+const char* const names[KINDS] = {"allreduce",      "reduce",  "bcast",  "barrier",  "allgather", "reduce_scatter_block",
+                                  "reduce_scatter", "scatter", "gather", "alltoall"};
 long served[KINDS], persistent_served[KINDS];
 int rank, size;
 _Atomic int failures; /* CHECK from the threads of threads_at_once too */
@@ -90,7 +90,12 @@ static void all_at(MPI_Comm comm, long n, int salt) {
   int64_t *in = vec(n), *sum = vec(n), *red = vec(n), *bc = vec(n), *gath = vec(n * p), *rsin = vec(n * p),
           *rs = vec(n), *inplace = vec(n), *scin = vec(n * p), *scout = vec(n), *gaout = vec(n * p),
           *a2in = vec(n * p), *a2out = vec(n * p), *a2self = vec(n * p), *scin2 = vec(n * p), *scout2 = vec(n),
-          *gain2 = vec(n), *gaout2 = vec(n * p);
+          *gain2 = vec(n), *gaout2 = vec(n * p), *rvin = vec(p * (n + p)), *rv = vec(n + p);
+  /* MPI_Ireduce_scatter: rank v gets n + v elements, every third rank none; block v is value(., ., salt + 100 + v). */
+  int* counts = malloc((size_t)p * sizeof(int));
+  long at = 0;
+  for (int v = 0; v < p; ++v) counts[v] = v % 3 == 1 ? 0 : (int)n + v;
+  for (int v = 0; v < p; ++v) fill(rvin + at, counts[v], me, salt + 100 + v), at += counts[v];
   fill(in, n, me, salt);
   fill(inplace, n, me, salt + 1);
   for (long i = 0; i < n; ++i) bc[i] = me == root ? value(root, i, salt + 2) : -1;
@@ -104,7 +109,7 @@ static void all_at(MPI_Comm comm, long n, int salt) {
   fill(gain2, n, me, salt + 90);
   if (me == root) fill(gaout2 + (long)root * n, n, root, salt + 90);
   int64_t ring_out = me, ring_in = -1;
-  MPI_Request rq[15];
+  MPI_Request rq[16];
   MPI_Irecv(&ring_in, 1, MPI_INT64_T, (me + p - 1) % p, 7, comm, &rq[0]);
   MPI_Iallreduce(in, sum, (int)n, MPI_INT64_T, MPI_SUM, comm, &rq[1]);
   MPI_Ireduce(in, red, (int)n, MPI_INT64_T, MPI_SUM, root, comm, &rq[2]);
@@ -120,12 +125,13 @@ static void all_at(MPI_Comm comm, long n, int salt) {
   MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a2self, (int)n, MPI_INT64_T, comm, &rq[12]);
   MPI_Iscatter(scin2, (int)n, MPI_INT64_T, me == root ? MPI_IN_PLACE : scout2, (int)n, MPI_INT64_T, root, comm, &rq[13]);
   MPI_Igather(me == root ? MPI_IN_PLACE : gain2, (int)n, MPI_INT64_T, gaout2, (int)n, MPI_INT64_T, root, comm, &rq[14]);
+  MPI_Ireduce_scatter(rvin, rv, counts, MPI_INT64_T, MPI_SUM, comm, &rq[15]);
   expect(ALLREDUCE, comm), expect(ALLREDUCE, comm), expect(REDUCE, comm), expect(BCAST, comm);
   expect(ALLGATHER, comm), expect(RSB, comm), expect(BARRIER, comm);
   expect(SCATTER, comm), expect(GATHER, comm), expect(ALLTOALL, comm), expect(ALLTOALL, comm);
-  expect(SCATTER, comm), expect(GATHER, comm);
-  MPI_Waitall(15, rq, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < 15; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed by MPI_Waitall", i);
+  expect(SCATTER, comm), expect(GATHER, comm), expect(RS, comm);
+  MPI_Waitall(16, rq, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < 16; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed by MPI_Waitall", i);
   CHECK(ring_in == (me + p - 1) % p, "ring: %lld", (long long)ring_in);
   check_sum(sum, n, p, salt, __LINE__);
   check_sum(inplace, n, p, salt + 1, __LINE__);
@@ -147,9 +153,10 @@ static void all_at(MPI_Comm comm, long n, int salt) {
     for (long i = 0; i < n; ++i)
       if (scout2[i] != value(me, i, salt + 80)) { CHECK(0, "scatter (root in place) n=%ld element %ld", n, i); break; }
   if (me == root) CHECK(blocks_ok(gaout2, p, n, salt + 90), "gather in place n=%ld", n);
+  check_sum(rv, counts[me], p, salt + 100 + me, __LINE__);
   free(in), free(sum), free(red), free(bc), free(gath), free(rsin), free(rs), free(inplace);
   free(scin), free(scout), free(gaout), free(a2in), free(a2out), free(a2self), free(scin2), free(scout2), free(gain2),
-      free(gaout2);
+      free(gaout2), free(rvin), free(rv), free(counts);
 }
 
 /* An Iallreduce finished by an MPI_Test loop, one by MPI_Waitany among the

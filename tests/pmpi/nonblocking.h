@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, SCATTER, GATHER, ALLTOALL, KINDS };
+enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, RS, SCATTER, GATHER, ALLTOALL, KINDS };
 extern const char* const names[KINDS]; /* as the stats file names them */
 /* The nonblocking and the persistent calls this process expects copse to serve, by kind. */
 extern long served[KINDS], persistent_served[KINDS];

@@ -42,7 +42,12 @@ void persistent_all(long n) {
   /* Written before the inits too: their send buffers are const, read (by the compiler's account) at init. */
   for (long i = 0; i < n * p; ++i) gath[i] = rsin[i] = scin[i] = gaout[i] = a2in[i] = a2out[i] = 0;
   for (long i = 0; i < n; ++i) in[i] = sum[i] = red[i] = bc[i] = rs[i] = scout[i] = 0;
-  MPI_Request r[9];
+  /* reduce_scatter with counts: rank v gets v elements (rank 0 none), block v is value(., ., round + 80 + v). */
+  int* counts = malloc((size_t)p * sizeof(int));
+  for (int v = 0; v < p; ++v) counts[v] = v;
+  int64_t *rvin = vec(p * p), *rv = vec(p);
+  for (long i = 0; i < p * p; ++i) rvin[i] = 0;
+  MPI_Request r[10];
   MPIX_Allreduce_init(in, sum, (int)n, MPI_INT64_T, MPI_SUM, comm, MPI_INFO_NULL, &r[0]);
   MPIX_Reduce_init(in, red, (int)n, MPI_INT64_T, MPI_SUM, root, comm, MPI_INFO_NULL, &r[1]);
   MPIX_Bcast_init(bc, (int)n, MPI_INT64_T, root, comm, MPI_INFO_NULL, &r[2]);
@@ -51,10 +56,11 @@ void persistent_all(long n) {
   MPIX_Reduce_scatter_block_init(rsin, rs, (int)n, MPI_INT64_T, MPI_SUM, comm, MPI_INFO_NULL, &r[5]);
   MPIX_Scatter_init(scin, (int)n, MPI_INT64_T, scout, (int)n, MPI_INT64_T, root, comm, MPI_INFO_NULL, &r[6]);
   MPIX_Gather_init(in, (int)n, MPI_INT64_T, gaout, (int)n, MPI_INT64_T, root, comm, MPI_INFO_NULL, &r[7]);
+  MPIX_Reduce_scatter_init(rvin, rv, counts, MPI_INT64_T, MPI_SUM, comm, MPI_INFO_NULL, &r[9]);
   MPIX_Alltoall_init(a2in, (int)n, MPI_INT64_T, a2out, (int)n, MPI_INT64_T, comm, MPI_INFO_NULL, &r[8]);
-  static const int kinds[9] = {ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, SCATTER, GATHER, ALLTOALL};
+  static const int kinds[10] = {ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, SCATTER, GATHER, ALLTOALL, RS};
   if (size > 1)
-    for (int k = 0; k < 9; ++k) ++persistent_served[kinds[k]];
+    for (int k = 0; k < 10; ++k) ++persistent_served[kinds[k]];
   const long before = news;
   for (int round = 0; round < 20; ++round) {
     fill(in, n, me, round);
@@ -64,9 +70,10 @@ void persistent_all(long n) {
       fill(scin + (long)v * n, n, v, round + 50);
       fill(a2in + (long)v * n, n, me, round + 60 + v);
     }
-    MPI_Startall(9, r);
-    MPI_Waitall(9, r, MPI_STATUSES_IGNORE);
-    for (int k = 0; k < 9; ++k) CHECK(r[k] != MPI_REQUEST_NULL, "MPI_Waitall freed persistent request %d", k);
+    for (int v = 0, at = 0; v < p; at += counts[v], ++v) fill(rvin + at, counts[v], me, round + 80 + v);
+    MPI_Startall(10, r);
+    MPI_Waitall(10, r, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < 10; ++k) CHECK(r[k] != MPI_REQUEST_NULL, "MPI_Waitall freed persistent request %d", k);
     check_sum(sum, n, p, round, __LINE__);
     if (me == root) check_sum(red, n, p, round, __LINE__);
     for (long i = 0; i < n; ++i)
@@ -77,10 +84,11 @@ void persistent_all(long n) {
       if (scout[i] != value(me, i, round + 50)) { CHECK(0, "persistent scatter n=%ld element %ld", n, i); break; }
     if (me == root) CHECK(blocks_ok(gaout, p, n, round), "persistent gather n=%ld", n);
     CHECK(blocks_ok(a2out, p, n, round + 60 + me), "persistent alltoall n=%ld", n);
+    check_sum(rv, counts[me], p, round + 80 + me, __LINE__);
   }
   CHECK(news == before, "persistent calls of %ld: %ld operator new calls after init", n, news - before);
-  for (int k = 0; k < 9; ++k) MPI_Request_free(&r[k]);
+  for (int k = 0; k < 10; ++k) MPI_Request_free(&r[k]);
   free(in), free(sum), free(red), free(bc), free(gath), free(rsin), free(rs), free(scin), free(scout), free(gaout);
-  free(a2in), free(a2out);
+  free(a2in), free(a2out), free(rvin), free(rv), free(counts);
   MPI_Comm_free(&comm);
 }

@@ -368,8 +368,12 @@ class Simulation {
     d.step_end = std::max(d.step_end, ends.recv_end);
     ++result_.messages;
     result_.elements_moved += count;
-    wake(src);
-    wake(dst);
+    // A side with its other operation still open has nothing to do until
+    // that one is matched too, and is woken then: woken now, its visit would
+    // fetch its record for nothing (two-tree at p = 2^18: 29 M visits for
+    // 18 M steps, 22 M without them).
+    if (!s.recv_open) wake(src);
+    if (!d.send_open) wake(dst);
   }
 
   [[noreturn, gnu::noinline]] void throw_size_mismatch(int src, int dst) {

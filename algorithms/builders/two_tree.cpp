@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/huge_pages.hpp"
 #include "algorithms/patterns.hpp"
 #include "algorithms/step_cursor_grid.hpp"
 
@@ -174,8 +175,8 @@ class TwoTreeSchedule {
 
   cursor::Blocks blocks_[2] = {cursor::Blocks(BlockPartition()), cursor::Blocks(BlockPartition())};
   long height_[2] = {0, 0};
-  long rounds_ = 0;  // per phase: the most of blocks + height over the two trees
-  std::vector<TwoTreeRank> ranks_;
+  long rounds_ = 0;                // per phase: the most of blocks + height over the two trees
+  HugeVector<TwoTreeRank> ranks_;  // on huge pages: the simulator reads one per step
 };
 
 RankSchedule two_tree_rank(std::shared_ptr<const TwoTreeSchedule> schedule, int rank) {

@@ -190,8 +190,6 @@ void count_hosts_and_nodes(const State& s, MPI_Comm comm, Record& r) {
   r.nodes = k > 0 ? (r.size + k - 1) / k : r.hosts;
 }
 
-std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
-
 // This thread's last record found, while no record has gone since
 // (State::record_generation): an application calls on one communicator
 // after another, and the attribute look-up it spares is about a third of
@@ -413,10 +411,8 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
   if (recv != MPI_IN_PLACE && counts)
     if (const auto reduce_op = reduction(*s, c, 0, type, op))
       if (Record* r = record(*s, comm)) {
-        const int* end = counts + r->size;
-        std::uint64_t total = 0;
-        for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
-        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->serves(c, bytes_of(total, *reduce_op), *r))
+        const auto total = counted_total(counts, r->size);
+        if (total && s->serves(c, bytes_of(*total, *reduce_op), *r))
           return run(*s, c, "MPI_Reduce_scatter", *r, [&](Comm& cc) {
             cc.reduce_scatter(send == MPI_IN_PLACE ? recv : send, recv, counts, *reduce_op);
           });
@@ -426,6 +422,15 @@ int reduce_scatter(const void* send, void* recv, const int* counts, MPI_Datatype
 }
 
 // ---------------------------------------------------------------- the rest
+
+std::optional<std::uint64_t> counted_total(const int* counts, int ranks) {
+  std::uint64_t total = 0;
+  for (const int* n = counts; n != counts + ranks; ++n) {
+    if (*n < 0) return std::nullopt;
+    total += static_cast<std::uint64_t>(*n);
+  }
+  return total;
+}
 
 Mapping* mapping() {
   State* s = g_state.load(std::memory_order_acquire);

@@ -7,7 +7,6 @@
 #include <mpi-ext.h>  // Open MPI's MPIX_*_init
 #endif
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -51,8 +50,6 @@ int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* o
     return fail_current(call, r);
   }
 }
-
-std::uint64_t bytes_of(int count, const ReduceOp& op) { return static_cast<std::uint64_t>(count) * op.element_bytes; }
 
 // A reduction's record when copse serves it (`bytes` per process).
 Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t bytes, MPI_Comm comm) {
@@ -146,10 +143,8 @@ int reduce_scatter_call(const void* send, void* recv, const int* counts, MPI_Dat
   if (s && request && recv != MPI_IN_PLACE && counts)
     if (const ReduceOp* reduce_op = reduction(*s, c, 0, type, op))
       if (Record* r = with_team(*s, comm)) {
-        const int* end = counts + r->size;
-        std::uint64_t total = 0;
-        for (const int* n = counts; n != end; ++n) total += static_cast<std::uint64_t>(std::max(*n, 0));
-        if (std::none_of(counts, end, [](int n) { return n < 0; }) && s->serves(c, bytes_of(total, *reduce_op), *r))
+        const auto total = counted_total(counts, r->size);
+        if (total && s->serves(c, bytes_of(*total, *reduce_op), *r))
           return serve(*s, c, how.name("MPI_Ireduce_scatter", "MPIX_Reduce_scatter_init"), *r, request, how.persistent,
                        [&](Comm& cc) {
                          const void* from = send == MPI_IN_PLACE ? recv : send;

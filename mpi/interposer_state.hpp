@@ -106,6 +106,12 @@ Record* record(State& s, MPI_Comm comm);
 
 // The operator of a reduction copse serves; null: the MPI library's call.
 const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op);
+// The bytes of `count` elements of the operator's type.
+inline std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return count * op.element_bytes; }
+// The elements of a reduce-scatter with a count per process (`ranks`
+// counts): their sum, or nothing when a count is negative (the library's
+// error to report, so such a call is passed to it).
+std::optional<std::uint64_t> counted_total(const int* counts, int ranks);
 
 // The MPI error class of a copse error.
 int error_class(ErrorKind kind);

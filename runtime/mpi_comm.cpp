@@ -176,7 +176,7 @@ void MpiRank::move(Collective c, const void* send, void* recv, std::size_t count
   if (c == Collective::alltoall) root = 0;
   const ReduceOp op = data_op(dtype, eb);
   const MovedBlocks blocks{c, team->ranks, rank, root, count, eb};
-  in_pieces(count, block_piece(eb, c == Collective::alltoall ? 2 : 1), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, block_piece(eb, blocks.areas()), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(c, count, n, dtype, eb, nullptr, root);
     std::byte* y = work_vector(blocks.vector(n) * eb);
     blocks.load(send, recv, y, at, n);

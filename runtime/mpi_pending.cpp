@@ -36,7 +36,7 @@ class MpiCall final : public PendingCall {
       count_ = blocks_->block;
     }
     const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves_blocks();
-    piece_ = blocks ? r_.block_piece(eb_, c == Collective::alltoall ? 2 : 1) : r_.piece(eb_);
+    piece_ = blocks ? r_.block_piece(eb_, moves_blocks() ? moved().areas() : 1) : r_.piece(eb_);
   }
   bool progress(bool wait) override;
   void restart() override { stage_ = Stage::piece, at_ = 0; }

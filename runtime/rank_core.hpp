@@ -280,10 +280,10 @@ struct MovedBlocks {
   std::uint64_t count = 0;  // elements per block, in the user's buffers
   std::size_t eb = 0;       // bytes per element
 
+  // The areas of p blocks in y: alltoall's send and receive blocks, else one.
+  std::uint64_t areas() const { return collective == Collective::alltoall ? 2 : 1; }
   // Elements of y for a piece of n per block.
-  std::uint64_t vector(std::uint64_t n) const {
-    return (collective == Collective::alltoall ? 2 : 1) * static_cast<std::uint64_t>(ranks) * n;
-  }
+  std::uint64_t vector(std::uint64_t n) const { return areas() * static_cast<std::uint64_t>(ranks) * n; }
   // This rank's input of the piece into y.
   void load(const void* send, const void* recv, std::byte* y, std::uint64_t at, std::uint64_t n) const;
   // This rank's result of the piece out of y.

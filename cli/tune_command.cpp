@@ -30,6 +30,7 @@ struct TuneArgs {
   std::string shapes = "np2,np4,np4-vn2";
   std::string sizes = "8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,16MiB";
   int rounds = 2;
+  int refine = 1;
   double threshold = 0.95;
   double noise = 0.8;
   std::vector<std::string> from;
@@ -82,6 +83,7 @@ TuneMeasurement measurement(const TuneArgs& a) {
   m.sizes = join(bytes, ",");
   require_at_least("--rounds", a.rounds, 1);
   m.rounds = a.rounds;
+  require_at_least("--refine", a.refine, 0);
   require_at_least("--timeout", a.timeout, 1);
   m.timeout_seconds = a.timeout;
   if (!a.host.empty()) m.launcher_args.insert(m.launcher_args.end(), {"--host", a.host});
@@ -90,6 +92,39 @@ TuneMeasurement measurement(const TuneArgs& a) {
   m.work = a.work.empty() ? (out.parent_path() / (out.stem().string() + "-runs") / now_text("%Y%m%d-%H%M%S")).string()
                           : a.work;
   return m;
+}
+
+TuneRatios read_measurements(const std::string& csv) {
+  std::ifstream in(csv);
+  if (!in) throw UsageError("cannot read measurements " + csv);
+  return read_tune_csv(in, csv);
+}
+
+// --refine: up to a.refine more passes, each measuring the sizes between two
+// neighbours that decide differently (tune_refinements), shape by shape, into
+// `ratios`; each pass's pooled CSV is added to `files`.
+void refine(const TunePrograms& programs, const TuneMeasurement& m, const TuneArgs& a, TuneRatios& ratios,
+            std::vector<std::string>& files, const std::function<void(const std::string&)>& say) {
+  for (int pass = 1; pass <= a.refine; ++pass) {
+    const auto wanted = tune_refinements(ratios, a.threshold);
+    if (wanted.empty()) return;
+    for (const TuneShape& shape : m.shapes) {
+      const auto it = wanted.find(shape.name);
+      if (it == wanted.end()) continue;
+      TuneMeasurement more = m;
+      more.shapes = {shape};
+      std::vector<std::string> sizes, collectives;
+      for (const std::uint64_t bytes : it->second.sizes) sizes.push_back(std::to_string(bytes));
+      for (const MpiCollective c : it->second.collectives) collectives.emplace_back(to_string(c));
+      more.sizes = join(sizes, ",");
+      more.collectives = join(collectives, ",");
+      more.work = (std::filesystem::path(m.work) / ("refine-" + std::to_string(pass) + "-" + shape.name)).string();
+      say("refining " + shape.name + " (pass " + std::to_string(pass) + "): " + more.collectives + " at " + more.sizes +
+          " B");
+      files.push_back(measure_for_tune(programs, more, say));
+      merge_tune_ratios(ratios, read_measurements(files.back()));
+    }
+  }
 }
 
 int run_tune(const TuneArgs& a) {
@@ -110,14 +145,13 @@ int run_tune(const TuneArgs& a) {
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
               << " round(s) of the MPI library and copse alternated; measurements in " << m.work << "\n"
               << std::flush;
-    measured = measure_for_tune(programs, m, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
-    std::cout << "pooled measurements: " << measured << " (copse tune --from reads them again)\n";
+    const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+    std::vector<std::string> files = {measure_for_tune(programs, m, say)};
+    merge_tune_ratios(ratios, read_measurements(files.back()));
+    refine(programs, m, a, ratios, files, say);
+    std::cout << "pooled measurements: " << join(files, " ") << " (copse tune --from reads them again)\n";
   }
-  for (const std::string& csv : a.from.empty() ? std::vector<std::string>{measured} : a.from) {
-    std::ifstream in(csv);
-    if (!in) throw UsageError("cannot read measurements " + csv);
-    for (auto& [shape, by_collective] : read_tune_csv(in, csv)) ratios[shape] = std::move(by_collective);
-  }
+  for (const std::string& csv : a.from) merge_tune_ratios(ratios, read_measurements(csv));
   DecisionTable table = tune_table(ratios, a.threshold, a.noise, previous);
   std::vector<std::string> kept;
   std::size_t unshaped = 0;  // rows by hand (or by scripts/decision-table.py): they decide first
@@ -185,6 +219,11 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")
       ->type_name("N")
       ->capture_default_str();
+  cmd->add_option("--refine", a->refine,
+                  "passes that measure, where two neighbouring sizes decide differently, the size between "
+                  "them, moving the edge closer to where copse and the library cross (0: none)")
+      ->type_name("N")
+      ->capture_default_str();
   cmd->add_option("--threshold", a->threshold,
                   "copse serves where tuned/copse by median is at least this (within noise: no slower)")
       ->type_name("R")
@@ -196,11 +235,13 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->capture_default_str();
   cmd->add_option("--from", a->from,
                   "make the table from these pooled measurements (pooled.csv of an earlier run, "
-                  "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring")
+                  "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring; a size in "
+                  "several files: the last one's")
       ->type_name("CSV")
       ->excludes(cmd->get_option("--shapes"))
       ->excludes(cmd->get_option("--sizes"))
-      ->excludes(cmd->get_option("--rounds"));
+      ->excludes(cmd->get_option("--rounds"))
+      ->excludes(cmd->get_option("--refine"));
   cmd->add_option("--mpirun", a->mpirun, "the launcher, with words of its own (it takes -np, -x and --mca)")
       ->type_name("COMMAND")
       ->capture_default_str();
@@ -222,7 +263,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call), --rounds times each; the rounds "
       "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
       "band within --noise of it follows its two neighbours when they agree). A "
-      "measured size decides up to the geometric mean with the next; a one-node shape npP covers P ranks up to the "
+      "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "
+      "the two decide differently; a one-node shape npP covers P ranks up to the "
       "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
       "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Calls no row matches go to the MPI library. "
       "Rules and format: README, 'The decision table'. Exit status: 0 written; 1 a run failed or verified wrong; 2 "

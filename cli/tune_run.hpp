@@ -43,7 +43,8 @@ TunePrograms locate_tune_programs(const std::string& self, const std::string& mp
 
 struct TuneMeasurement {
   std::vector<TuneShape> shapes;
-  std::string sizes;  // mpi_collectives --sizes LIST; empty: its full sweep
+  std::string sizes;        // mpi_collectives --sizes LIST; empty: its full sweep
+  std::string collectives;  // mpi_collectives --collectives LIST; empty: every one
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun

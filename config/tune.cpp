@@ -278,4 +278,30 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, double nois
   return table;
 }
 
+std::map<std::string, TuneRefinement> tune_refinements(const TuneRatios& ratios, double threshold) {
+  std::map<std::string, TuneRefinement> out;
+  for (const auto& [shape, by_collective] : ratios)
+    for (const auto& [collective, measured] : by_collective) {
+      if (collective == MpiCollective::barrier) continue;  // one band: no edge to move
+      for (auto it = measured.begin(); it != measured.end() && std::next(it) != measured.end(); ++it) {
+        const auto next = std::next(it);
+        if ((it->second >= threshold) == (next->second >= threshold)) continue;
+        // The band edge (integer_sqrt of the two, as collective_rows draws
+        // it), as whole floats; none when the two sizes are that close.
+        const std::uint64_t middle = integer_sqrt(it->first * next->first) / 4 * 4;
+        if (middle <= it->first) continue;
+        TuneRefinement& r = out[shape];
+        r.collectives.insert(collective);
+        r.sizes.insert(middle);
+      }
+    }
+  return out;
+}
+
+void merge_tune_ratios(TuneRatios& into, const TuneRatios& from) {
+  for (const auto& [shape, by_collective] : from)
+    for (const auto& [collective, measured] : by_collective)
+      for (const auto& [bytes, ratio] : measured) into[shape][collective][bytes] = ratio;
+}
+
 }  // namespace copse

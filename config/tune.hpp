@@ -21,7 +21,9 @@
 //    MPI's shared memory between virtual nodes is no network.
 //  - Sizes. A measured size decides the band up to the integer geometric
 //    mean with the next measured size; adjacent bands that decide alike are
-//    one row, whose note lists the ratios it stands for.
+//    one row, whose note lists the ratios it stands for. Where two
+//    neighbours decide differently, `copse tune --refine` measures the size
+//    at their edge too (tune_refinements, below).
 //  - Noise. A band whose ratio lies within the noise of the threshold
 //    (threshold * noise <= ratio < threshold / noise; noise 0.8 by default)
 //    and whose two neighbouring bands decide alike decides as they do: on a
@@ -46,6 +48,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,5 +81,22 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source);
 // (whose rows' shapes must be names parse_tune_shape reads).
 DecisionTable tune_table(const TuneRatios& ratios, double threshold, double noise,
                          const std::optional<DecisionTable>& previous);
+
+// Where a measurement between two measured sizes would move a band edge
+// (`copse tune --refine`): per shape, the collectives with two neighbouring
+// sizes on either side of `threshold`, and for each such pair the size the
+// edge between them sits at (their integer geometric mean, whole floats),
+// when it lies strictly between them. Measured, it decides the half band up
+// to it, and the next refinement halves what is left: e.g. 512 KiB serving
+// and 2 MiB deferring ask for 1 MiB, whose measurement moves the edge to 724
+// KiB or 1448 KiB. Barrier has no sizes and asks for none.
+struct TuneRefinement {
+  std::set<MpiCollective> collectives;
+  std::set<std::uint64_t> sizes;
+};
+std::map<std::string, TuneRefinement> tune_refinements(const TuneRatios& ratios, double threshold);
+
+// Adds `from`'s measurements to `into`, a size measured in both taking `from`'s.
+void merge_tune_ratios(TuneRatios& into, const TuneRatios& from);
 
 }  // namespace copse

@@ -33,7 +33,7 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --rounds --threshold --noise --from --mpirun --host --hostfile --bench \
+for opt in --out --replace --shapes --sizes --rounds --refine --threshold --noise --from --mpirun --host --hostfile --bench \
   --library --work --timeout; do stdout_has "$opt"; done
 stdout_has "npP-vnK"
 

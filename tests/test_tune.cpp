@@ -132,3 +132,35 @@ TEST_CASE("tune: malformed measurements name the line") {
   CHECK(error("np2,2,bcast,,8,tuned,1,10,true,1,1,1,1\n") == "measurements m.csv: no copse rows with ratios");
   CHECK_THROWS_AS(ratios_of("np2,2,bcast,,8,copse,1,10,false,1,1,1,1\n"), RunFailure);
 }
+
+TEST_CASE("tune: refinement asks for the size between two neighbours that decide differently") {
+  // allreduce: 8 serves, 32 defers (edge at 16), 128 defers, 512 KiB serves (edge at
+  // isqrt(128 * 524288) = 8192), 2 MiB defers (edge at 1 MiB). bcast: 8 and 12 decide
+  // differently, but their edge (9, 8 as whole floats) is no size between them.
+  // Barrier's ratios never ask. np4 decides alike everywhere: no refinement.
+  const TuneRatios r = ratios_of(csv_row("np2", "allreduce", 8, 1.2) + csv_row("np2", "allreduce", 32, 0.5) +
+                                 csv_row("np2", "allreduce", 128, 0.7) + csv_row("np2", "allreduce", 524288, 1.19) +
+                                 csv_row("np2", "allreduce", 2097152, 0.36) + csv_row("np2", "bcast", 8, 0.9) +
+                                 csv_row("np2", "bcast", 12, 1.1) + csv_row("np2", "barrier", 0, 0.5) +
+                                 csv_row("np2", "barrier", 8, 1.5) + csv_row("np4", "allreduce", 8, 2.0) +
+                                 csv_row("np4", "allreduce", 32, 1.5));
+  const auto wanted = tune_refinements(r, 0.95);
+  REQUIRE(wanted.size() == 1);
+  const TuneRefinement& np2 = wanted.at("np2");
+  CHECK(np2.collectives == std::set<MpiCollective>{MpiCollective::allreduce});
+  CHECK(np2.sizes == std::set<std::uint64_t>{16, 8192, 1048576});
+  // The measurement merged in moves the edge: 1 MiB defers, so copse serves up to isqrt(512 KiB * 1 MiB) only.
+  TuneRatios more = r;
+  merge_tune_ratios(more, ratios_of(csv_row("np2", "allreduce", 1048576, 0.49) + csv_row("np2", "allreduce", 8, 1.3)));
+  CHECK(more.at("np2").at(MpiCollective::allreduce).size() == 6);
+  CHECK(more.at("np2").at(MpiCollective::allreduce).at(8) == Approx(1.3));  // measured again: the newer
+  const DecisionTable t = tune_table(more, 0.95, 1.0, std::nullopt);
+  std::uint64_t served_up_to = 0;
+  for (const DecisionRow& row : t.rows)
+    if (row.shape == "np2" && row.collective == MpiCollective::allreduce && row.use == Provider::copse)
+      served_up_to = row.max_bytes;
+  CHECK(served_up_to == 741455);  // isqrt(524288 * 1048576)
+  // The next pass asks again where nothing was measured (16, 8192) and between 512 KiB and 1 MiB.
+  const auto next = tune_refinements(more, 0.95);
+  CHECK(next.at("np2").sizes == std::set<std::uint64_t>{16, 8192, 741452});  // 741452: isqrt(2^39), whole floats
+}

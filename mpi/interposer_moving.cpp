@@ -20,15 +20,6 @@ namespace copse::mpi::interposer {
 
 namespace {
 
-// What a process's part of a scatter, gather or alltoall is as bytes: its
-// block (the bytes one process receives or contributes) and how its
-// buffers lie.
-struct MovedLayouts {
-  std::optional<Layout> block;  // one block as this process describes it
-  std::optional<Layout> other;  // the other buffer's block (send for scatter and alltoall, recv for gather)
-  bool fits() const { return block && other && block->bytes == other->bytes; }
-};
-
 // Packs `count` elements of `type` at `buffer` into new private memory, or
 // null (and nothing) when the layout is contiguous.
 std::unique_ptr<std::byte[]> packed_copy(const void* buffer, MPI_Count count, MPI_Datatype type, const Layout& l,
@@ -39,24 +30,25 @@ std::unique_ptr<std::byte[]> packed_copy(const void* buffer, MPI_Count count, MP
   return out;
 }
 
-// A scatter's or gather's communicator record when copse serves the call
-// (null otherwise), and its layouts: `block`, this process's block
-// (scatter: received, gather: contributed) as its own buffer describes it
-// (`own`) -- at the root in place, as its other buffer does (`root_side`) --
-// and `other`, the root's other buffer's blocks (elsewhere `block` again).
-Record* rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, int own_count, MPI_Datatype own_type,
-               int root_count, MPI_Datatype root_type, MovedLayouts& l) {
-  if (!s.options.mpi.serves(c)) return nullptr;
-  Record* r = record(s, comm);
+}  // namespace
+
+MovedLayouts equal_blocks(const State& s, bool in_place, int send_count, MPI_Datatype send_type, int recv_count,
+                          MPI_Datatype recv_type) {
+  MovedLayouts l;
+  l.block = layout_of(s.mapping, recv_type, recv_count);
+  l.other = in_place ? l.block : layout_of(s.mapping, send_type, send_count);
+  return l;
+}
+
+Record* rooted(State& s, MpiCollective c, Record* r, int root, bool in_place, int own_count, MPI_Datatype own_type,
+               int root_count, MPI_Datatype root_type, bool contiguous, MovedLayouts& l) {
   if (!r || root < 0 || root >= r->size || (in_place && r->rank != root)) return nullptr;  // MPI_IN_PLACE: the root's
   const bool at_root = r->rank == root;
   l.other = at_root ? layout_of(s.mapping, root_type, root_count) : std::nullopt;
   l.block = in_place ? l.other : layout_of(s.mapping, own_type, own_count);
   if (!at_root) l.other = l.block;
-  return l.fits() && s.serves(c, l.block->bytes, *r) ? r : nullptr;
+  return l.fits() && (!contiguous || l.contiguous()) && s.serves(c, l.block->bytes, *r) ? r : nullptr;
 }
-
-}  // namespace
 
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   constexpr MpiCollective c = MpiCollective::bcast;
@@ -90,9 +82,10 @@ int allgather(const void* send, int send_count, MPI_Datatype send_type, void* re
   if (s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
     // One process's block, which is also what it contributes: the same bytes
     // on every process, whatever datatypes describe them.
-    const auto block = layout_of(s->mapping, recv_type, recv_count);
-    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
-    if (block && mine && mine->bytes == block->bytes && s->in_bounds(block->bytes))
+    const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
+    const auto& block = l.block;
+    const auto& mine = l.other;
+    if (l.fits() && s->in_bounds(block->bytes))
       if (Record* r = record(*s, comm); r && s->table_serves(c, block->bytes, *r))
         return run(*s, c, "MPI_Allgather", *r, [&](Comm& cc) {
           const std::uint64_t bytes = block->bytes;
@@ -129,7 +122,8 @@ int scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? send_count : recv_count, in_place ? send_type : recv_type,
                          MPI_OP_NULL, root);
   MovedLayouts l;
-  if (Record* r = rooted(*s, c, comm, root, in_place, recv_count, recv_type, send_count, send_type, l)) {
+  if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? record(*s, comm) : nullptr, root, in_place, recv_count,
+                         recv_type, send_count, send_type, false, l)) {
     const bool at_root = r->rank == root;
     return run(*s, c, "MPI_Scatter", *r, [&](Comm& cc) {
       const auto ranks = static_cast<MPI_Count>(r->size);
@@ -156,7 +150,8 @@ int gather(const void* send, int send_count, MPI_Datatype send_type, void* recv,
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? recv_count : send_count, in_place ? recv_type : send_type,
                          MPI_OP_NULL, root);
   MovedLayouts l;
-  if (Record* r = rooted(*s, c, comm, root, in_place, send_count, send_type, recv_count, recv_type, l)) {
+  if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? record(*s, comm) : nullptr, root, in_place, send_count,
+                         send_type, recv_count, recv_type, false, l)) {
     const bool at_root = r->rank == root;
     return run(*s, c, "MPI_Gather", *r, [&](Comm& cc) {
       const std::uint64_t bytes = l.block->bytes;
@@ -191,9 +186,7 @@ int alltoall(const void* send, int send_count, MPI_Datatype send_type, void* rec
   const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are in recv
   if (s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
     // The block this process receives from each, and the one it sends each.
-    MovedLayouts l;
-    l.block = layout_of(s->mapping, recv_type, recv_count);
-    l.other = in_place ? l.block : layout_of(s->mapping, send_type, send_count);
+    const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
     if (l.fits())
       if (Record* r = record(*s, comm); r && s->serves(c, l.block->bytes * static_cast<std::uint64_t>(r->size), *r))
         return run(*s, c, "MPI_Alltoall", *r, [&](Comm& cc) {

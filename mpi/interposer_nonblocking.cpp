@@ -189,10 +189,9 @@ int allgather_call(const void* send, int send_count, MPI_Datatype send_type, voi
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;
   if (s && request && s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
-    const auto block = layout_of(s->mapping, recv_type, recv_count);
-    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
-    if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes &&
-        s->in_bounds(block->bytes))
+    const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
+    const auto& block = l.block;
+    if (l.fits() && l.contiguous() && s->in_bounds(block->bytes))
       if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r))
         return serve(*s, c, how.name("MPI_Iallgather", "MPIX_Allgather_init"), *r, request, how.persistent,
                      [&](Comm& cc) {
@@ -206,33 +205,18 @@ int allgather_call(const void* send, int send_count, MPI_Datatype send_type, voi
                             comm);
 }
 
-// A nonblocking scatter's or gather's record when copse serves it, and the
-// bytes of one block: `own` is this process's block as its own buffer
-// describes it, `root_side` the root's other buffer's blocks (in place at
-// the root, `own` is that buffer's block too). Contiguous blocks only, of the
-// same bytes on both sides.
-Record* rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, int own_count, MPI_Datatype own_type,
-               int root_count, MPI_Datatype root_type, std::uint64_t& bytes) {
-  if (!s.options.mpi.serves(c)) return nullptr;
-  Record* r = with_team(s, comm);
-  if (!r || root < 0 || root >= r->size || (in_place && r->rank != root)) return nullptr;  // MPI_IN_PLACE: the root's
-  const auto other = r->rank == root ? layout_of(s.mapping, root_type, root_count) : std::nullopt;
-  const auto block = in_place ? other : layout_of(s.mapping, own_type, own_count);
-  if (!block || !block->contiguous || (other && (!other->contiguous || other->bytes != block->bytes))) return nullptr;
-  bytes = block->bytes;
-  return s.serves(c, bytes, *r) ? r : nullptr;
-}
-
 int scatter_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
                  MPI_Datatype recv_type, int root, MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::scatter;
   State* s = active();
   const bool in_place = recv == MPI_IN_PLACE;  // the root's only: its block stays in send
-  std::uint64_t bytes = 0;
+  MovedLayouts l;
   if (s && request)
-    if (Record* r = rooted(*s, c, comm, root, in_place, recv_count, recv_type, send_count, send_type, bytes))
+    if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? with_team(*s, comm) : nullptr, root, in_place, recv_count,
+                           recv_type, send_count, send_type, true, l))
       return serve(*s, c, how.name("MPI_Iscatter", "MPIX_Scatter_init"), *r, request, how.persistent, [&](Comm& cc) {
         void* to = in_place ? const_cast<void*>(send) : recv;
+        const std::uint64_t bytes = l.block->bytes;
         return how.persistent ? cc.scatter_init(send, to, bytes, DType::uint8, root)
                               : cc.iscatter(send, to, bytes, DType::uint8, root);
       });
@@ -246,10 +230,12 @@ int gather_call(const void* send, int send_count, MPI_Datatype send_type, void* 
   constexpr MpiCollective c = MpiCollective::gather;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the root's only: its block is at its place in recv
-  std::uint64_t bytes = 0;
+  MovedLayouts l;
   if (s && request)
-    if (Record* r = rooted(*s, c, comm, root, in_place, send_count, send_type, recv_count, recv_type, bytes))
+    if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? with_team(*s, comm) : nullptr, root, in_place, send_count,
+                           send_type, recv_count, recv_type, true, l))
       return serve(*s, c, how.name("MPI_Igather", "MPIX_Gather_init"), *r, request, how.persistent, [&](Comm& cc) {
+        const std::uint64_t bytes = l.block->bytes;
         const void* from = in_place ? recv : send;
         void* to = r->rank == root ? recv : nullptr;
         return how.persistent ? cc.gather_init(from, to, bytes, DType::uint8, root)
@@ -266,9 +252,9 @@ int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are in recv
   if (s && request && s->options.mpi.serves(c) && recv != MPI_IN_PLACE) {
-    const auto block = layout_of(s->mapping, recv_type, recv_count);
-    const auto mine = in_place ? block : layout_of(s->mapping, send_type, send_count);
-    if (block && mine && block->contiguous && mine->contiguous && mine->bytes == block->bytes)
+    const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
+    const auto& block = l.block;
+    if (l.fits() && l.contiguous())
       if (Record* r = with_team(*s, comm); r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r))
         return serve(*s, c, how.name("MPI_Ialltoall", "MPIX_Alltoall_init"), *r, request, how.persistent,
                      [&](Comm& cc) {

@@ -21,6 +21,7 @@
 
 #include "common/error.hpp"
 #include "config/decision_table.hpp"
+#include "mpi/datatype_layout.hpp"
 #include "mpi/interposer.hpp"
 #include "mpi/options.hpp"
 #include "mpi/stats.hpp"
@@ -112,6 +113,31 @@ inline std::uint64_t bytes_of(std::uint64_t count, const ReduceOp& op) { return 
 // counts): their sum, or nothing when a count is negative (the library's
 // error to report, so such a call is passed to it).
 std::optional<std::uint64_t> counted_total(const int* counts, int ranks);
+
+// What a process's part of a scatter, gather or alltoall (or allgather) is
+// as bytes: its block (the bytes one process receives or contributes) and
+// how its buffers lie (mpi/interposer_moving.cpp).
+struct MovedLayouts {
+  std::optional<Layout> block;  // one block as this process describes it
+  std::optional<Layout> other;  // the other buffer's block (send for scatter and alltoall, recv for gather)
+  bool fits() const { return block && other && block->bytes == other->bytes; }
+  bool contiguous() const { return block && other && block->contiguous && other->contiguous; }
+};
+
+// An allgather's or alltoall's layouts: `block` the receive buffer's block,
+// `other` the send buffer's (in place: `block` again).
+MovedLayouts equal_blocks(const State& s, bool in_place, int send_count, MPI_Datatype send_type, int recv_count,
+                          MPI_Datatype recv_type);
+// A scatter's or gather's record `r` -- looked up by the caller: the
+// blocking calls make it, the nonblocking ones only find one with a Team --
+// when copse serves the call (null otherwise), and its layouts: `block`,
+// this process's block (scatter: received, gather: contributed) as its own
+// buffer describes it (`own`) -- at the root in place, as its other buffer
+// does (`root_side`) -- and `other`, the root's other buffer's blocks
+// (elsewhere `block` again). `contiguous`: only blocks without packing (a
+// nonblocking call has no step after its last to unpack in).
+Record* rooted(State& s, MpiCollective c, Record* r, int root, bool in_place, int own_count, MPI_Datatype own_type,
+               int root_count, MPI_Datatype root_type, bool contiguous, MovedLayouts& l);
 
 // The MPI error class of a copse error.
 int error_class(ErrorKind kind);

@@ -27,6 +27,7 @@
 namespace copse {
 
 class RankCore;
+class VectorDeferral;  // runtime/pending.hpp
 
 class Comm {
  public:
@@ -121,6 +122,19 @@ class Comm {
   Request iscatter(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request igather(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request ialltoall(const void* send, void* recv, std::size_t count, DType dtype);
+  // The v-variants, the MPI Comm's only for now: first an agreement on the
+  // largest count (an allreduce progressed as the call), then the
+  // equal-block call over padded blocks. `deferral` (the MPI interposer's)
+  // may give the call to another once every rank's part is known.
+  Request iallgatherv(const void* send, void* recv, const int* counts, const int* displs, DType dtype,
+                      std::shared_ptr<VectorDeferral> deferral = {});
+  Request igatherv(const void* send, std::size_t count, void* recv, const int* counts, const int* displs, DType dtype,
+                   int root, std::shared_ptr<VectorDeferral> deferral = {});
+  Request iscatterv(const void* send, const int* counts, const int* displs, void* recv, std::size_t count, DType dtype,
+                    int root, std::shared_ptr<VectorDeferral> deferral = {});
+  Request ialltoallv(const void* send, const int* send_counts, const int* send_displs, void* recv,
+                     const int* recv_counts, const int* recv_displs, DType dtype,
+                     std::shared_ptr<VectorDeferral> deferral = {});
   // Persistent: planned now (every rank calls it, in the same order as its
   // collectives), run by each Request::start, which plans and allocates nothing.
   Request allreduce_init(const void* send, void* recv, std::size_t count, const ReduceOp& op);
@@ -133,6 +147,15 @@ class Comm {
   Request scatter_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request gather_init(const void* send, void* recv, std::size_t count, DType dtype, int root);
   Request alltoall_init(const void* send, void* recv, std::size_t count, DType dtype);
+  // The v-variants' (the MPI Comm's): the largest count agreed now, waiting
+  // for every rank, as the plans are.
+  Request allgatherv_init(const void* send, void* recv, const int* counts, const int* displs, DType dtype);
+  Request gatherv_init(const void* send, std::size_t count, void* recv, const int* counts, const int* displs,
+                       DType dtype, int root);
+  Request scatterv_init(const void* send, const int* counts, const int* displs, void* recv, std::size_t count,
+                        DType dtype, int root);
+  Request alltoallv_init(const void* send, const int* send_counts, const int* send_displs, void* recv,
+                         const int* recv_counts, const int* recv_displs, DType dtype);
   // Waits until every outstanding nonblocking call of this rank is done.
   void wait_outstanding();
   // Progresses them without waiting; true once none is left.

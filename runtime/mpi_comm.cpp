@@ -227,6 +227,8 @@ Team::Team(MPI_Comm comm, CommOptions options, int threads) : impl_(std::make_un
 
 const Planner& Team::planner() const { return impl_->planner; }
 
+MPI_Comm Team::duplicate() const { return impl_->dup; }
+
 std::shared_ptr<const CompiledPlan> Team::compiled_plan(const CallKey& key, int thread) const {
   impl_->check_thread(thread);
   return static_cast<const MpiRank*>(impl_->cores[static_cast<std::size_t>(thread)])->cached_plan(key);

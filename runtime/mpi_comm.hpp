@@ -145,6 +145,12 @@ class Team {
   std::uint64_t attached_bytes() const;
   // The calling thread must act as this thread rank of this process.
   Comm& comm(int thread = 0);
+  // The Team's duplicate of its communicator, which copse's own messages
+  // use. The MPI interposer starts there the library's call of a
+  // nonblocking collective it defers once that call is queued: in the
+  // queue's order, the same on every process, and never among the
+  // application's own collectives on its communicator.
+  MPI_Comm duplicate() const;
   // The one planner (plan/planner.hpp) the Comms plan with: over the ranks
   // renumbered node by node, with the hierarchy above (a non-commutative
   // operator on nodes of non-consecutive ranks plans flat, in the

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -195,6 +196,81 @@ void MpiCall::end_piece() {
   if (moves_blocks()) moved().store(y_, a_.send, a_.recv, at_, n_);
 }
 
+// A v-variant (PaddedCall, runtime/pending.hpp): the largest count and
+// every rank's refusal agreed by an allreduce (MAX of both), then -- unless
+// the deferral gives the call to another -- its equal-block call over the
+// padded buffers. Both are MpiCalls, progressed a step at a time as the
+// others, inside this call's place in the queue: every rank decides in the
+// same order.
+class VectorCall final : public PendingCall {
+ public:
+  VectorCall(MpiRank& rank, const CallArgs& args)
+      : r_(rank), deferral_(args.vector->deferral), max_(builtin_op("max", DType::uint64)) {
+    if (!deferral_ || !deferral_->refused) padded_.emplace(args, rank.rank, rank.team->ranks);
+    mine_[0] = padded_ ? padded_->mine() : 0;
+    mine_[1] = padded_ ? 0 : 1;
+    if (deferral_ || padded_->agrees())
+      agreement_.emplace(r_, CallArgs{Collective::allreduce, mine_, most_, 2, &max_, DType::uint64, 0});
+    else
+      most_[0] = mine_[0];
+  }
+  bool progress(bool wait) override;
+  void restart() override {
+    stage_ = Stage::load;
+    if (run_) run_->restart();
+  }
+  // A persistent call's agreement, now (waiting), its buffers and its run's plans.
+  void plan_now() {
+    if (agreement_) agreement_->progress(true);
+    agreement_.reset();
+    prepare();
+    if (run_) run_->plan_now();
+    stage_ = Stage::load;
+  }
+
+ private:
+  enum class Stage : std::uint8_t { agree, load, run, other };
+  void prepare() {
+    const CallArgs a = padded_->prepare(most_[0]);
+    if (a.count > 0) run_.emplace(r_, a);
+  }
+
+  MpiRank& r_;
+  std::shared_ptr<VectorDeferral> deferral_;
+  ReduceOp max_;
+  std::optional<PaddedCall> padded_;  // none where this rank refused
+  std::uint64_t mine_[2] = {0, 0}, most_[2] = {0, 0};
+  std::optional<MpiCall> agreement_, run_;  // no run: every block is empty
+  Stage stage_ = Stage::agree;
+};
+
+bool VectorCall::progress(bool wait) {
+  for (;;) {
+    switch (stage_) {
+      case Stage::agree:
+        if (agreement_ && !agreement_->progress(wait)) return false;
+        if (deferral_ && !deferral_->runs_here(most_[0], most_[1] != 0)) {
+          stage_ = Stage::other;
+          break;
+        }
+        prepare();
+        stage_ = Stage::load;
+        break;
+      case Stage::load:
+        if (!run_) return true;
+        padded_->load();
+        stage_ = Stage::run;
+        break;
+      case Stage::run:
+        if (!run_->progress(wait)) return false;
+        padded_->store();
+        stage_ = Stage::load;  // a persistent call's next start
+        return true;
+      case Stage::other: return deferral_->test(wait);
+    }
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<PendingCall> MpiRank::make_call(const CallArgs& args, bool persistent) {
@@ -204,6 +280,17 @@ std::shared_ptr<PendingCall> MpiRank::make_call(const CallArgs& args, bool persi
     key.collective = c;
     key.root = args.root;
     check_call(key, nullptr);  // the UsageError naming the root
+  }
+  if (args.vector) {
+    auto call = std::make_shared<VectorCall>(*this, args);
+    if (persistent) {
+      if (args.vector->deferral) throw UsageError("a persistent v-variant is decided at its init, not deferred");
+      drain();
+      call->plan_now();
+      reserve_for_persistent();
+      link.unwritten.reserve(16);
+    }
+    return call;
   }
   auto call = std::make_shared<MpiCall>(*this, args);
   if (persistent) {

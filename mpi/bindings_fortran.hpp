@@ -33,4 +33,17 @@ inline void set(MPI_Fint* ierror, int rc) {
 bool is_fortran_status_ignore(const MPI_Fint* status);
 bool is_fortran_statuses_ignore(const MPI_Fint* statuses);
 
+// The Fortran handle of a C request a call returned (copse's get handles of
+// their own: bindings_fortran_requests.cpp).
+MPI_Fint to_fortran(MPI_Request request);
+
+// A start call: `start(&request)` is C's, whose request becomes Fortran's `handle`.
+template <class Start>
+void new_request(MPI_Fint* handle, MPI_Fint* ierror, Start&& start) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = start(&request);
+  if (rc == MPI_SUCCESS) *handle = to_fortran(request);
+  set(ierror, rc);
+}
+
 }  // namespace copse::mpi::interposer

@@ -93,11 +93,6 @@ MPI_Request to_c(MPI_Fint handle) {
   return CopseHandles::ours(handle) ? g_handles.get(handle) : PMPI_Request_f2c(handle);
 }
 
-// The Fortran handle of a C request a call returned.
-MPI_Fint to_fortran(MPI_Request request) {
-  return is_copse_request(request) ? g_handles.add(request) : PMPI_Request_c2f(request);
-}
-
 MPI_Fint logical(int flag) { return flag ? 1 : 0; }
 
 MPI_Fint fortran_index(int index) { return index == MPI_UNDEFINED ? MPI_UNDEFINED : index + 1; }
@@ -144,15 +139,6 @@ class Statuses {
   Few<MPI_Status> c_;
 };
 
-// A start call: `start(&request)` is C's, whose request becomes Fortran's `handle`.
-template <class Start>
-void new_request(MPI_Fint* handle, MPI_Fint* ierror, Start&& start) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  const int rc = start(&request);
-  if (rc == MPI_SUCCESS) *handle = to_fortran(request);
-  set(ierror, rc);
-}
-
 // A call of `count` requests that returns no status (MPI_Start, MPI_Cancel,
 // MPI_Request_free: a freed request's handle changes): `call(requests)` is C's.
 template <class Call>
@@ -184,6 +170,10 @@ void some(Call call, MPI_Fint* count, MPI_Fint* requests, MPI_Fint* outcount, MP
 }
 
 }  // namespace
+
+MPI_Fint to_fortran(MPI_Request request) {
+  return is_copse_request(request) ? g_handles.add(request) : PMPI_Request_c2f(request);
+}
 
 }  // namespace copse::mpi::interposer
 

@@ -59,6 +59,28 @@ int MPI_Ialltoall(const void* send, int send_count, MPI_Datatype send_type, void
   return ip::ialltoall(send, send_count, send_type, recv, recv_count, recv_type, comm, request);
 }
 
+int MPI_Iallgatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                    const int displs[], MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return ip::iallgatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, comm, request);
+}
+
+int MPI_Igatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                 const int displs[], MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return ip::igatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm, request);
+}
+
+int MPI_Iscatterv(const void* send, const int send_counts[], const int displs[], MPI_Datatype send_type, void* recv,
+                  int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return ip::iscatterv(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm, request);
+}
+
+int MPI_Ialltoallv(const void* send, const int send_counts[], const int send_displs[], MPI_Datatype send_type,
+                   void* recv, const int recv_counts[], const int recv_displs[], MPI_Datatype recv_type, MPI_Comm comm,
+                   MPI_Request* request) {
+  return ip::ialltoallv(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm,
+                        request);
+}
+
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 int MPIX_Allreduce_init(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         MPI_Info info, MPI_Request* request) {
@@ -107,6 +129,32 @@ int MPIX_Gather_init(const void* send, int send_count, MPI_Datatype send_type, v
 int MPIX_Alltoall_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
                        MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   return ip::alltoall_init(send, send_count, send_type, recv, recv_count, recv_type, comm, info, request);
+}
+
+int MPIX_Allgatherv_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                         const int displs[], MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info,
+                         MPI_Request* request) {
+  return ip::allgatherv_init(send, send_count, send_type, recv, recv_counts, displs, recv_type, comm, info, request);
+}
+
+int MPIX_Gatherv_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int recv_counts[],
+                      const int displs[], MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info,
+                      MPI_Request* request) {
+  return ip::gatherv_init(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm, info, request);
+}
+
+int MPIX_Scatterv_init(const void* send, const int send_counts[], const int displs[], MPI_Datatype send_type,
+                       void* recv, int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info,
+                       MPI_Request* request) {
+  return ip::scatterv_init(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm, info,
+                           request);
+}
+
+int MPIX_Alltoallv_init(const void* send, const int send_counts[], const int send_displs[], MPI_Datatype send_type,
+                        void* recv, const int recv_counts[], const int recv_displs[], MPI_Datatype recv_type,
+                        MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return ip::alltoallv_init(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm,
+                            info, request);
 }
 #endif
 

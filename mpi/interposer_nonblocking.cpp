@@ -19,60 +19,12 @@ namespace copse::mpi::interposer {
 
 namespace {
 
-// The communicator's record when it has a Team already: looked up, never
-// made (making one waits for every process).
-Record* with_team(State& s, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
-  void* value = nullptr;
-  int found = 0;
-  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
-  auto* r = static_cast<Record*>(value);
-  return r->served && r->team ? r : nullptr;
-}
-
-// Starts one call on the record's Team: start(comm) returns its Request.
-template <class Start>
-int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
-  s.stats.served(c, persistent);
-  const ProgressLock progressing;
-  Nested nested;
-  CopseRequest* request = nullptr;
-  try {
-    request = new_request();  // before the call starts: a call started has its request
-    request->record = &r;
-    request->call = call;
-    request->persistent = persistent;
-    request->request = start(r.team->comm(0));
-    *out = register_request(request);
-    return MPI_SUCCESS;
-  } catch (...) {
-    if (request) give_back(request);
-    return fail_current(call, r);
-  }
-}
-
 // A reduction's record when copse serves it (`bytes` per process).
 Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t bytes, MPI_Comm comm) {
   if (!op || !s.in_bounds(bytes)) return nullptr;
   Record* r = with_team(s, comm);
   return r && s.table_serves(c, bytes, *r) ? r : nullptr;
 }
-
-// How a call starts: nonblocking (MPI_I*), or persistent (MPIX_*_init, with
-// its info, whose hints copse does not read).
-struct Started {
-  bool persistent = false;
-  MPI_Info info = MPI_INFO_NULL;
-  const char* name(const char* nonblocking, const char* init) const { return persistent ? init : nonblocking; }
-};
-
-// The library's own call, where copse does not serve it.
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) \
-  ((how).persistent ? PMPIX_##init(__VA_ARGS__, (how).info, request) : PMPI_##nonblocking(__VA_ARGS__, request))
-#else
-#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) PMPI_##nonblocking(__VA_ARGS__, request)
-#endif
 
 int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, Started how,
                    MPI_Request* request) {
@@ -268,9 +220,16 @@ int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void
                             comm);
 }
 
-#undef COPSE_LIBRARY_CALL
-
 }  // namespace
+
+Record* with_team(State& s, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  auto* r = static_cast<Record*>(value);
+  return r->served && r->team ? r : nullptr;
+}
 
 void make_world_team() {
   State* s = g_state.load(std::memory_order_acquire);

@@ -12,8 +12,14 @@
 
 #include <mpi.h>
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_*_init
+#endif
+
 #include <atomic>
 #include <mutex>
+#include <new>
+#include <utility>
 
 #include "mpi/interposer_state.hpp"
 #include "runtime/request.hpp"
@@ -76,5 +82,56 @@ void give_back(CopseRequest* r);
 MPI_Request register_request(CopseRequest* r);
 // The request behind `handle` if it is copse's, else null.
 CopseRequest* ours(MPI_Request handle);
+
+// ---- starting a nonblocking or persistent call (interposer_nonblocking.cpp,
+// interposer_vector.cpp) ----
+
+// The communicator's record when it has a Team already: looked up, never
+// made (making one waits for every process).
+Record* with_team(State& s, MPI_Comm comm);
+
+// How a call starts: nonblocking (MPI_I*), or persistent (MPIX_*_init, with
+// its info, whose hints copse does not read).
+struct Started {
+  bool persistent = false;
+  MPI_Info info = MPI_INFO_NULL;
+  const char* name(const char* nonblocking, const char* init) const { return persistent ? init : nonblocking; }
+};
+
+// Starts one call on the record's Team: start(comm) returns its Request.
+// Counted served by the caller (serve below; a v-variant once its processes
+// agreed).
+template <class Start>
+int start_request(const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
+  const ProgressLock progressing;
+  Nested nested;
+  CopseRequest* request = nullptr;
+  try {
+    request = new_request();  // before the call starts: a call started has its request
+    request->record = &r;
+    request->call = call;
+    request->persistent = persistent;
+    request->request = start(r.team->comm(0));
+    *out = register_request(request);
+    return MPI_SUCCESS;
+  } catch (...) {
+    if (request) give_back(request);
+    return fail_current(call, r);
+  }
+}
+
+template <class Start>
+int serve(State& s, MpiCollective c, const char* call, Record& r, MPI_Request* out, bool persistent, Start&& start) {
+  s.stats.served(c, persistent);
+  return start_request(call, r, out, persistent, std::forward<Start>(start));
+}
+
+// The library's own call, where copse does not serve it (`request` in scope).
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) \
+  ((how).persistent ? PMPIX_##init(__VA_ARGS__, (how).info, request) : PMPI_##nonblocking(__VA_ARGS__, request))
+#else
+#define COPSE_LIBRARY_CALL(how, nonblocking, init, ...) PMPI_##nonblocking(__VA_ARGS__, request)
+#endif
 
 }  // namespace copse::mpi::interposer

@@ -16,17 +16,32 @@
 // and displacements become bytes), MPI_IN_PLACE where MPI allows it. Anything
 // else -- derived or gapped datatypes, byte counts past int -- on any process
 // sends the call to the MPI library on every process.
+//
+// The nonblocking forms (MPI_Iallgatherv, ...) must not wait for other
+// processes when they start, so they cannot talk first: on a communicator
+// whose Team exists and where the configuration alone does not decide, each
+// starts a copse call whose first step is that agreement (an allreduce
+// progressed as the call, in its place in copse's queue, so that every
+// process decides in the same order) and whose deferral (LibraryDeferral
+// below) starts the library's PMPI_I* on the Team's duplicate when the
+// agreement gives the call to the library. The persistent forms
+// (MPIX_*v_init) decide at init as the blocking calls do: copse's persistent
+// calls plan, and so wait for every process, at init already.
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "mpi/datatype_layout.hpp"
-#include "mpi/interposer_state.hpp"
+#include "mpi/interposer_requests.hpp"
+#include "runtime/pending.hpp"
 
 namespace copse::mpi::interposer {
 
@@ -99,23 +114,91 @@ ByteBlocks one_block(const State& s, MPI_Datatype type, int count) {
 struct Rooted {
   ByteBlocks all, mine;
   bool at_root = false;
+  bool can = false;  // this process can hand its part to copse
   Record* r = nullptr;
   std::size_t own() const { return mine.counts.empty() ? 0 : static_cast<std::size_t>(mine.counts[0]); }
+  std::uint64_t most() const { return at_root ? all.most : (mine.ok ? mine.most : 0); }
+  const int* counts() const { return at_root ? all.counts.data() : nullptr; }
+  const int* displs() const { return at_root ? all.displs.data() : nullptr; }
 };
 
-Rooted rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, MPI_Datatype root_type,
-              const int* counts, const int* displs, MPI_Datatype own_type, int own_count) {
+// Its parts as this process sees them, without talking.
+Rooted rooted_parts(State& s, MPI_Comm comm, int root, bool in_place, MPI_Datatype root_type, const int* counts,
+                    const int* displs, MPI_Datatype own_type, int own_count) {
   Rooted v;
-  if (!s.options.mpi.serves(c) || root < 0) return v;
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   v.at_root = rank == root;
   if (v.at_root) v.all = byte_blocks(s, root_type, counts, displs, size);
   if (!in_place) v.mine = one_block(s, own_type, own_count);
-  const bool can = (!v.at_root || v.all.ok) && (in_place ? v.at_root : v.mine.ok);
-  v.r = agreed(s, c, comm, root, v.at_root ? v.all.most : (v.mine.ok ? v.mine.most : 0), can);
+  v.can = (!v.at_root || v.all.ok) && (in_place ? v.at_root : v.mine.ok);
   return v;
+}
+
+Rooted rooted(State& s, MpiCollective c, MPI_Comm comm, int root, bool in_place, MPI_Datatype root_type,
+              const int* counts, const int* displs, MPI_Datatype own_type, int own_count) {
+  if (!s.options.mpi.serves(c) || root < 0) return {};
+  Rooted v = rooted_parts(s, comm, root, in_place, root_type, counts, displs, own_type, own_count);
+  v.r = agreed(s, c, comm, root, v.most(), v.can);
+  return v;
+}
+
+// A nonblocking v-variant's verdict once its processes agreed -- the
+// blocking call's rules on the largest block -- and, where the call goes to
+// the MPI library, the library's PMPI_I* started on the Team's duplicate
+// (runtime/pending.hpp's VectorDeferral).
+class LibraryDeferral final : public VectorDeferral {
+ public:
+  using Start = std::function<int(MPI_Comm, MPI_Request*)>;
+  LibraryDeferral(State& s, MpiCollective c, Record& r, bool refuses, Start start)
+      : VectorDeferral(refuses), s_(s), c_(c), r_(r), start_(std::move(start)) {}
+  bool runs_here(std::uint64_t most, bool any_refused) override {
+    if (!any_refused && s_.serves(c_, most, r_)) {
+      s_.stats.served(c_, false);
+      return true;
+    }
+    s_.stats.passed(c_, false);
+    check(start_(r_.team->duplicate(), &request_));
+    return false;
+  }
+  bool test(bool wait) override {
+    int done = 1;
+    check(wait ? PMPI_Wait(&request_, MPI_STATUS_IGNORE) : PMPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
+
+ private:
+  static void check(int rc) {
+    if (rc != MPI_SUCCESS)
+      throw Error(ErrorKind::system,
+                  "the MPI library's own call, to which copse deferred it, failed (error " + std::to_string(rc) + ")");
+  }
+  State& s_;
+  MpiCollective c_;
+  Record& r_;
+  Start start_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+// The record of a nonblocking or persistent v-variant copse may serve: its
+// Team exists and the configuration alone does not give the call to the
+// library (then it goes there at once, as the blocking call does).
+Record* deciding(State& s, MpiCollective c, MPI_Comm comm) {
+  if (!s.options.mpi.serves(c)) return nullptr;
+  Record* r = with_team(s, comm);
+  return r && !table_defers_all(s, c, *r) ? r : nullptr;
+}
+
+// Starts a nonblocking v-variant as copse's call: `start(comm, deferral)`
+// calls the Comm's, `library(comm, request)` is the library's on `comm`.
+// `can`: this process can hand its part to copse.
+template <class Start>
+int start_vector(State& s, MpiCollective c, const char* call, Record& r, bool can, MPI_Request* request,
+                 LibraryDeferral::Start library, Start&& start) {
+  return start_request(call, r, request, false, [&](Comm& cc) {
+    return start(cc, std::make_shared<LibraryDeferral>(s, c, r, !can, std::move(library)));
+  });
 }
 
 }  // namespace
@@ -152,8 +235,7 @@ int gatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? 0 : send_count, send_type, MPI_OP_NULL, root);
   if (const Rooted v = rooted(*s, c, comm, root, in_place, recv_type, recv_counts, displs, send_type, send_count); v.r)
     return run(*s, c, "MPI_Gatherv", *v.r, [&](Comm& cc) {
-      cc.gatherv(in_place ? recv : send, v.own(), recv, v.at_root ? v.all.counts.data() : nullptr,
-                 v.at_root ? v.all.displs.data() : nullptr, DType::uint8, root);
+      cc.gatherv(in_place ? recv : send, v.own(), recv, v.counts(), v.displs(), DType::uint8, root);
     });
   s->stats.passed(c);
   return PMPI_Gatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm);
@@ -168,8 +250,7 @@ int scatterv(const void* send, const int* send_counts, const int* displs, MPI_Da
   const TraceScope trace(s->tracer.get(), c, comm, in_place ? 0 : recv_count, recv_type, MPI_OP_NULL, root);
   if (const Rooted v = rooted(*s, c, comm, root, in_place, send_type, send_counts, displs, recv_type, recv_count); v.r)
     return run(*s, c, "MPI_Scatterv", *v.r, [&](Comm& cc) {
-      cc.scatterv(send, v.at_root ? v.all.counts.data() : nullptr, v.at_root ? v.all.displs.data() : nullptr,
-                  in_place ? const_cast<void*>(send) : recv, v.own(), DType::uint8, root);
+      cc.scatterv(send, v.counts(), v.displs(), in_place ? const_cast<void*>(send) : recv, v.own(), DType::uint8, root);
     });
   s->stats.passed(c);
   return PMPI_Scatterv(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm);
@@ -198,6 +279,171 @@ int alltoallv(const void* send, const int* send_counts, const int* send_displs, 
   }
   s->stats.passed(c);
   return PMPI_Alltoallv(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm);
+}
+
+// ---- nonblocking and persistent (see the top) ----
+
+namespace {
+
+int allgatherv_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+                    const int* displs, MPI_Datatype recv_type, MPI_Comm comm, Started how, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::allgatherv;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;
+  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm) : nullptr) {
+    const ByteBlocks b = byte_blocks(*s, recv_type, recv_counts, displs, r->size);
+    const ByteBlocks mine = in_place ? b : one_block(*s, send_type, send_count);
+    const bool can = b.ok && mine.ok && (in_place || mine.counts[0] == b.counts[static_cast<std::size_t>(r->rank)]);
+    const void* from = in_place ? recv : send;
+    if (!how.persistent)
+      return start_vector(
+          *s, c, "MPI_Iallgatherv", *r, can, request,
+          [=](MPI_Comm dup, MPI_Request* q) {
+            return PMPI_Iallgatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, dup, q);
+          },
+          [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
+            return cc.iallgatherv(from, recv, b.counts.data(), b.displs.data(), DType::uint8, std::move(d));
+          });
+    if (agreed(*s, c, comm, 0, b.most, can))
+      return serve(*s, c, "MPIX_Allgatherv_init", *r, request, true, [&](Comm& cc) {
+        return cc.allgatherv_init(from, recv, b.counts.data(), b.displs.data(), DType::uint8);
+      });
+  }
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Iallgatherv, Allgatherv_init, send, send_count, send_type, recv, recv_counts, displs,
+                            recv_type, comm);
+}
+
+int gatherv_call(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+                 const int* displs, MPI_Datatype recv_type, int root, MPI_Comm comm, Started how,
+                 MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::gatherv;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;  // the root's only
+  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm) : nullptr; r && root < r->size) {
+    const Rooted v = rooted_parts(*s, comm, root, in_place, recv_type, recv_counts, displs, send_type, send_count);
+    const void* from = in_place ? recv : send;
+    if (!how.persistent)
+      return start_vector(
+          *s, c, "MPI_Igatherv", *r, v.can, request,
+          [=](MPI_Comm dup, MPI_Request* q) {
+            return PMPI_Igatherv(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, dup, q);
+          },
+          [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
+            return cc.igatherv(from, v.own(), recv, v.counts(), v.displs(), DType::uint8, root, std::move(d));
+          });
+    if (agreed(*s, c, comm, root, v.most(), v.can))
+      return serve(*s, c, "MPIX_Gatherv_init", *r, request, true, [&](Comm& cc) {
+        return cc.gatherv_init(from, v.own(), recv, v.counts(), v.displs(), DType::uint8, root);
+      });
+  }
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Igatherv, Gatherv_init, send, send_count, send_type, recv, recv_counts, displs,
+                            recv_type, root, comm);
+}
+
+int scatterv_call(const void* send, const int* send_counts, const int* displs, MPI_Datatype send_type, void* recv,
+                  int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm, Started how, MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::scatterv;
+  State* s = active();
+  const bool in_place = recv == MPI_IN_PLACE;  // the root's only: its block stays in send
+  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm) : nullptr; r && root < r->size) {
+    const Rooted v = rooted_parts(*s, comm, root, in_place, send_type, send_counts, displs, recv_type, recv_count);
+    void* to = in_place ? const_cast<void*>(send) : recv;
+    if (!how.persistent)
+      return start_vector(
+          *s, c, "MPI_Iscatterv", *r, v.can, request,
+          [=](MPI_Comm dup, MPI_Request* q) {
+            return PMPI_Iscatterv(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, dup, q);
+          },
+          [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
+            return cc.iscatterv(send, v.counts(), v.displs(), to, v.own(), DType::uint8, root, std::move(d));
+          });
+    if (agreed(*s, c, comm, root, v.most(), v.can))
+      return serve(*s, c, "MPIX_Scatterv_init", *r, request, true, [&](Comm& cc) {
+        return cc.scatterv_init(send, v.counts(), v.displs(), to, v.own(), DType::uint8, root);
+      });
+  }
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Iscatterv, Scatterv_init, send, send_counts, displs, send_type, recv, recv_count,
+                            recv_type, root, comm);
+}
+
+int alltoallv_call(const void* send, const int* send_counts, const int* send_displs, MPI_Datatype send_type, void* recv,
+                   const int* recv_counts, const int* recv_displs, MPI_Datatype recv_type, MPI_Comm comm, Started how,
+                   MPI_Request* request) {
+  constexpr MpiCollective c = MpiCollective::alltoallv;
+  State* s = active();
+  const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are recv's, by the receive counts
+  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm) : nullptr) {
+    const ByteBlocks in = byte_blocks(*s, recv_type, recv_counts, recv_displs, r->size);
+    const ByteBlocks out = in_place ? in : byte_blocks(*s, send_type, send_counts, send_displs, r->size);
+    const bool can = in.ok && out.ok;
+    const void* from = in_place ? recv : send;
+    if (!how.persistent)
+      return start_vector(
+          *s, c, "MPI_Ialltoallv", *r, can, request,
+          [=](MPI_Comm dup, MPI_Request* q) {
+            return PMPI_Ialltoallv(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type,
+                                   dup, q);
+          },
+          [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
+            return cc.ialltoallv(from, out.counts.data(), out.displs.data(), recv, in.counts.data(), in.displs.data(),
+                                 DType::uint8, std::move(d));
+          });
+    if (agreed(*s, c, comm, 0, std::max(in.most, out.most), can))
+      return serve(*s, c, "MPIX_Alltoallv_init", *r, request, true, [&](Comm& cc) {
+        return cc.alltoallv_init(from, out.counts.data(), out.displs.data(), recv, in.counts.data(), in.displs.data(),
+                                 DType::uint8);
+      });
+  }
+  if (s) s->stats.passed(c, how.persistent);
+  return COPSE_LIBRARY_CALL(how, Ialltoallv, Alltoallv_init, send, send_counts, send_displs, send_type, recv,
+                            recv_counts, recv_displs, recv_type, comm);
+}
+
+}  // namespace
+
+int iallgatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+                const int* displs, MPI_Datatype recv_type, MPI_Comm comm, MPI_Request* request) {
+  return allgatherv_call(send, send_count, send_type, recv, recv_counts, displs, recv_type, comm, {}, request);
+}
+int allgatherv_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+                    const int* displs, MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return allgatherv_call(send, send_count, send_type, recv, recv_counts, displs, recv_type, comm, {true, info},
+                         request);
+}
+int igatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+             const int* displs, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return gatherv_call(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm, {}, request);
+}
+int gatherv_init(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int* recv_counts,
+                 const int* displs, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info,
+                 MPI_Request* request) {
+  return gatherv_call(send, send_count, send_type, recv, recv_counts, displs, recv_type, root, comm, {true, info},
+                      request);
+}
+int iscatterv(const void* send, const int* send_counts, const int* displs, MPI_Datatype send_type, void* recv,
+              int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request* request) {
+  return scatterv_call(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm, {}, request);
+}
+int scatterv_init(const void* send, const int* send_counts, const int* displs, MPI_Datatype send_type, void* recv,
+                  int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Info info,
+                  MPI_Request* request) {
+  return scatterv_call(send, send_counts, displs, send_type, recv, recv_count, recv_type, root, comm, {true, info},
+                       request);
+}
+int ialltoallv(const void* send, const int* send_counts, const int* send_displs, MPI_Datatype send_type, void* recv,
+               const int* recv_counts, const int* recv_displs, MPI_Datatype recv_type, MPI_Comm comm,
+               MPI_Request* request) {
+  return alltoallv_call(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm, {},
+                        request);
+}
+int alltoallv_init(const void* send, const int* send_counts, const int* send_displs, MPI_Datatype send_type, void* recv,
+                   const int* recv_counts, const int* recv_displs, MPI_Datatype recv_type, MPI_Comm comm, MPI_Info info,
+                   MPI_Request* request) {
+  return alltoallv_call(send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs, recv_type, comm,
+                        {true, info}, request);
 }
 
 }  // namespace copse::mpi::interposer

@@ -23,7 +23,8 @@
  * peers (rank 0: Ibarrier, Send; rank 1: Recv, Ibarrier), and persistent
  * calls of every collective (MPIX_*_init, nonblocking_persistent.c) whose
  * starts and waits allocate nothing (operator new, counted here: the
- * executable's definition is the process's). */
+ * executable's definition is the process's); the nonblocking and persistent
+ * v-variants likewise (nonblocking_vector.c). */
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -47,8 +48,9 @@ void* _Znwm(size_t n) { /* operator new(size_t) */
 }
 void* _Znam(size_t n) { return _Znwm(n); } /* operator new[] */
 
-const char* const names[KINDS] = {"allreduce",      "reduce",  "bcast",  "barrier",  "allgather", "reduce_scatter_block",
-                                  "reduce_scatter", "scatter", "gather", "alltoall"};
+const char* const names[KINDS] = {"allreduce", "reduce",     "bcast",   "barrier",  "allgather", "reduce_scatter_block",
+                                  "reduce_scatter", "scatter", "gather", "alltoall", "allgatherv", "gatherv",
+                                  "scatterv", "alltoallv"};
 long served[KINDS], persistent_served[KINDS];
 int rank, size;
 _Atomic int failures; /* CHECK from the threads of threads_at_once too */
@@ -527,6 +529,7 @@ int main(int argc, char** argv) {
   start_never_waits();
   const long counts[] = {0, 1, p - 1, p + 1, 1000, (1L << 20) / 8 + 3};
   for (int k = 0; k < 6; ++k) all_at(MPI_COMM_WORLD, counts[k], k * 100);
+  for (int k = 0; k < 6; ++k) vector_all(counts[k], k * 100);
   completions(MPI_COMM_WORLD, 1000);
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
   other_request_calls(MPI_COMM_WORLD, 1000);
@@ -538,12 +541,14 @@ int main(int argc, char** argv) {
   persistent((1L << 20) / 8 + 3);
   persistent_all(1);
   persistent_all(1000);
+  vector_persistent(p + 1);
+  vector_persistent((1L << 20) / 8 + 3);
   if (multiple) {
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked for, %d given", provided);
     if (provided == MPI_THREAD_MULTIPLE) threads_at_once(), blocking_beside_tests();
   }
 
-  char line[1024];
+  char line[2048];
   int at = snprintf(line, sizeof line, "{\"rank\": %d, \"nonblocking\": {", rank);
   for (int k = 0; k < KINDS; ++k)
     at += snprintf(line + at, sizeof line - (size_t)at, "%s\"%s\": %ld", k ? ", " : "", names[k], served[k]);

@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, RS, SCATTER, GATHER, ALLTOALL, KINDS };
+enum {
+  ALLREDUCE, REDUCE, BCAST, BARRIER, ALLGATHER, RSB, RS, SCATTER, GATHER, ALLTOALL,
+  ALLGATHERV, GATHERV, SCATTERV, ALLTOALLV, KINDS
+};
 extern const char* const names[KINDS]; /* as the stats file names them */
 /* The nonblocking and the persistent calls this process expects copse to serve, by kind. */
 extern long served[KINDS], persistent_served[KINDS];
@@ -36,3 +39,8 @@ int blocks_ok(const int64_t* got, int p, long n, int salt);
 /* tests/pmpi/nonblocking_persistent.c */
 void persistent(long n);
 void persistent_all(long n);
+
+/* tests/pmpi/nonblocking_vector.c: the v-variants at base count n (salts
+ * from `salt`), and their persistent forms. */
+void vector_all(long n, int salt);
+void vector_persistent(long n);

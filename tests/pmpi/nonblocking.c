@@ -530,6 +530,7 @@ int main(int argc, char** argv) {
   const long counts[] = {0, 1, p - 1, p + 1, 1000, (1L << 20) / 8 + 3};
   for (int k = 0; k < 6; ++k) all_at(MPI_COMM_WORLD, counts[k], k * 100);
   for (int k = 0; k < 6; ++k) vector_all(counts[k], k * 100);
+  vector_deferred();
   completions(MPI_COMM_WORLD, 1000);
   completions(MPI_COMM_WORLD, (1L << 20) / 8 + 3);
   other_request_calls(MPI_COMM_WORLD, 1000);

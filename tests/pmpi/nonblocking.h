@@ -44,3 +44,4 @@ void persistent_all(long n);
  * from `salt`), and their persistent forms. */
 void vector_all(long n, int salt);
 void vector_persistent(long n);
+void vector_deferred(void);

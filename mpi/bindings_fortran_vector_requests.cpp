@@ -27,37 +27,27 @@ __attribute__((visibility("hidden"))) void copse_fortran_mpi_iallgatherv(void* s
   });
 }
 
-__attribute__((visibility("hidden"))) void copse_fortran_mpi_igatherv(void* send, MPI_Fint* send_count,
-                                                                      MPI_Fint* send_type, void* recv,
-                                                                      MPI_Fint* recv_counts, MPI_Fint* displs,
-                                                                      MPI_Fint* recv_type, MPI_Fint* root,
-                                                                      MPI_Fint* comm, MPI_Fint* request,
-                                                                      MPI_Fint* ierror) {
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_igatherv(
+    void* send, MPI_Fint* send_count, MPI_Fint* send_type, void* recv, MPI_Fint* recv_counts, MPI_Fint* displs,
+    MPI_Fint* recv_type, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror) {
   ip::new_request(request, ierror, [&](MPI_Request* c) {
     return ip::igatherv(ip::from_fortran(send), *send_count, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
                         recv_counts, displs, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), c);
   });
 }
 
-__attribute__((visibility("hidden"))) void copse_fortran_mpi_iscatterv(void* send, MPI_Fint* send_counts,
-                                                                       MPI_Fint* displs, MPI_Fint* send_type,
-                                                                       void* recv, MPI_Fint* recv_count,
-                                                                       MPI_Fint* recv_type, MPI_Fint* root,
-                                                                       MPI_Fint* comm, MPI_Fint* request,
-                                                                       MPI_Fint* ierror) {
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_iscatterv(
+    void* send, MPI_Fint* send_counts, MPI_Fint* displs, MPI_Fint* send_type, void* recv, MPI_Fint* recv_count,
+    MPI_Fint* recv_type, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror) {
   ip::new_request(request, ierror, [&](MPI_Request* c) {
-    return ip::iscatterv(ip::from_fortran(send), send_counts, displs, PMPI_Type_f2c(*send_type),
-                         ip::from_fortran(recv), *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm),
-                         c);
+    return ip::iscatterv(ip::from_fortran(send), send_counts, displs, PMPI_Type_f2c(*send_type), ip::from_fortran(recv),
+                         *recv_count, PMPI_Type_f2c(*recv_type), *root, PMPI_Comm_f2c(*comm), c);
   });
 }
 
-__attribute__((visibility("hidden"))) void copse_fortran_mpi_ialltoallv(void* send, MPI_Fint* send_counts,
-                                                                        MPI_Fint* send_displs, MPI_Fint* send_type,
-                                                                        void* recv, MPI_Fint* recv_counts,
-                                                                        MPI_Fint* recv_displs, MPI_Fint* recv_type,
-                                                                        MPI_Fint* comm, MPI_Fint* request,
-                                                                        MPI_Fint* ierror) {
+__attribute__((visibility("hidden"))) void copse_fortran_mpi_ialltoallv(
+    void* send, MPI_Fint* send_counts, MPI_Fint* send_displs, MPI_Fint* send_type, void* recv, MPI_Fint* recv_counts,
+    MPI_Fint* recv_displs, MPI_Fint* recv_type, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierror) {
   ip::new_request(request, ierror, [&](MPI_Request* c) {
     return ip::ialltoallv(ip::from_fortran(send), send_counts, send_displs, PMPI_Type_f2c(*send_type),
                           ip::from_fortran(recv), recv_counts, recv_displs, PMPI_Type_f2c(*recv_type),

@@ -15,6 +15,7 @@
 #include "plan/hierarchical.hpp"
 #include "plan/plan_cache.hpp"
 #include "plan/planner.hpp"
+#include "runtime/call_buffers.hpp"
 #include "runtime/failure_record.hpp"
 #include "runtime/rank_core.hpp"
 #include "runtime/team_wait.hpp"
@@ -104,7 +105,6 @@ struct ThreadRank final : RankCore {
     std::vector<Step> steps;
     std::byte* scratch = nullptr;  // staging for steps whose send and receive overlap (keyed: arrival_scratch)
     std::byte* work = nullptr;     // reduce, reduce_scatter: the working copy of send; scatter, gather, alltoall: y
-    ReduceOp data_op;              // bcast, allgather, barrier: element size only (replace never combines)
     bool keyed = false;
   };
 
@@ -132,12 +132,12 @@ struct ThreadRank final : RankCore {
   // The cached entry of `key`: the team's plan (planned once for everyone),
   // with this rank's steps and scratch.
   Entry& entry(const CallKey& key, DType dtype, const ReduceOp* op) {
-    return cached(cache, key, dtype, op, [&] { return make_entry(key, dtype); });
+    return cached(cache, key, dtype, op, [&] { return make_entry(key); });
   }
 
   // First call of a key on this rank: materialise this rank's steps of the
   // team's plan, carve its scratch from the arena.
-  Entry make_entry(const CallKey& key, DType dtype) {
+  Entry make_entry(const CallKey& key) {
     const Collective c = key.collective;
     Entry e;
     e.shared = team->compiled(key);
@@ -155,17 +155,14 @@ struct ThreadRank final : RankCore {
     } else if (staging * eb > 0) {
       e.scratch = team->arena.address(team->arena.allocate(staging * eb, 64));
     }
-    const bool works = c == Collective::reduce || c == Collective::reduce_scatter || !has_hierarchy(c);
+    const bool works = c == Collective::reduce || c == Collective::reduce_scatter || MovedBlocks::moves(c);
     if (works && elements * eb > 0) e.work = team->arena.address(team->arena.allocate(elements * eb, 64));
-    e.data_op = data_op(dtype, eb);
     return e;
   }
 
-  void run(Entry& e, std::byte* y, const ReduceOp& op, RunInput input = {}) {
-    const Collective c = e.shared->algorithm->collective;
-    RankCore::run(e.steps, y, e.keyed ? arrival_scratch : e.scratch, op, c, nullptr, input);
-    returned(c);
-  }
+  // Runs the call of `args` to its end (ThreadCall, below), over `e` if
+  // given (else the arguments' entry).
+  void run(const CallArgs& args, Entry* e = nullptr);
 
   // ---- arrival: the team's board ----
   void publish(std::int64_t call, Picos value) override { team->board->publish(rank, call, value); }
@@ -186,118 +183,115 @@ struct ThreadRank final : RankCore {
   std::shared_ptr<PendingCall> make_call(const CallArgs& args, bool persistent) override;  // below
 };
 
+// A thread rank's collective: its cached entry (the team's plan, this rank's
+// steps and scratch), its working vector loaded as the call's buffers say
+// (runtime/call_buffers.hpp), its run started, then progressed -- waiting, for
+// a blocking call; a step at a time, for a nonblocking or persistent one
+// (runtime/pending.hpp) -- and its result stored. One call for both, so a
+// nonblocking call computes what the blocking one does, bit for bit.
+class ThreadCall final : public PendingCall {
+ public:
+  // `entry`: the call's (an allreduce planned by arrival); null: found or
+  // made now, from the arguments (UsageError for a bad root or operator).
+  ThreadCall(ThreadRank& rank, const CallArgs& args, ThreadRank::Entry* entry = nullptr)
+      : r_(rank), b_(args, rank.team->ranks, rank.rank), e_(entry ? *entry : entry_of(rank, b_)) {}
+  bool progress(bool wait) override {
+    if (!running_) {
+      // The entry's work memory holds every piece this rank works on
+      // (ThreadRank::make_entry); a call that needs none gets a few bytes
+      // nobody reads (a barrier's messages carry no data).
+      alignas(64) static std::byte nothing[64];
+      piece_ = b_.load(0, b_.count(), e_.work ? e_.work : nothing);
+      r_.start_run(run_, e_.steps, piece_.y, e_.keyed ? r_.arrival_scratch : e_.scratch, b_.op(), b_.collective(),
+                   nullptr, piece_.input);
+      running_ = true;
+    }
+    if (!r_.advance_run(run_, nullptr, wait)) return false;
+    running_ = false;
+    b_.store(piece_);
+    r_.returned(b_.collective());
+    return true;
+  }
+  void restart() override { running_ = false; }
+
+ private:
+  static ThreadRank::Entry& entry_of(ThreadRank& r, const CallBuffers& b) {
+    const CallArgs& a = b.args();
+    return r.entry(r.team->key_of(a.collective, b.count(), b.element_bytes(), a.op, a.root), a.dtype, a.op);
+  }
+
+  ThreadRank& r_;
+  const CallBuffers b_;
+  ThreadRank::Entry& e_;  // the cache's: never evicted (only arrival-keyed entries are)
+  CallPiece piece_;
+  StepRun run_;
+  bool running_ = false;
+};
+
+void ThreadRank::run(const CallArgs& args, Entry* e) {
+  ThreadCall call(*this, args, e);
+  call.progress(true);
+}
+
 void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   if (allreduce_direct(send, recv, count, op)) return;
   bool warmup = false;
   const ArrivalKey* arrival = arrive(warmup);  // plan/arrival_monitor.hpp
   CallKey key = team->key_of(Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
   if (arrival) key.arrival = *arrival;
-  run(entry(key, op.dtype, &op), bytes_of(recv), op, input_of(send, recv, count));
+  run({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, &entry(key, op.dtype, &op));
 }
 
 void ThreadRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   if (reduce_direct(send, recv, count, op, root)) return;
-  auto& e = entry(team->key_of(Collective::reduce, count, op.element_bytes, &op, root), op.dtype, &op);
-  // The root works in its receive buffer, the others in private memory.
-  std::byte* y = rank == root ? bytes_of(recv) : e.work;
-  run(e, y, op, input_of(send, y, count, rank == root));
+  run({Collective::reduce, send, recv, count, &op, op.dtype, root});
 }
 
 void ThreadRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
   if (bcast_direct(buffer, count, dtype_size(dtype), root)) return;
-  auto& e = entry(team->key_of(Collective::bcast, count, dtype_size(dtype), nullptr, root), dtype, nullptr);
-  run(e, bytes_of(buffer), e.data_op);
+  run({Collective::bcast, buffer, buffer, count, nullptr, dtype, root});
 }
 
 void ThreadRank::barrier() {
   if (barrier_direct()) return;
-  // One element of zero bytes: the schedule's messages carry no data, only
-  // the rendezvous (and alpha on the virtual clock).
-  auto& e = entry(team->key_of(Collective::barrier, 1, 0, nullptr, 0), DType::uint8, nullptr);
-  alignas(64) static std::byte nothing[64];
-  run(e, nothing, e.data_op);
+  run({Collective::barrier, nullptr, nullptr, 0, nullptr});
 }
 
 void ThreadRank::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
   if (allgather_direct(send, recv, count, dtype_size(dtype))) return;
-  auto& e = entry(team->key_of(Collective::allgather, count, dtype_size(dtype), nullptr, 0), dtype, nullptr);
-  const std::size_t bytes = count * dtype_size(dtype);
-  // In place (send == recv): the contribution is already at its block.
-  if (send != recv) copy_bytes(bytes_of(recv) + static_cast<std::size_t>(rank) * bytes, send, bytes);
-  run(e, bytes_of(recv), e.data_op);
+  run({Collective::allgather, send, recv, count, nullptr, dtype, 0});
 }
 
 void ThreadRank::reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) {
   if (reduce_scatter_block_direct(send, recv, count, op)) return;
-  auto& e = entry(team->key_of(Collective::reduce_scatter, count, op.element_bytes, &op, 0), op.dtype, &op);
-  const std::size_t bytes = count * op.element_bytes;
-  run(e, e.work, op, input_of(send, e.work, count * static_cast<std::size_t>(team->ranks)));
-  copy_bytes(recv, e.work + static_cast<std::size_t>(rank) * bytes, bytes);
+  run({Collective::reduce_scatter, send, recv, count, &op, op.dtype, 0});
 }
 
 void ThreadRank::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
   const BlockCounts b = BlockCounts::of(counts, team->ranks);
   if (b.equal) return reduce_scatter_block(send, recv, b.block, op);
   if (reduce_scatter_direct(send, recv, b, op)) return;
-  auto& e = entry(team->key_of(Collective::reduce_scatter, b.block, op.element_bytes, &op, 0), op.dtype, &op);
-  const std::size_t eb = op.element_bytes;
-  // The blocks padded to the largest, in the work vector (in place: read
-  // from recv before the result overwrites it).
-  b.pack(bytes_of(send), e.work, 0, b.block, eb, [&](int v) { return static_cast<std::size_t>(v) * b.block * eb; });
-  run(e, e.work, op);
-  copy_bytes(recv, e.work + static_cast<std::size_t>(rank) * b.block * eb,
-             b.counts[static_cast<std::size_t>(rank)] * eb);
+  CallArgs args{Collective::reduce_scatter, send, recv, 0, &op, op.dtype, 0};
+  // Not owned (an empty owner, no count to keep): b outlives the call.
+  args.blocks = std::shared_ptr<const BlockCounts>(std::shared_ptr<const BlockCounts>(), &b);
+  run(args);
 }
 
-// The working vector is the entry's (the user's buffers hold blocks in
-// another layout, and a scatter's non-roots have none of the others').
 void ThreadRank::move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) {
-  const std::size_t eb = dtype_size(dtype);
-  if (c == Collective::alltoall) root = 0;
-  auto& e = entry(team->key_of(c, count, eb, nullptr, root), dtype, nullptr);
-  const MovedBlocks blocks{c, team->ranks, rank, root, count, eb};
-  blocks.load(send, recv, e.work, 0, count);
-  run(e, e.work, e.data_op);
-  blocks.store(e.work, send, recv, 0, count);
+  run({c, send, recv, count, nullptr, dtype, root});
 }
 
-// ---- nonblocking and persistent allreduce (runtime/pending.hpp) ----
+// ---- nonblocking and persistent calls (runtime/pending.hpp) ----
 
-// A thread rank's allreduce as a call: the team's plan (planning waits for
-// no other rank), then the run, progressed a step at a time -- the same run
-// as the blocking allreduce's schedule (never the direct reduce's slots).
-class ThreadAllreduce final : public PendingCall {
- public:
-  ThreadAllreduce(ThreadRank& rank, const CallArgs& args) : r_(rank), a_(args) {}
-  bool progress(bool wait) override {
-    if (!entry_) {
-      const ReduceOp& op = *a_.op;
-      entry_ = &r_.entry(r_.team->key_of(Collective::allreduce, a_.count, op.element_bytes, &op, 0), op.dtype, &op);
-      r_.start_run(run_, entry_->steps, bytes_of(a_.recv), entry_->scratch, op, Collective::allreduce, nullptr,
-                   input_of(a_.send, a_.recv, a_.count));
-    }
-    if (!r_.advance_run(run_, nullptr, wait)) return false;
-    entry_ = nullptr;
-    r_.returned(Collective::allreduce);
-    return true;
-  }
-  void restart() override { entry_ = nullptr; }
-
- private:
-  ThreadRank& r_;
-  const CallArgs a_;
-  ThreadRank::Entry* entry_ = nullptr;  // while running
-  StepRun run_;
-};
-
+// Planned now (the team's plan: waiting for no other rank), run from the
+// queue. Never the direct paths but RankCore::direct_call's: those wait for
+// every rank of the node.
 std::shared_ptr<PendingCall> ThreadRank::make_call(const CallArgs& args, bool persistent) {
   if (args.collective != Collective::allreduce)
     throw UsageError("the thread Comm's nonblocking collectives: iallreduce and allreduce_init only");
-  auto call = std::make_shared<ThreadAllreduce>(*this, args);
+  if (persistent) drain();  // in order with this rank's collectives, as the MPI Comm's must
+  auto call = std::make_shared<ThreadCall>(*this, args);
   if (persistent) {
-    drain();
-    entry(team->key_of(Collective::allreduce, args.count, args.op->element_bytes, args.op, 0), args.op->dtype,
-          args.op);  // planned now
     reserve_for_persistent();
     link.unwritten.reserve(16);
   }

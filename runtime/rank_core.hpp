@@ -280,6 +280,10 @@ struct MovedBlocks {
   std::uint64_t count = 0;  // elements per block, in the user's buffers
   std::size_t eb = 0;       // bytes per element
 
+  // Whether `c`'s blocks move this way: scatter, gather and alltoall.
+  static bool moves(Collective c) {
+    return c == Collective::scatter || c == Collective::gather || c == Collective::alltoall;
+  }
   // The areas of p blocks in y: alltoall's send and receive blocks, else one.
   std::uint64_t areas() const { return collective == Collective::alltoall ? 2 : 1; }
   // Elements of y for a piece of n per block.

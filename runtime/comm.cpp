@@ -287,8 +287,6 @@ void ThreadRank::move(Collective c, const void* send, void* recv, std::size_t co
 // queue. Never the direct paths but RankCore::direct_call's: those wait for
 // every rank of the node.
 std::shared_ptr<PendingCall> ThreadRank::make_call(const CallArgs& args, bool persistent) {
-  if (args.collective != Collective::allreduce)
-    throw UsageError("the thread Comm's nonblocking collectives: iallreduce and allreduce_init only");
   if (persistent) drain();  // in order with this rank's collectives, as the MPI Comm's must
   auto call = std::make_shared<ThreadCall>(*this, args);
   if (persistent) {

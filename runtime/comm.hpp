@@ -27,6 +27,14 @@
 // gather and alltoall run on a cached working vector in the schedule's
 // layout, the blocks copied in and out (runtime/rank_core.hpp, MovedBlocks).
 //
+// Nonblocking and persistent (Comm::iallreduce ... Comm::alltoall_init):
+// every collective, run by the same code as the blocking call's schedule
+// (ThreadCall, over the same cached entry), progressed a step at a time from
+// its Request -- bit for bit the blocking call's result where that one runs
+// its schedule too. They never take the direct paths below but for a small
+// allreduce or a barrier of one node (RankCore::direct_call): those wait
+// for every rank of the node. A persistent call is planned at its init.
+//
 // Small vectors: on one node without a virtual clock, an allreduce of at
 // most DirectReduce::kSlotBytes and every barrier run in one round through
 // the direct shared-memory reduce (transport/direct_reduce.hpp) -- each rank

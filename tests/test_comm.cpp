@@ -38,6 +38,7 @@
 #include "common/reduce_op.hpp"
 #include "plan/hierarchical.hpp"
 #include "runtime/comm.hpp"
+#include "tests/allocation_count.hpp"
 #include "tests/comm_threads.hpp"
 #include "tests/support.hpp"
 
@@ -105,6 +106,8 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
+
+std::uint64_t copse::testing::allocations_on_this_thread() { return t_allocations; }
 
 using namespace copse;
 

@@ -1,6 +1,7 @@
 // The thread Comm's nonblocking and persistent allreduce (runtime/pending.hpp):
 // the same resumable run (StepExecutor::start, advance) as the blocking
 // call's, progressed by Request::test -- same results, same virtual times.
+// Every other collective's forms: test_nonblocking_collectives.cpp.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -146,12 +147,6 @@ TEST_CASE("thread Comm: a persistent request dropped while its call runs: the ca
     }));
     CHECK(good == std::vector<int>(static_cast<std::size_t>(p), 1));
   }
-}
-
-TEST_CASE("thread Comm: nonblocking collectives other than allreduce are refused", "[comm]") {
-  Team team(options_for({1}));
-  int value = 0;
-  CHECK_THROWS_AS(team.comm(0).ibcast(&value, 1, DType::int32, 0), UsageError);
 }
 
 }  // namespace copse::testing

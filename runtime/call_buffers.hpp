@@ -6,10 +6,10 @@
 // roots, blocks of unequal counts) written once over a call's arguments
 // (CallArgs, runtime/pending.hpp), whether the call then runs waiting or a
 // step at a time. The thread Comm runs every schedule through it
-// (runtime/comm.cpp, ThreadCall); the MPI Comm's calls (MpiCall in
-// runtime/mpi_pending.cpp, the blocking ones in runtime/mpi_comm.cpp) follow
-// the same rules with their own copy of them, over their work vector and
-// their plans' numbering (`slot_of` below).
+// (runtime/comm.cpp, ThreadCall), and the MPI Comm its nonblocking and
+// persistent calls (MpiCall in runtime/mpi_pending.cpp), over its work
+// vector and its plans' numbering (`slot_of` below); the MPI Comm's blocking
+// calls (runtime/mpi_comm.cpp) still load and store their pieces themselves.
 
 #include <cstddef>
 #include <cstdint>

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/error.hpp"
+#include "runtime/call_buffers.hpp"
 #include "runtime/mpi_rank.hpp"
 #include "runtime/pending.hpp"
 
@@ -25,51 +27,51 @@ namespace {
 // progressed without waiting unless asked to wait.
 class MpiCall final : public PendingCall {
  public:
-  MpiCall(MpiRank& rank, const CallArgs& args) : r_(rank), a_(args) {
+  MpiCall(MpiRank& rank, const CallArgs& args)
+      : r_(rank), a_(args), b_(with_blocks(args, rank.team->ranks), rank.team->ranks, rank.rank) {
     const Collective c = a_.collective;
-    // A barrier's one element has no bytes: its messages carry no data.
-    eb_ = a_.op ? a_.op->element_bytes : c == Collective::barrier ? 0 : dtype_size(a_.dtype);
-    data_ = data_op(a_.dtype, eb_);
-    count_ = c == Collective::barrier ? 1 : a_.count;
-    if (c == Collective::reduce_scatter) {  // as MpiRank::reduce_scatter_blocks: blocks of the largest count
-      blocks_ =
-          a_.blocks ? a_.blocks : std::make_shared<const BlockCounts>(BlockCounts::uniform(r_.team->ranks, count_));
-      count_ = blocks_->block;
-    }
-    const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves_blocks();
-    piece_ = blocks ? r_.block_piece(eb_, moves_blocks() ? moved().areas() : 1) : r_.piece(eb_);
+    const bool moves = MovedBlocks::moves(c);
+    const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves;
+    piece_ = blocks ? r_.block_piece(eb(), moves ? moved().areas() : 1) : r_.piece(eb());
   }
   bool progress(bool wait) override;
   void restart() override { stage_ = Stage::piece, at_ = 0; }
   // A persistent call's plans, now (waiting for the agreements), and room
   // for its working vector: its runs then plan and allocate nothing.
   void plan_now() {
-    const std::uint64_t full = std::min(piece_, count_), last = count_ % piece_;
-    own_.push_back(r_.entry(a_.collective, count_, full, a_.dtype, eb_, a_.op, a_.root));
-    if (count_ > piece_ && last != 0)
-      own_.push_back(r_.entry(a_.collective, count_, last, a_.dtype, eb_, a_.op, a_.root));
-    r_.work_vector(2 * static_cast<std::size_t>(r_.team->ranks) * full * eb_);
+    const std::uint64_t count = b_.count(), full = std::min(piece_, count), last = count % piece_;
+    own_.push_back(r_.entry(a_.collective, count, full, a_.dtype, eb(), a_.op, a_.root));
+    if (count > piece_ && last != 0)
+      own_.push_back(r_.entry(a_.collective, count, last, a_.dtype, eb(), a_.op, a_.root));
+    r_.work_vector(2 * static_cast<std::size_t>(r_.team->ranks) * full * eb());
   }
 
  private:
   enum class Stage : std::uint8_t { piece, agreeing, running };
-  bool moves_blocks() const {
-    const Collective c = a_.collective;
-    return c == Collective::scatter || c == Collective::gather || c == Collective::alltoall;
+  // reduce_scatter in blocks of the largest count (as MpiRank::reduce_scatter_blocks):
+  // reduce_scatter_block's equal ones when the call gives none.
+  static CallArgs with_blocks(CallArgs args, int ranks) {
+    if (args.collective == Collective::reduce_scatter && !args.blocks)
+      args.blocks = std::make_shared<const BlockCounts>(BlockCounts::uniform(ranks, args.count));
+    return args;
   }
+  std::size_t eb() const { return b_.element_bytes(); }
   // scatter, gather and alltoall: their blocks between the user's buffers and y (MpiRank::move's).
-  MovedBlocks moved() const { return {a_.collective, r_.team->ranks, r_.rank, a_.root, count_, eb_}; }
-  const ReduceOp& op() const { return a_.op ? *a_.op : data_; }
+  MovedBlocks moved() const { return {a_.collective, r_.team->ranks, r_.rank, a_.root, b_.count(), eb()}; }
   const void* identity() const { return a_.op ? a_.op->identity.get() : nullptr; }
+  // The working vector's block of rank v, when the piece's plan numbers the
+  // ranks node by node and they are not consecutive there.
+  std::span<const int> slot_of() const {
+    const TeamState& t = *r_.team;
+    return entry_->over_internal && !t.contiguous ? std::span<const int>(t.internal_of) : std::span<const int>();
+  }
   MpiRank::Entry* find_entry();
   void begin_piece();
-  void end_piece();
 
   MpiRank& r_;
   const CallArgs a_;
-  ReduceOp data_;  // the operator of the collectives that only move data
-  std::size_t eb_ = 0;
-  std::uint64_t count_ = 0, piece_ = 1, at_ = 0, n_ = 0;
+  const CallBuffers b_;  // the piece's buffers, as the thread Comm's calls (runtime/call_buffers.hpp)
+  std::uint64_t piece_ = 1, at_ = 0, n_ = 0;
   Stage stage_ = Stage::piece;
   MpiRank::Entry* entry_ = nullptr;
   std::vector<MpiRank::Entry> own_;  // persistent: its pieces' plans (the full piece's, then the last's)
@@ -77,24 +79,23 @@ class MpiCall final : public PendingCall {
   bool hierarchical_ = false;
   std::unique_ptr<MpiRank::Agreement> agreement_;
   StepRun run_;
-  std::byte* y_ = nullptr;
-  bool into_recv_ = false;
-  std::shared_ptr<const BlockCounts> blocks_;  // reduce_scatter's
+  CallPiece running_;
 };
 
 MpiRank::Entry* MpiCall::find_entry() {
-  if (!own_.empty()) return n_ == std::min(piece_, count_) ? &own_.front() : &own_.back();
-  key_ = r_.entry_key(a_.collective, n_, eb_, a_.op, a_.root, hierarchical_);
+  if (!own_.empty()) return n_ == std::min(piece_, b_.count()) ? &own_.front() : &own_.back();
+  key_ = r_.entry_key(a_.collective, n_, eb(), a_.op, a_.root, hierarchical_);
   if (auto* found = r_.cache.find(key_, a_.dtype, identity())) return &found->value;
   return nullptr;
 }
 
 bool MpiCall::progress(bool wait) {
   const Collective c = a_.collective;
+  const std::uint64_t count = b_.count();
   for (;;) {
     switch (stage_) {
       case Stage::piece:
-        n_ = std::min(piece_, count_ - at_);
+        n_ = std::min(piece_, count - at_);
         if ((entry_ = find_entry())) {
           begin_piece();
           stage_ = Stage::running;
@@ -102,7 +103,7 @@ bool MpiCall::progress(bool wait) {
           if (r_.team->engine->aborted()) r_.team->rethrow_failure();
           r_.check_call(key_, a_.op);
           agreement_ = std::make_unique<MpiRank::Agreement>();
-          r_.agree_begin(*agreement_, c, count_, a_.dtype, r_.planner_of(hierarchical_),
+          r_.agree_begin(*agreement_, c, count, a_.dtype, r_.planner_of(hierarchical_),
                          r_.internal_key(key_, hierarchical_));
           r_.start_run(run_, r_.agree_steps, reinterpret_cast<std::byte*>(agreement_->got), r_.scratch.data(),
                        agreement_->record, c, &r_.mpi);
@@ -116,7 +117,7 @@ bool MpiCall::progress(bool wait) {
         agreement_.reset();
         entry_ = &r_.cache
                       .insert({key_, a_.dtype, a_.op ? a_.op->identity : nullptr,
-                               r_.make_entry(std::move(plan), hierarchical_, c, eb_)})
+                               r_.make_entry(std::move(plan), hierarchical_, c, eb())})
                       .value;
         begin_piece();
         stage_ = Stage::running;
@@ -124,10 +125,10 @@ bool MpiCall::progress(bool wait) {
       }
       case Stage::running:
         if (!r_.advance_run(run_, &r_.mpi, wait)) return false;
-        end_piece();
+        b_.store(running_, slot_of());
         stage_ = Stage::piece;
         at_ += n_;
-        if (at_ >= count_) {
+        if (at_ >= count) {
           at_ = 0;
           r_.returned(c);
           return true;
@@ -140,60 +141,9 @@ bool MpiCall::progress(bool wait) {
 // The piece's working vector, its input loaded as the blocking call's
 // (MpiRank::allreduce, ...), and its run started.
 void MpiCall::begin_piece() {
-  const std::size_t eb = eb_;
-  const TeamState& t = *r_.team;
-  const auto p = static_cast<std::size_t>(t.ranks);
-  const std::uint64_t at = at_, n = n_;
-  const std::byte* send = bytes_of(a_.send);
-  std::byte* recv = bytes_of(a_.recv);
-  RunInput input;
-  switch (a_.collective) {
-    case Collective::allreduce:
-      y_ = recv + at * eb;
-      input = input_of(send + at * eb, y_, n);
-      break;
-    case Collective::reduce: {
-      const bool root = r_.rank == a_.root;
-      y_ = root ? recv + at * eb : r_.work_vector(n * eb);
-      input = input_of(send + at * eb, y_, n, root);
-      break;
-    }
-    case Collective::allgather: {
-      const std::byte* mine = send == recv ? recv + static_cast<std::size_t>(r_.rank) * count_ * eb : send;
-      into_recv_ = n == count_ && (t.contiguous || !entry_->over_internal);
-      y_ = into_recv_ ? recv : r_.work_vector(p * n * eb);
-      copy_bytes(y_ + entry_->block_at(t, r_.rank, n), mine + at * eb, n * eb);
-      break;
-    }
-    case Collective::reduce_scatter:
-      y_ = r_.work_vector(p * n * eb);
-      blocks_->pack(send == recv ? recv : send, y_, at, n, eb, [&](int v) { return entry_->block_at(t, v, n); });
-      break;
-    case Collective::barrier: y_ = r_.work_vector(0); break;
-    case Collective::scatter:
-    case Collective::gather:
-    case Collective::alltoall: {
-      const MovedBlocks blocks = moved();
-      y_ = r_.work_vector(blocks.vector(n) * eb);
-      blocks.load(send, recv, y_, at, n);
-      break;
-    }
-    default: y_ = recv + at * eb; break;  // bcast: the buffer
-  }
-  r_.start_run(run_, entry_->steps, y_, r_.scratch.data(), op(), a_.collective, &r_.mpi, input);
-}
-
-void MpiCall::end_piece() {
-  const std::size_t eb = eb_;
-  const TeamState& t = *r_.team;
-  std::byte* recv = bytes_of(a_.recv);
-  if (a_.collective == Collective::allgather && !into_recv_)
-    for (std::size_t v = 0; v < static_cast<std::size_t>(t.ranks); ++v)
-      copy_bytes(recv + (v * count_ + at_) * eb, y_ + entry_->block_at(t, static_cast<int>(v), n_), n_ * eb);
-  if (a_.collective == Collective::reduce_scatter)
-    copy_bytes(recv + at_ * eb, y_ + entry_->block_at(t, r_.rank, n_),
-               blocks_->real(static_cast<std::size_t>(r_.rank), at_, n_) * eb);
-  if (moves_blocks()) moved().store(y_, a_.send, a_.recv, at_, n_);
+  const std::span<const int> slots = slot_of();
+  running_ = b_.load(at_, n_, r_.work_vector(b_.work_bytes(n_, slots)), slots);
+  r_.start_run(run_, entry_->steps, running_.y, r_.scratch.data(), b_.op(), a_.collective, &r_.mpi, running_.input);
 }
 
 // A v-variant (PaddedCall, runtime/pending.hpp): the largest count and

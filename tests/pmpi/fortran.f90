@@ -8,8 +8,9 @@
 ! 5 allreduces, 1 reduce, 1 bcast, 1 barrier, 1 scatter, 1 gather and 2
 ! alltoalls served, and 1 allreduce (MPI_MAXLOC) passed; nonblocking, 4
 ! allreduces, 1 reduce, 2 bcasts, 4 barriers, 1 allgather, 1
-! reduce_scatter_block, 1 scatter, 1 gather and 1 alltoall served; 1
-! persistent allreduce, 1 bcast and 1 barrier served. Stops with
+! reduce_scatter_block, 1 scatter, 1 gather, 1 alltoall and one of each
+! v-variant served; 1 persistent allreduce, 1 bcast, 1 barrier and 1
+! allgatherv served. Stops with
 ! status 1 on a wrong result.
 
 subroutine with_mpif_h(failures)
@@ -269,6 +270,64 @@ subroutine nonblocking_blocks_use_mpi(failures)
   deallocate(all, part, sent, gathered)
 end subroutine
 
+! The nonblocking v-variants through `use mpi`, counts unequal: rank q
+! contributes q + 1 integers (10 q + j), packed in rank order. MPI_Iallgatherv,
+! MPI_Igatherv to the last rank, MPI_Iscatterv from it (block q is 1000 + 10 q
+! + j) and MPI_Ialltoallv (q + 1 copies of 100 rank + q for rank q), one
+! MPI_Waitall; then MPIX_Allgatherv_init, started twice.
+subroutine nonblocking_vector_use_mpi(failures)
+  use mpi
+  implicit none
+  integer, intent(inout) :: failures
+  integer :: ierr, rank, size, i, j, total, reqs(4), req, it
+  integer, allocatable :: counts(:), displs(:), rcounts(:), rdispls(:), expect(:)
+  integer, allocatable, asynchronous :: mine(:), all(:), gathered(:), sent(:), got(:), part(:), back(:)
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+  total = size * (size + 1) / 2
+  allocate(counts(size), displs(size), rcounts(size), rdispls(size), expect(total))
+  allocate(mine(rank + 1), all(total), gathered(total), sent(total), got(rank + 1), part(total), back(size * (rank + 1)))
+  do i = 0, size - 1
+    counts(i + 1) = i + 1
+    displs(i + 1) = i * (i + 1) / 2
+    rcounts(i + 1) = rank + 1
+    rdispls(i + 1) = i * (rank + 1)
+    do j = 0, i
+      expect(displs(i + 1) + j + 1) = 10 * i + j
+      sent(displs(i + 1) + j + 1) = 1000 + 10 * i + j
+      part(displs(i + 1) + j + 1) = 100 * rank + i
+    end do
+  end do
+  mine = (/ (10 * rank + j, j = 0, rank) /)
+  all = -1
+  gathered = -1
+  got = -1
+  back = -1
+  call MPI_IALLGATHERV(mine, rank + 1, MPI_INTEGER, all, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_IGATHERV(mine, rank + 1, MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, size - 1, MPI_COMM_WORLD, &
+                    reqs(2), ierr)
+  call MPI_ISCATTERV(sent, counts, displs, MPI_INTEGER, got, rank + 1, MPI_INTEGER, size - 1, MPI_COMM_WORLD, &
+                     reqs(3), ierr)
+  call MPI_IALLTOALLV(part, counts, displs, MPI_INTEGER, back, rcounts, rdispls, MPI_INTEGER, MPI_COMM_WORLD, &
+                      reqs(4), ierr)
+  call MPI_WAITALL(4, reqs, MPI_STATUSES_IGNORE, ierr)
+  if (ierr /= MPI_SUCCESS .or. any(reqs /= MPI_REQUEST_NULL) .or. any(all /= expect)) failures = failures + 1
+  if (rank == size - 1 .and. any(gathered /= expect)) failures = failures + 1
+  if (any(got /= (/ (1000 + 10 * rank + j, j = 0, rank) /))) failures = failures + 1
+  if (any(back /= (/ ((100 * i + rank, j = 0, rank), i = 0, size - 1) /))) failures = failures + 1
+  call MPIX_ALLGATHERV_INIT(mine, rank + 1, MPI_INTEGER, all, counts, displs, MPI_INTEGER, MPI_COMM_WORLD, &
+                            MPI_INFO_NULL, req, ierr)
+  do it = 1, 2
+    mine = (/ (10 * rank + j + it, j = 0, rank) /)
+    all = -1
+    call MPI_START(req, ierr)
+    call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+    if (ierr /= MPI_SUCCESS .or. any(all /= expect + it)) failures = failures + 1
+  end do
+  call MPI_REQUEST_FREE(req, ierr)
+  deallocate(counts, displs, rcounts, rdispls, expect, mine, all, gathered, sent, got, part, back)
+end subroutine
+
 ! A persistent allreduce through mpif.h: planned once by MPIX_ALLREDUCE_INIT
 ! (Open MPI's pcollreq extension; mpif-ext.h declares no interface), run
 ! by MPI_START/MPI_STARTALL and MPI_WAIT/MPI_WAITALL; the handle stays until
@@ -348,6 +407,7 @@ program fortran_collectives
   call with_mpi_f08(failures)
   call nonblocking_use_mpi(failures)
   call nonblocking_blocks_use_mpi(failures)
+  call nonblocking_vector_use_mpi(failures)
   call persistent_mpif_h(failures)
   call nonblocking_mpi_f08(failures)
   if (failures > 0) print *, 'rank', rank, ':', failures, 'wrong results'

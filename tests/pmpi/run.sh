@@ -174,8 +174,9 @@ EOF
       python3 - "$tmp/stats.jsonl" <<'EOF'
 import json, sys
 expect = {"nonblocking": {"allreduce": 4, "reduce": 1, "bcast": 2, "barrier": 4, "allgather": 1, "reduce_scatter_block": 1,
-                          "scatter": 1, "gather": 1, "alltoall": 1},
-          "persistent": {"allreduce": 1, "bcast": 1, "barrier": 1}}
+                          "scatter": 1, "gather": 1, "alltoall": 1, "allgatherv": 1, "gatherv": 1, "scatterv": 1,
+                          "alltoallv": 1},
+          "persistent": {"allreduce": 1, "bcast": 1, "barrier": 1, "allgatherv": 1}}
 bad = []
 for line in map(json.loads, open(sys.argv[1])):
     for form, served in expect.items():

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "algorithms/huge_pages.hpp"
+#include "algorithms/shift_sim.hpp"
 #include "algorithms/step_cursor.hpp"
 #include "algorithms/symmetric_plan.hpp"
 
@@ -577,6 +578,8 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
   check_start_offsets(options.start, ranks);
   if (rotation_symmetric(plan) && symmetric_shortcut_applies(ranks, options, hooks))
     return simulate_symmetric(plan, ranks, options);
+  if (const ShiftPlan* shift = shift_plan_of(plan); shift && symmetric_shortcut_applies(ranks, options, hooks))
+    return simulate_shift(*shift, ranks, options);
   const auto run = [&]<bool kPlain>() {
     if (const StepCursor* cursor = cursor_of(plan))
       return Simulation<CursorSteps, kPlain>(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();

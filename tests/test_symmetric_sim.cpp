@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/shift_plan.hpp"
 #include "algorithms/simulator.hpp"
 #include "algorithms/symmetric_plan.hpp"
 
@@ -53,6 +54,8 @@ void check_ring_shortcut(int p, std::uint64_t count) {
   const SchedulePlan plan = ring_plan(p, count);
   // The builder promises symmetry only when every chunk is alike.
   CHECK(rotation_symmetric(plan) == (count % static_cast<std::uint64_t>(p) == 0));
+  // Otherwise it promises a shift pipeline (algorithms/shift_plan.hpp).
+  CHECK((shift_plan_of(plan) != nullptr) == !rotation_symmetric(plan));
   for (const CostModel& model : symmetric_models()) {
     INFO("p = " << p << ", count " << count << ", timing " << static_cast<int>(model.timing()) << ", alpha "
                 << model.level(1).alpha);
@@ -71,6 +74,16 @@ TEST_CASE("the ring's symmetric shortcut gives the step-by-step figures", "[sim]
   for (int p : {1, 2, 3, 5, 7, 64})
     for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p), std::uint64_t(3 * p),
                                 std::uint64_t(1000 * p), std::uint64_t(1000 * p + 1)})
+      check_ring_shortcut(p, count);
+}
+
+// Unequal chunks: the shift profile (algorithms/shift_sim.cpp) against the
+// step-by-step run, with fewer elements than ranks (void chunks, steps not
+// yielded), a few more, and a remainder on either side of p/2.
+TEST_CASE("the ring's shift profile gives the step-by-step figures", "[sim]") {
+  for (int p : {2, 3, 5, 17, 100, 257})
+    for (std::uint64_t count : {std::uint64_t{2}, std::uint64_t(p / 3 + 1), std::uint64_t(p - 1), std::uint64_t(p + 1),
+                                std::uint64_t(5 * p + p / 2 + 1), std::uint64_t(7 * p - 1), std::uint64_t(100 * p + 3)})
       check_ring_shortcut(p, count);
 }
 

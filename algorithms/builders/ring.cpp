@@ -1,6 +1,7 @@
 // Ring allreduce: reduce-scatter then allgather around the ring, p-1 steps
 // each, one p-th of the vector per step. Chunk k accumulates the ranks after
 // it cyclically (x_{k+1} ... x_k), so the operator must be commutative.
+#include "algorithms/shift_plan.hpp"
 #include "algorithms/symmetric_plan.hpp"
 #include "common/schedule.hpp"
 
@@ -39,7 +40,13 @@ SchedulePlan ring_allreduce(const Shape& shape) {
   // (algorithms/symmetric_plan.hpp). Unequal chunks (count not a multiple of
   // p) make ranks differ, and the plan runs step by step.
   if (shape.count % static_cast<std::uint64_t>(shape.ranks) == 0) return RotationPlan{std::move(plan)};
-  return plan;
+  // Either way chunk r - s moves from rank r to r+1 at step s of each phase
+  // (algorithms/shift_plan.hpp): the reduce-scatter from chunk r, the
+  // allgather from chunk r+1.
+  const std::int64_t steps = shape.ranks - 1;
+  return ShiftPlan{std::move(plan),
+                   BlockPartition(shape.count, shape.ranks),
+                   {ShiftPhase{steps, 0, Combine::left}, ShiftPhase{steps, 1, Combine::replace}}};
 }
 
 }  // namespace copse::builders

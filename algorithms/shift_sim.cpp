@@ -144,7 +144,9 @@ std::vector<Segment> segments_of(const BlockPartition& chunks, Index p, Index k,
 
 // How many of the len indices lo, lo + 1, ... (mod p) are below m (m <= p).
 std::uint64_t below(Index lo, Index len, Index m, Index p) {
-  const auto overlap = [m](Index a, Index b) { return static_cast<std::uint64_t>(std::max<Index>(0, std::min(b, m) - a)); };
+  const auto overlap = [m](Index a, Index b) {
+    return static_cast<std::uint64_t>(std::max<Index>(0, std::min(b, m) - a));
+  };
   std::uint64_t n = static_cast<std::uint64_t>(len / p) * static_cast<std::uint64_t>(m);
   len %= p;
   return n + (lo + len <= p ? overlap(lo, lo + len) : overlap(lo, p) + overlap(0, lo + len - p));
@@ -168,7 +170,8 @@ void count_steps(const ShiftPlan& plan, Index p, SimulationResult& result) {
       const Index lo = wrap(r + phase.shift - phase.steps + 1, p);
       if (blocks > 0)
         steps += blocks >= p ? static_cast<std::uint64_t>(phase.steps) : below(lo, phase.steps, blocks + 1, p);
-      received += each * below(wrap(lo - 1, p), phase.steps, blocks, p) + below(wrap(lo - 1, p), phase.steps, larger, p);
+      received +=
+          each * below(wrap(lo - 1, p), phase.steps, blocks, p) + below(wrap(lo - 1, p), phase.steps, larger, p);
     }
     result.max_steps = std::max(result.max_steps, steps);
     result.max_elements_received = std::max(result.max_elements_received, received);
@@ -192,7 +195,8 @@ SimulationResult simulate_shift(const ShiftPlan& plan, int ranks, const Simulati
   SimulationResult result;
   result.finish.resize(static_cast<std::size_t>(p));
   for (const Run& run : profile.runs())
-    for (Index v = run.start; v < run.end(); ++v) result.finish[static_cast<std::size_t>(wrap(v + steps, p))] = run.at(v);
+    for (Index v = run.start; v < run.end(); ++v)
+      result.finish[static_cast<std::size_t>(wrap(v + steps, p))] = run.at(v);
   for (Index r = 0; r < p; ++r)
     if (const Picos f = result.finish[static_cast<std::size_t>(r)]; f > result.time)
       result.time = f, result.slowest_rank = static_cast<int>(r);

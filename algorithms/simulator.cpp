@@ -8,7 +8,6 @@
 #include "algorithms/huge_pages.hpp"
 #include "algorithms/shift_sim.hpp"
 #include "algorithms/step_cursor.hpp"
-#include "algorithms/symmetric_plan.hpp"
 
 namespace copse {
 
@@ -497,52 +496,10 @@ class Simulation {
   SimulationResult result_;
 };
 
-// Whether simulate_symmetric is exact for these options: every rank charged
-// alike and starting together (algorithms/symmetric_plan.hpp says why).
-bool symmetric_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
+// Whether simulate_shift is exact for these options: every rank charged
+// alike and starting together (algorithms/shift_plan.hpp says why).
+bool shift_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
   return plain_case(ranks, options, hooks) && options.start.empty();
-}
-
-// A RotationPlan's run: rank 0 against copies of itself, so both ends of each
-// of its transfers are ready at its own ready times, read before either
-// transfer of the step moves its ports -- as the step-by-step run reads them.
-SimulationResult simulate_symmetric(const SchedulePlan& plan, int ranks, const SimulationOptions& options) {
-  const RankMap layout = options.layout ? *options.layout : RankMap::uniform(ranks, 0);
-  const CostModel& model = options.model;
-  const std::uint64_t bytes = options.element_bytes;
-  RankClock clock(model.ports());
-  std::uint64_t steps = 0, sends = 0, sent = 0, received = 0;
-  for (auto schedule = plan(0); schedule.next();) {
-    const Step& s = schedule.value();
-    for (const Transfer* t : {&s.send, &s.recv})
-      if (*t && (t->peer >= ranks || t->peer == 0))
-        throw ScheduleError("rank 0 step " + std::to_string(steps) + " names rank " + std::to_string(t->peer) +
-                            " (p = " + std::to_string(ranks) + ")");
-    ++steps;
-    clock.begin_step();
-    const Picos send_ready = clock.send_ready(), recv_ready = clock.recv_ready();
-    if (s.send) {
-      clock.send_done(
-          model.transfer_ends(layout, 0, s.send.peer, s.send.count * bytes, send_ready, recv_ready).send_end);
-      ++sends;
-      sent += s.send.count;
-    }
-    if (s.recv) {
-      clock.recv_done(
-          model.transfer_ends(layout, s.recv.peer, 0, s.recv.count * bytes, send_ready, recv_ready).recv_end);
-      received += s.recv.count;
-    }
-    clock.end_step(model.step_work(s, bytes));
-  }
-  SimulationResult result;
-  const auto p = static_cast<std::uint64_t>(ranks);
-  result.finish.assign(p, clock.now());
-  result.time = clock.now();
-  result.max_steps = steps;
-  result.messages = sends * p;
-  result.elements_moved = sent * p;
-  result.max_elements_received = received;
-  return result;
 }
 
 }  // namespace
@@ -576,9 +533,7 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
   check_start_offsets(options.start, ranks);
-  if (rotation_symmetric(plan) && symmetric_shortcut_applies(ranks, options, hooks))
-    return simulate_symmetric(plan, ranks, options);
-  if (const ShiftPlan* shift = shift_plan_of(plan); shift && symmetric_shortcut_applies(ranks, options, hooks))
+  if (const ShiftPlan* shift = shift_plan_of(plan); shift && shift_shortcut_applies(ranks, options, hooks))
     return simulate_shift(*shift, ranks, options);
   const auto run = [&]<bool kPlain>() {
     if (const StepCursor* cursor = cursor_of(plan))

@@ -9,9 +9,10 @@
 // A plan that carries a StepCursor (algorithms/step_cursor.hpp) is walked
 // through it, four bytes a rank, rather than through a coroutine frame per
 // rank; its figures are the same bit for bit (tests/test_sim_scale.cpp).
-// A RotationPlan (algorithms/symmetric_plan.hpp: the ring with equal chunks)
-// under options that charge every rank alike runs rank 0 alone: O(steps)
-// rather than O(p * steps), every figure exact, every rank's finish the same.
+// A ShiftPlan (algorithms/shift_plan.hpp: the ring) under options that
+// charge every rank alike runs as one profile over the chunks: the cost of
+// its steps times its profile's runs rather than of p ranks' steps, every
+// figure exact.
 //
 // The simulator is this executor alone; the verifier adds a DataHooks that
 // moves symbolic values.

@@ -2,7 +2,6 @@
 // each, one p-th of the vector per step. Chunk k accumulates the ranks after
 // it cyclically (x_{k+1} ... x_k), so the operator must be commutative.
 #include "algorithms/shift_plan.hpp"
-#include "algorithms/symmetric_plan.hpp"
 #include "common/schedule.hpp"
 
 namespace copse::builders {
@@ -35,14 +34,9 @@ RankSchedule ring_rank(Shape shape, int rank) {
 
 SchedulePlan ring_allreduce(const Shape& shape) {
   SchedulePlan plan = [shape](int rank) { return ring_rank(shape, rank); };
-  // With chunks all alike every rank's steps are rank 0's turned round the
-  // ring, in lockstep: the simulator may run rank 0 alone
-  // (algorithms/symmetric_plan.hpp). Unequal chunks (count not a multiple of
-  // p) make ranks differ, and the plan runs step by step.
-  if (shape.count % static_cast<std::uint64_t>(shape.ranks) == 0) return RotationPlan{std::move(plan)};
-  // Either way chunk r - s moves from rank r to r+1 at step s of each phase
-  // (algorithms/shift_plan.hpp): the reduce-scatter from chunk r, the
-  // allgather from chunk r+1.
+  // Chunk r - t moves from rank r to r+1 at step t of the reduce-scatter,
+  // chunk r + 1 - t at step t of the allgather: the simulator may run the
+  // plan as one profile over the chunks (algorithms/shift_plan.hpp).
   const std::int64_t steps = shape.ranks - 1;
   return ShiftPlan{std::move(plan),
                    BlockPartition(shape.count, shape.ranks),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/pending.hpp"
 #include "runtime/rank_core.hpp"
 

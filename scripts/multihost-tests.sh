@@ -14,7 +14,9 @@
 #   hybrid MPI + threads (processes of 3 and 3, and of 1, 3 and 2 threads)
 #   the interposer's tests (tests/pmpi/run.sh): collectives with their stats
 #     (cross-memory attach expected of the ranks that share a host: by
-#     MPI_RANK_HOSTS), Fortran, the C API, errors in served calls
+#     MPI_RANK_HOSTS), Fortran, the C API, errors in served calls; its
+#     nonblocking, persistent and nonblocking v-variant calls
+#     (tests/pmpi/nonblocking.sh), under MPI_THREAD_MULTIPLE too
 #   the death tests (tests/mpi/process_death.sh): SIGKILL of a node leader,
 #     a non-leader and a rank alone on its node (--map-by node cut into
 #     virtual nodes of 3) at 2 x 2 and 3 x 2, each with Open MPI's abort on
@@ -48,7 +50,7 @@ MH=${MH:-$(realpath -m "$repo/../shared/multihost/mh")}
 if ! command -v ip >/dev/null && command -v apt-get >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 >/dev/null
 fi
-for program in copse_mpi_tests pmpi_collectives pmpi_c_api pmpi_errors libcopse_mpi.so; do
+for program in copse_mpi_tests pmpi_collectives pmpi_c_api pmpi_errors pmpi_nonblocking libcopse_mpi.so; do
   [[ -e $build/$program ]] || { echo "multihost: $build/$program is missing (build the preset first)" >&2; exit 2; }
 done
 export MH
@@ -88,6 +90,7 @@ export MPI_LAUNCHER="$repo/tests/multihost/mh-mpirun.sh"
 pmpi_env=(PMPI_LIB="$build/libcopse_mpi.so" PMPI_COLLECTIVES="$build/pmpi_collectives"
           PMPI_C_API="$build/pmpi_c_api" PMPI_ERRORS="$build/pmpi_errors")
 [[ -e $build/pmpi_fortran ]] && pmpi_env+=(PMPI_FORTRAN="$build/pmpi_fortran")
+pmpi_env+=(PMPI_NONBLOCKING="$build/pmpi_nonblocking")
 passed=0 failed=() skipped=0 log=$(mktemp) logs=$build/multihost-logs logged=0
 rm -rf "$logs" && mkdir -p "$logs"
 
@@ -125,6 +128,11 @@ check() {
 matrix() { MH_TIMEOUT=150 check "Comm matrix np $1" bash tests/mpi/mpirun.sh "$1" "$build/copse_mpi_tests" all; }
 hybrid() { MH_TIMEOUT=150 check "hybrid, threads $2" bash tests/mpi/mpirun.sh "$1" "$build/copse_mpi_tests" hybrid --threads "$2"; }
 pmpi() { MH_TIMEOUT=120 check "interposer: $*" env "${pmpi_env[@]}" bash tests/pmpi/run.sh "$@"; }
+# nonblocking NP [K] [threads]: tests/pmpi/nonblocking.sh (threads: under MPI_THREAD_MULTIPLE).
+nonblocking() {
+  MH_TIMEOUT=120 check "interposer: nonblocking and persistent np $1${2:+, virtual nodes of $2}${3:+, $3}" \
+    env "${pmpi_env[@]}" ${3:+NONBLOCKING_THREADS=1} bash tests/pmpi/nonblocking.sh "$1" "${2:-}"
+}
 # death WHO VICTIM [K [ABORTS]]: MPI rank VICTIM (WHO: its role) killed in
 # the current layout, on virtual nodes of K (0, the default: the hosts),
 # with Open MPI's abort on exit on and off (ABORTS: "on off", the default).
@@ -141,17 +149,20 @@ layout "h1:2 h2:2"
 matrix 4
 pmpi collectives 4 2
 pmpi fortran 4
+nonblocking 4
 death "a node leader" 2
 death "a non-leader" 1
 layout "h1:2 h2:2" slot "h1=0 h2=1"
 pmpi collectives 4
 layout "h1:2 h2:2 h3:2" slot "h1=0 h2=1 h3=0"
 matrix 6
+nonblocking 6
 layout "h1:2 h2:1" slot "h1=0 h2=1"
 matrix 3
 hybrid 3 1,3,2
 pmpi collectives 3
 pmpi errors 3
+nonblocking 3 "" threads
 layout "h1:2 h2:2" node
 matrix 4
 death "a rank alone on its node" 1 3

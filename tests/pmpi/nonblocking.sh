@@ -9,7 +9,9 @@
 # NONBLOCKING_THREADS=1 in the environment: the program under
 # MPI_THREAD_MULTIPLE, with two threads at once at its end.
 # CTest sets PMPI_LIB, PMPI_NONBLOCKING and MPIEXEC. Exit status 0 when every
-# check passed.
+# check passed. Across hosts (scripts/multihost-tests.sh), MPI_LAUNCHER names
+# the command that stands in for mpirun and takes its options, as for
+# tests/pmpi/run.sh.
 set -uo pipefail
 np=${1:?usage: nonblocking.sh NP [K]}
 k=${2:-0}
@@ -31,8 +33,9 @@ args=(-x LD_PRELOAD="$preload")
 for name in $(compgen -e); do
   case "$name" in COPSE_*) args+=(-x "$name") ;; esac
 done
-"${MPIEXEC:-mpirun}" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 "${args[@]}" \
-  -np "$np" "$PMPI_NONBLOCKING" "$tmp/expect.jsonl" ||
+mpirun=("${MPIEXEC:-mpirun}" --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1)
+[[ -z ${MPI_LAUNCHER:-} ]] || read -ra mpirun <<<"$MPI_LAUNCHER"
+"${mpirun[@]}" "${args[@]}" -np "$np" "$PMPI_NONBLOCKING" "$tmp/expect.jsonl" ||
   { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
 python3 - "$tmp/stats.jsonl" "$tmp/expect.jsonl" "$np" <<'PY'
 import json, sys

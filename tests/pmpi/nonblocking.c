@@ -316,7 +316,10 @@ static void many_outstanding(MPI_Comm comm) {
     MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT64_T, MPI_SUM, comm, &r[i]);
     expect(ALLREDUCE, comm);
   }
-  for (int i = 0; i < kMany; ++i)
+  /* On one process copse leaves the calls to the library, whose coll/self
+   * component hands every call of a single-process communicator the same
+   * completed request (ompi_request_empty): distinct handles are copse's. */
+  for (int i = 0; i < kMany && p > 1; ++i)
     for (int j = 0; j < i; ++j) CHECK(r[i] != r[j], "requests %d and %d share a handle", i, j);
   MPI_Waitall(kMany, r, MPI_STATUSES_IGNORE);
   for (int round = 0; round < 2; ++round)

@@ -81,21 +81,29 @@ struct Columns {
 
 // Sums per file the call counts an interposed library reports, one JSON line
 // per process: {"rank": r, "size": p, "served": {"allreduce": n, ...},
-// "passed": {...}} (copse's COPSE_MPI_STATS). It says whether the library
-// under test ran the calls or handed them to the MPI library underneath: a
-// ratio near 1 means nothing if copse passed everything through.
+// "passed": {...}, and for the other call forms "nonblocking" and
+// "persistent": {"served": {...}, "passed": {...}}} (copse's
+// COPSE_MPI_STATS). It says whether the library under test ran the calls or
+// handed them to the MPI library underneath: a ratio near 1 means nothing if
+// copse passed everything through.
 int print_stats(const std::vector<std::string>& files) {
   std::printf("\nCalls the interposed library served and passed on, summed over processes and rounds:\n");
   for (const std::string& path : files) {
     std::ifstream in(path);
-    std::map<std::string, std::map<std::string, long long>> sums;  // "served"/"passed" -> collective -> calls
+    // "served"/"passed" (blocking), then "nonblocking served" ... -> collective -> calls
+    std::map<std::string, std::map<std::string, long long>> sums;
     int lines = 0;
     try {
       for (std::string line; std::getline(in, line);) {
         if (line.empty()) continue;
         const json j = json::parse(line);
-        for (const char* kind : {"served", "passed"})
+        for (const char* kind : {"served", "passed"}) {
           for (const auto& [name, calls] : j.at(kind).items()) sums[kind][name] += calls.get<long long>();
+          for (const char* form : {"nonblocking", "persistent"})
+            if (j.contains(form))
+              for (const auto& [name, calls] : j.at(form).at(kind).items())
+                sums[std::string(form) + " " + kind][name] += calls.get<long long>();
+        }
         ++lines;
       }
     } catch (const std::exception& e) {
@@ -103,11 +111,13 @@ int print_stats(const std::vector<std::string>& files) {
       return 2;
     }
     std::printf("  %s: %d process record(s)%s\n", path.c_str(), lines, lines ? "" : " (the library wrote none)");
-    for (const char* kind : {"served", "passed"}) {
+    for (const char* kind :
+         {"served", "passed", "nonblocking served", "nonblocking passed", "persistent served", "persistent passed"}) {
       std::string text;
       for (const auto& [name, calls] : sums[kind])
         if (calls) text += (text.empty() ? "" : ", ") + name + " " + std::to_string(calls);
-      std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
+      if (!text.empty() || !std::strchr(kind, ' '))
+        std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
     }
   }
   return 0;

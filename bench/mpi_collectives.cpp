@@ -5,6 +5,12 @@
 // scripts/bench-mpi.sh runs it twice, on Open MPI alone and with
 // LD_PRELOAD=libcopse_mpi.so, and compares.
 //
+// Forms (--forms): each call blocking (the default), nonblocking
+// (MPI_I<collective> then MPI_Wait, timed together) or persistent (made
+// once per collective, root and size with MPIX_<Collective>_init, then
+// MPI_Start and MPI_Wait timed per call; where the library has no persistent
+// collectives, rank 0 says so and that form is left out), by the same method.
+//
 // Method (Träff's mpicroscope): for each collective, root and size, one
 // verified call, two untimed warm-up calls, then `reps` repetitions of
 // { MPI_Barrier; t0; call; t1 }, then a second verified call. Each rank keeps
@@ -35,7 +41,7 @@
 //
 // Output: rank 0 prints a table per collective and root as it goes, and with
 // --json FILE appends one JSON object per line per (collective, root, size):
-//   {"config", "label", "collective", "root" (null if unrooted), "np", "bytes",
+//   {"config", "label", "collective", "form", "root" (null if unrooted), "np", "bytes",
 //    "count", "reps", "warmup", "verified", "failure", "min", "median",
 //    "times" (seconds, the slowest rank per repetition)}
 //
@@ -47,7 +53,7 @@
 // writes the same figures, one row per label.
 //
 // Usage:
-//   mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]
+//   mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST]
 //                                      [--quick] [--label NAME] [--config NAME] [--json FILE]
 //   mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]
 // Exit status: 0 when every result verified, 1 on a wrong result (in report
@@ -72,39 +78,9 @@
 #include <string>
 #include <vector>
 
+#include "mpi_collectives_forms.hpp"
+
 namespace mpi_collectives {
-
-const Collective* collective_named(const std::string& name) {
-  for (const Collective& c : kCollectives)
-    if (name == c.name) return &c;
-  return nullptr;
-}
-
-std::string human(std::size_t bytes) {
-  char buf[32];
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
-    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
-  else
-    std::snprintf(buf, sizeof buf, "%zu B", bytes);
-  return buf;
-}
-
-// Microseconds with about three significant figures, right-aligned.
-std::string us(double seconds, int width) {
-  char buf[48];
-  const double v = seconds * 1e6;
-  std::snprintf(buf, sizeof buf, v < 10 ? "%*.2f" : v < 1000 ? "%*.1f" : "%*.0f", width, v);
-  return buf;
-}
-
-double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 namespace {
 
@@ -180,6 +156,7 @@ std::vector<std::string> split(const std::string& list, char sep = ',') {
 
 struct Options {
   std::vector<const Collective*> collectives;
+  std::vector<Form> forms{Form::blocking};
   std::vector<std::string> roots{"0"};  // integers or "last"
   std::vector<std::size_t> sizes;
   bool quick = false;
@@ -206,11 +183,12 @@ struct Buffer {
 };
 
 // One measured case: a collective, its root (0 when unrooted), the size per
-// rank and the count passed to MPI.
+// rank, the count passed to MPI, and the form it is called in.
 struct Case {
   const Collective* c;
   int root;
   std::size_t bytes, count;
+  Form form = Form::blocking;
 };
 
 class Runner {
@@ -228,7 +206,29 @@ class Runner {
     for (std::size_t i = 0; i < send_count; ++i) send_->data[i] = input(rank_, i);
   }
 
+  // Before a case's first call: its persistent request, made once.
+  void prepare(const Case& k) {
+    if (k.form != Form::persistent) return;
+    if (init_persistent(buffers(k), &persistent_) != MPI_SUCCESS) {
+      std::fprintf(stderr, "mpi_collectives: the persistent %s could not be made\n", k.c->name);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  // After its last call.
+  void release() {
+    if (persistent_ != MPI_REQUEST_NULL) MPI_Request_free(&persistent_);
+  }
+
   void call(const Case& k) {
+    if (k.form != Form::blocking) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (k.form == Form::nonblocking)
+        start_nonblocking(buffers(k), &request);
+      else
+        MPI_Start(&persistent_);
+      MPI_Wait(k.form == Form::nonblocking ? &request : &persistent_, MPI_STATUS_IGNORE);
+      return;
+    }
     const int n = static_cast<int>(k.count);
     float* send = send_->data;
     float* recv = recv_->data;
@@ -331,9 +331,15 @@ class Runner {
     return wrong;
   }
 
+  CallBuffers buffers(const Case& k) {
+    std::fill(recv_counts_.begin(), recv_counts_.end(), static_cast<int>(k.count));
+    return {k.c->id, k.root, static_cast<int>(k.count), send_->data, recv_->data, recv_counts_.data()};
+  }
+
   int rank_, ranks_;
   std::vector<int> recv_counts_;  // MPI_Reduce_scatter's, every one the case's count
   std::optional<Buffer> send_, recv_;
+  MPI_Request persistent_ = MPI_REQUEST_NULL;  // the case's persistent form, between prepare and release
 };
 
 // Rank 0 receives every rank's times and verdict (point to point) and returns
@@ -385,6 +391,51 @@ int agree(int rank, int ranks, double value, Decide decide) {
   return decision;
 }
 
+// Measures one case (the method at the top); rank 0 prints its row and
+// appends its JSON line to `out`. Whether its results verified.
+bool measure_case(const Options& o, Runner& runner, const Case& k, int rank, int ranks, const std::string& config,
+                  std::FILE* out) {
+  runner.prepare(k);
+  std::string failure = runner.verified_call(k, "first call");
+  const double w0 = MPI_Wtime();
+  for (int w = 0; w < kWarmup; ++w) runner.call(k);
+  const int reps = agree(rank, ranks, (MPI_Wtime() - w0) / kWarmup,
+                         [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
+  std::vector<double> mine = runner.timed(k, reps);
+  // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
+  const std::string last_failure = runner.verified_call(k, "last call");
+  runner.release();
+  if (failure.empty()) failure = last_failure;
+  auto [slowest, first_failure] = collect(rank, ranks, std::move(mine), failure);
+  if (rank != 0) return failure.empty();
+  const bool ok = failure.empty() && first_failure.empty();
+  if (!first_failure.empty())
+    std::fprintf(stderr, "mpi_collectives [%s]: WRONG: %s\n", o.label.c_str(), first_failure.c_str());
+  std::printf("%10s %6d %s %s  %s\n", human(k.bytes).c_str(), reps, us(min_of(slowest), 12).c_str(),
+              us(median_of(slowest), 12).c_str(), first_failure.empty() ? "ok" : "WRONG");
+  std::fflush(stdout);
+  if (out) {
+    const json line = {{"config", config},
+                       {"label", o.label},
+                       {"collective", k.c->name},
+                       {"form", form_name(k.form)},
+                       {"root", k.c->rooted ? json(k.root) : json(nullptr)},
+                       {"np", ranks},
+                       {"bytes", k.bytes},
+                       {"count", k.count},
+                       {"reps", reps},
+                       {"warmup", kWarmup},
+                       {"verified", first_failure.empty()},
+                       {"failure", first_failure},
+                       {"min", min_of(slowest)},
+                       {"median", median_of(slowest)},
+                       {"times", slowest}};
+    std::fprintf(out, "%s\n", line.dump().c_str());
+    std::fflush(out);
+  }
+  return ok;
+}
+
 int run_measure(const Options& o, int rank, int ranks) {
   std::FILE* out = nullptr;
   if (rank == 0 && !o.json_path.empty() && !(out = std::fopen(o.json_path.c_str(), "a"))) {
@@ -407,54 +458,21 @@ int run_measure(const Options& o, int rank, int ranks) {
         if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
       }
     }
-    for (const int root : roots) {
-      if (rank == 0) {
-        std::printf("\n%s [%s, %s], np=%d%s%s; times in us, slowest rank per repetition\n", c->function,
-                    o.label.c_str(), config.c_str(), ranks, c->rooted ? (", root " + std::to_string(root)).c_str() : "",
-                    c->data_text());
-        std::printf("%10s %6s %12s %12s  %s\n", "size", "reps", "min", "median", "check");
-        std::fflush(stdout);
-      }
-      for (const std::size_t bytes : sizes) {
-        const Case k{c, root, bytes, count_for(*c, bytes, ranks)};
-        std::string failure = runner.verified_call(k, "first call");
-        const double w0 = MPI_Wtime();
-        for (int w = 0; w < kWarmup; ++w) runner.call(k);
-        const int reps = agree(rank, ranks, (MPI_Wtime() - w0) / kWarmup,
-                               [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
-        std::vector<double> mine = runner.timed(k, reps);
-        // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
-        const std::string last_failure = runner.verified_call(k, "last call");
-        if (failure.empty()) failure = last_failure;
-        auto [slowest, first_failure] = collect(rank, ranks, std::move(mine), failure);
-        all_ok = all_ok && failure.empty();
-        if (rank != 0) continue;
-        const bool ok = first_failure.empty();
-        all_ok = all_ok && ok;
-        if (!ok) std::fprintf(stderr, "mpi_collectives [%s]: WRONG: %s\n", o.label.c_str(), first_failure.c_str());
-        std::printf("%10s %6d %s %s  %s\n", human(bytes).c_str(), reps, us(min_of(slowest), 12).c_str(),
-                    us(median_of(slowest), 12).c_str(), ok ? "ok" : "WRONG");
-        std::fflush(stdout);
-        if (out) {
-          const json line = {{"config", config},
-                             {"label", o.label},
-                             {"collective", c->name},
-                             {"root", c->rooted ? json(root) : json(nullptr)},
-                             {"np", ranks},
-                             {"bytes", bytes},
-                             {"count", k.count},
-                             {"reps", reps},
-                             {"warmup", kWarmup},
-                             {"verified", ok},
-                             {"failure", first_failure},
-                             {"min", min_of(slowest)},
-                             {"median", median_of(slowest)},
-                             {"times", slowest}};
-          std::fprintf(out, "%s\n", line.dump().c_str());
-          std::fflush(out);
+    for (const Form form : o.forms)
+      for (const int root : roots) {
+        if (rank == 0) {
+          std::printf("\n%s%s [%s, %s], np=%d%s%s; times in us, slowest rank per repetition\n", c->function,
+                      form == Form::blocking ? "" : (std::string(", ") + form_name(form)).c_str(), o.label.c_str(),
+                      config.c_str(), ranks, c->rooted ? (", root " + std::to_string(root)).c_str() : "",
+                      c->data_text());
+          std::printf("%10s %6s %12s %12s  %s\n", "size", "reps", "min", "median", "check");
+          std::fflush(stdout);
         }
+        for (const std::size_t bytes : sizes)
+          all_ok =
+              measure_case(o, runner, {c, root, bytes, count_for(*c, bytes, ranks), form}, rank, ranks, config, out) &&
+              all_ok;
       }
-    }
   }
   if (out) std::fclose(out);
   return all_ok ? 0 : 1;
@@ -463,12 +481,16 @@ int run_measure(const Options& o, int rank, int ranks) {
 // ---- command line -----------------------------------------------------------------
 
 const char* kUsage =
-    "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--roots LIST] [--sizes LIST]\n"
-    "                                          [--quick] [--label NAME] [--config NAME] [--json FILE]\n"
+    "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST]\n"
+    "                                          [--sizes LIST] [--quick] [--label NAME] [--config NAME]\n"
+    "                                          [--json FILE]\n"
     "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
     "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,\n"
     "                 scatter,gather,alltoall\n"
     "                 (default: all)\n"
+    "  --forms        blocking,nonblocking,persistent: the calls, MPI_I<collective> + MPI_Wait, or\n"
+    "                 made once, then MPI_Start + MPI_Wait (left out where the MPI has no persistent\n"
+    "                 collectives) (default: blocking)\n"
     "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
     "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
     "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
@@ -481,7 +503,7 @@ const char* kUsage =
     "  --stats        with --report: sum the per-process call counts in FILE... (COPSE_MPI_STATS lines)\n";
 
 // Parses the measure mode's options; "" or what is wrong.
-std::string parse_measure(int argc, char** argv, Options& o, int ranks) {
+std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks) {
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--quick") {
@@ -497,6 +519,18 @@ std::string parse_measure(int argc, char** argv, Options& o, int ranks) {
         if (!c) return "unknown collective: " + name;
         o.collectives.push_back(c);
       }
+    } else if (arg == "--forms") {
+      o.forms.clear();
+      for (const std::string& name : split(value)) {
+        Form form = Form::blocking;
+        if (!form_named(name, form)) return "unknown form: " + name + " (blocking, nonblocking or persistent)";
+        if (form == Form::persistent && !has_persistent()) {
+          if (rank == 0) std::fprintf(stderr, "mpi_collectives: this MPI has no persistent collectives: left out\n");
+          continue;
+        }
+        if (std::find(o.forms.begin(), o.forms.end(), form) == o.forms.end()) o.forms.push_back(form);
+      }
+      if (o.forms.empty()) return "--forms: no form to measure";
     } else if (arg == "--roots") {
       o.roots = split(value);
       for (const std::string& r : o.roots) {
@@ -529,21 +563,6 @@ std::string parse_measure(int argc, char** argv, Options& o, int ranks) {
   return "";
 }
 
-std::string parse_report(int argc, char** argv, ReportOptions& o) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    if (arg == "--report" || arg == "--stats") {
-      auto& list = arg == "--report" ? o.files : o.stats;
-      while (a + 1 < argc && std::strncmp(argv[a + 1], "--", 2) != 0) list.push_back(argv[++a]);
-    } else if ((arg == "--baseline" || arg == "--csv") && a + 1 < argc) {
-      (arg == "--csv" ? o.csv_path : o.baseline) = argv[++a];
-    } else {
-      return "unknown argument in report mode: " + arg;
-    }
-  }
-  return o.files.empty() ? "--report needs at least one file" : "";
-}
-
 }  // namespace
 }  // namespace mpi_collectives
 
@@ -570,7 +589,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   Options o;
-  if (const std::string error = parse_measure(argc, argv, o, ranks); !error.empty()) {
+  if (const std::string error = parse_measure(argc, argv, o, rank, ranks); !error.empty()) {
     if (rank == 0) std::fprintf(stderr, "mpi_collectives: %s\n%s", error.c_str(), kUsage);
     MPI_Finalize();
     return 2;

@@ -70,6 +70,8 @@ struct ReportOptions {
   std::string csv_path;
   std::vector<std::string> stats;  // files of per-process call counts (COPSE_MPI_STATS)
 };
+// The report mode's options; "" or what is wrong.
+std::string parse_report(int argc, char** argv, ReportOptions& o);
 int run_report(const ReportOptions& o);  // the exit status
 
 }  // namespace mpi_collectives

@@ -1,12 +1,15 @@
 // Report mode of bench/mpi_collectives.cpp (--report FILE..., no mpirun):
 // pools the JSON lines of several runs (rounds of the same config, label,
-// collective, root and size: min and median over all their repetitions) and
-// prints per config and collective one row per size with every label's min
-// and median and the ratio baseline/label (above 1: the label is faster than
-// the baseline); --csv FILE writes the same figures, one row per label.
+// collective, form, root and size: min and median over all their
+// repetitions) and prints per config, collective and form one row per size
+// with every label's min and median and the ratio baseline/label (above 1:
+// the label is faster than the baseline); --csv FILE writes the same
+// figures, one row per label, the form last (a line without one, from before
+// --forms, is the blocking call's).
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -19,6 +22,39 @@
 
 namespace mpi_collectives {
 
+// The text and statistics helpers both modes share (mpi_collectives.hpp).
+const Collective* collective_named(const std::string& name) {
+  for (const Collective& c : kCollectives)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string human(std::size_t bytes) {
+  char buf[32];
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%zu KiB", bytes >> 10);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  return buf;
+}
+
+// Microseconds with about three significant figures, right-aligned.
+std::string us(double seconds, int width) {
+  char buf[48];
+  const double v = seconds * 1e6;
+  std::snprintf(buf, sizeof buf, v < 10 ? "%*.2f" : v < 1000 ? "%*.1f" : "%*.0f", width, v);
+  return buf;
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 namespace {
 
 struct Pooled {
@@ -29,8 +65,8 @@ struct Pooled {
 
 // Every run's lines, pooled.
 struct Results {
-  // (config, collective index, root, bytes) -> label -> pooled repetitions
-  using Key = std::tuple<std::string, int, int, std::size_t>;
+  // (config, collective index, form, root, bytes) -> label -> pooled repetitions
+  using Key = std::tuple<std::string, int, std::string, int, std::size_t>;
   std::map<Key, std::map<std::string, Pooled>> data;
   std::vector<std::string> configs, labels;  // in order of first appearance
   std::map<std::string, int> np_of;
@@ -45,21 +81,29 @@ struct Columns {
 
 // Sums per file the call counts an interposed library reports, one JSON line
 // per process: {"rank": r, "size": p, "served": {"allreduce": n, ...},
-// "passed": {...}} (copse's COPSE_MPI_STATS). It says whether the library
-// under test ran the calls or handed them to the MPI library underneath: a
-// ratio near 1 means nothing if copse passed everything through.
+// "passed": {...}, and for the other call forms "nonblocking" and
+// "persistent": {"served": {...}, "passed": {...}}} (copse's
+// COPSE_MPI_STATS). It says whether the library under test ran the calls or
+// handed them to the MPI library underneath: a ratio near 1 means nothing if
+// copse passed everything through.
 int print_stats(const std::vector<std::string>& files) {
   std::printf("\nCalls the interposed library served and passed on, summed over processes and rounds:\n");
   for (const std::string& path : files) {
     std::ifstream in(path);
-    std::map<std::string, std::map<std::string, long long>> sums;  // "served"/"passed" -> collective -> calls
+    // "served"/"passed" (blocking), then "nonblocking served" ... -> collective -> calls
+    std::map<std::string, std::map<std::string, long long>> sums;
     int lines = 0;
     try {
       for (std::string line; std::getline(in, line);) {
         if (line.empty()) continue;
         const json j = json::parse(line);
-        for (const char* kind : {"served", "passed"})
+        for (const char* kind : {"served", "passed"}) {
           for (const auto& [name, calls] : j.at(kind).items()) sums[kind][name] += calls.get<long long>();
+          for (const char* form : {"nonblocking", "persistent"})
+            if (j.contains(form))
+              for (const auto& [name, calls] : j.at(form).at(kind).items())
+                sums[std::string(form) + " " + kind][name] += calls.get<long long>();
+        }
         ++lines;
       }
     } catch (const std::exception& e) {
@@ -67,11 +111,13 @@ int print_stats(const std::vector<std::string>& files) {
       return 2;
     }
     std::printf("  %s: %d process record(s)%s\n", path.c_str(), lines, lines ? "" : " (the library wrote none)");
-    for (const char* kind : {"served", "passed"}) {
+    for (const char* kind :
+         {"served", "passed", "nonblocking served", "nonblocking passed", "persistent served", "persistent passed"}) {
       std::string text;
       for (const auto& [name, calls] : sums[kind])
         if (calls) text += (text.empty() ? "" : ", ") + name + " " + std::to_string(calls);
-      std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
+      if (!text.empty() || !std::strchr(kind, ' '))
+        std::printf("    %s: %s\n", kind, text.empty() ? "none" : text.c_str());
     }
   }
   return 0;
@@ -100,7 +146,8 @@ int load_results(const std::vector<std::string>& files, Results& r) {
         const int index = static_cast<int>(c - kCollectives);
         const int root = j.at("root").is_null() ? -1 : j.at("root").get<int>();
         const std::string config = j.at("config").get<std::string>(), label = j.at("label").get<std::string>();
-        Pooled& p = r.data[{config, index, root, j.at("bytes").get<std::size_t>()}][label];
+        const std::string form = j.contains("form") ? j.at("form").get<std::string>() : "blocking";
+        Pooled& p = r.data[{config, index, form, root, j.at("bytes").get<std::size_t>()}][label];
         const auto times = j.at("times").get<std::vector<double>>();
         p.times.insert(p.times.end(), times.begin(), times.end());
         p.ok = p.ok && j.at("verified").get<bool>();
@@ -138,14 +185,14 @@ std::string join(const std::vector<std::string>& v) {
 
 // The table of one config, collective and root: a row per size; with `csv`,
 // its rows there too. Whether every result in it verified.
-bool print_table(const Results& r, const Columns& k, const std::string& config, int index, int root,
-                 const std::vector<std::size_t>& sizes, std::FILE* csv) {
+bool print_table(const Results& r, const Columns& k, const std::string& config, int index, const std::string& form,
+                 int root, const std::vector<std::size_t>& sizes, std::FILE* csv) {
   const Collective& c = kCollectives[index];
   const int np = r.np_of.at(config);
   bool all_ok = true;
-  std::printf("\n== %s (np=%d): %s%s%s; times in us, min and median of the slowest rank over pooled repetitions\n",
-              config.c_str(), np, c.function, root >= 0 ? (", root " + std::to_string(root)).c_str() : "",
-              c.data_text());
+  std::printf("\n== %s (np=%d): %s%s%s%s; times in us, min and median of the slowest rank over pooled repetitions\n",
+              config.c_str(), np, c.function, form == "blocking" ? "" : (", " + form).c_str(),
+              root >= 0 ? (", root " + std::to_string(root)).c_str() : "", c.data_text());
   std::string header = right("size", 10);
   for (const std::string& l : k.labels)
     header += " | " + right(l + " min", time_width(l)) + " " + right("median", 9) + " ";
@@ -154,7 +201,7 @@ bool print_table(const Results& r, const Columns& k, const std::string& config, 
   std::printf("%s | runs\n", header.c_str());
   std::map<std::string, std::vector<std::string>> below_1, below_1_5;  // per label: sizes that miss the target
   for (const std::size_t bytes : sizes) {
-    const auto& by_label = r.data.at({config, index, root, bytes});
+    const auto& by_label = r.data.at({config, index, form, root, bytes});
     std::string row = right(human(bytes), 10), runs;
     for (const std::string& l : k.labels) {
       auto it = by_label.find(l);
@@ -193,10 +240,10 @@ bool print_table(const Results& r, const Columns& k, const std::string& config, 
                      root >= 0 ? std::to_string(root).c_str() : "", bytes, l.c_str(), p.runs, p.times.size(),
                      p.ok ? "true" : "false", min_of(p.times), median_of(p.times));
         if (b == by_label.end())
-          std::fprintf(csv, ",\n");
+          std::fprintf(csv, ",,%s\n", form.c_str());
         else
-          std::fprintf(csv, "%.4f,%.4f\n", min_of(b->second.times) / min_of(p.times),
-                       median_of(b->second.times) / median_of(p.times));
+          std::fprintf(csv, "%.4f,%.4f,%s\n", min_of(b->second.times) / min_of(p.times),
+                       median_of(b->second.times) / median_of(p.times), form.c_str());
       }
   }
   // The target for copse against the MPI library: at least as
@@ -208,6 +255,21 @@ bool print_table(const Results& r, const Columns& k, const std::string& config, 
 }
 
 }  // namespace
+
+std::string parse_report(int argc, char** argv, ReportOptions& o) {
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--report" || arg == "--stats") {
+      auto& list = arg == "--report" ? o.files : o.stats;
+      while (a + 1 < argc && std::strncmp(argv[a + 1], "--", 2) != 0) list.push_back(argv[++a]);
+    } else if ((arg == "--baseline" || arg == "--csv") && a + 1 < argc) {
+      (arg == "--csv" ? o.csv_path : o.baseline) = argv[++a];
+    } else {
+      return "unknown argument in report mode: " + arg;
+    }
+  }
+  return o.files.empty() ? "--report needs at least one file" : "";
+}
 
 int run_report(const ReportOptions& o) {
   Results r;
@@ -236,19 +298,23 @@ int run_report(const ReportOptions& o) {
     }
     std::fprintf(
         csv,
-        "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,%s_over_min,%s_over_median\n",
+        "config,np,collective,root,bytes,label,runs,repetitions,verified,min_s,median_s,%s_over_min,%s_over_median,"
+        "form\n",
         k.base.c_str(), k.base.c_str());
   }
 
   bool all_ok = true;
   for (const std::string& config : r.configs) {
     for (int index = 0; index < static_cast<int>(std::size(kCollectives)); ++index) {
-      std::map<int, std::vector<std::size_t>> sizes_of_root;
+      // Blocking first, then the others by name.
+      std::map<std::pair<bool, std::string>, std::map<int, std::vector<std::size_t>>> sizes_of_root;
       for (const auto& [key, by_label] : r.data)
         if (std::get<0>(key) == config && std::get<1>(key) == index)
-          sizes_of_root[std::get<2>(key)].push_back(std::get<3>(key));
-      for (const auto& [root, sizes] : sizes_of_root)
-        all_ok = print_table(r, k, config, index, root, sizes, csv) && all_ok;
+          sizes_of_root[{std::get<2>(key) != "blocking", std::get<2>(key)}][std::get<3>(key)].push_back(
+              std::get<4>(key));
+      for (const auto& [form, roots] : sizes_of_root)
+        for (const auto& [root, sizes] : roots)
+          all_ok = print_table(r, k, config, index, form.second, root, sizes, csv) && all_ok;
     }
   }
   std::printf("\n'!' marks a side whose result was wrong; runs: rounds pooled per label.\n");

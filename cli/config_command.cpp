@@ -71,6 +71,7 @@ Json table_json(const std::optional<DecisionTable>& table, const std::vector<std
   for (const DecisionRow& r : table->rows)
     rows.push_back({{"line", r.line},
                     {"collective", r.collective ? Json(std::string(to_string(*r.collective))) : Json("*")},
+                    {"form", r.form ? Json(std::string(to_string(*r.form))) : Json(nullptr)},
                     {"min_bytes", r.min_bytes},
                     {"max_bytes", bound(r.max_bytes, std::numeric_limits<std::uint64_t>::max())},
                     {"min_ranks", r.min_ranks},

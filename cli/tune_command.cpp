@@ -4,6 +4,7 @@
 // makes the rows, write_decision_table writes them. With --from CSV it only
 // makes the rows, from measurements made before.
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -29,10 +30,12 @@ struct TuneArgs {
   std::string out = "copse-table.toml";
   std::string shapes = "np2,np4,np4-vn2";
   std::string sizes = "8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,16MiB";
+  std::string forms = "blocking,nonblocking";
   int rounds = 2;
   int refine = 1;
   double threshold = 0.95;
   double noise = 0.8;
+  double unmeasured = kTuneUnmeasured;
   std::vector<std::string> from;
   bool replace = false;
   std::string mpirun = "mpirun", host, hostfile, bench, library, work;
@@ -81,6 +84,14 @@ TuneMeasurement measurement(const TuneArgs& a) {
   }
   if (bytes.empty()) throw UsageError("--sizes: no size given");
   m.sizes = join(bytes, ",");
+  std::vector<std::string> forms;
+  for (const std::string& item : list_items(a.forms)) {
+    if (!call_form_named(item))
+      throw UsageError("--forms: '" + item + "' is not a form (blocking, nonblocking or persistent)");
+    if (std::find(forms.begin(), forms.end(), item) == forms.end()) forms.push_back(item);
+  }
+  if (forms.empty()) throw UsageError("--forms: no form given");
+  m.forms = join(forms, ",");
   require_at_least("--rounds", a.rounds, 1);
   m.rounds = a.rounds;
   require_at_least("--refine", a.refine, 0);
@@ -131,6 +142,8 @@ int run_tune(const TuneArgs& a) {
   if (!(a.threshold > 0)) throw UsageError("--threshold: expected a ratio above 0, got " + std::to_string(a.threshold));
   if (!(a.noise > 0 && a.noise <= 1))
     throw UsageError("--noise: expected a ratio in (0, 1], got " + std::to_string(a.noise));
+  if (!(a.unmeasured > 0 && a.unmeasured <= 1))
+    throw UsageError("--unmeasured: expected a ratio in (0, 1], got " + std::to_string(a.unmeasured));
   // Everything that can be wrong with the input is found before measuring.
   std::optional<DecisionTable> previous;
   if (!a.replace && std::filesystem::exists(a.out)) previous = load_decision_table(a.out);
@@ -152,7 +165,7 @@ int run_tune(const TuneArgs& a) {
     std::cout << "pooled measurements: " << join(files, " ") << " (copse tune --from reads them again)\n";
   }
   for (const std::string& csv : a.from) merge_tune_ratios(ratios, read_measurements(csv));
-  DecisionTable table = tune_table(ratios, a.threshold, a.noise, previous);
+  DecisionTable table = tune_table(ratios, a.threshold, a.noise, previous, a.unmeasured);
   std::vector<std::string> kept;
   std::size_t unshaped = 0;  // rows by hand (or by scripts/decision-table.py): they decide first
   if (previous)
@@ -161,15 +174,20 @@ int run_tune(const TuneArgs& a) {
       if (!r.shape.empty() && !ratios.contains(r.shape) && (kept.empty() || kept.back() != r.shape))
         kept.push_back(r.shape);
     }
-  char threshold[32], noise[32];
+  char threshold[32], noise[32], unmeasured[32];
   std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
   std::snprintf(noise, sizeof noise, "%g", a.noise);
-  std::string header = "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() +
-                       " (" + now_text("%Y-%m-%d") +
-                       ")\ncopse serves a call where tuned/copse by median >= " + threshold +
-                       " at the nearest measured\nshape and size (a lone size within the noise, " + noise +
-                       ", of that follows its two\nneighbours when they agree); the MPI library serves the rest. Each "
-                       "row's\nnote gives the ratios it stands for.";
+  std::snprintf(unmeasured, sizeof unmeasured, "%g", a.threshold * a.unmeasured);
+  std::string header =
+      "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() + " (" +
+      now_text("%Y-%m-%d") + ")\ncopse serves a call where tuned/copse by median >= " + threshold +
+      " at the nearest measured\nshape and size (a lone size within the noise, " + noise +
+      ", of that follows its two\nneighbours when they agree); the MPI library serves the rest. Rows are by call\n"
+      "form; a nonblocking or persistent form not measured follows nonblocking's\n(persistent) or "
+      "the blocking call's ratios with copse from " +
+      unmeasured +
+      " (the library's\nnonblocking path is other code than its blocking one). Each row's note "
+      "gives\nthe ratios it stands for.";
   if (!kept.empty()) header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
   const std::string text = write_decision_table(table, header);
   parse_decision_table(text, a.out);  // what is written reads back
@@ -216,6 +234,14 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_option("--sizes", a->sizes, "bytes per process to measure (multiples of 4)")
       ->type_name("LIST")
       ->capture_default_str();
+  cmd->add_option("--forms", a->forms,
+                  "call forms to measure: blocking (MPI_Allreduce), nonblocking (MPI_Iallreduce + MPI_Wait), "
+                  "persistent (MPIX_Allreduce_init once, then MPI_Start + MPI_Wait; only where the MPI library has "
+                  "them). Each form adds a measurement as long as the blocking one; persistent is left out by "
+                  "default because its rows follow nonblocking's when not measured (both sides' persistent calls "
+                  "are their nonblocking schedules made once)")
+      ->type_name("LIST")
+      ->capture_default_str();
   cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")
       ->type_name("N")
       ->capture_default_str();
@@ -233,6 +259,12 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
                   "(1: off)")
       ->type_name("R")
       ->capture_default_str();
+  cmd->add_option("--unmeasured", a->unmeasured,
+                  "a nonblocking form not measured (and persistent without nonblocking) follows the blocking "
+                  "call's ratios with copse serving from threshold*R: the library's nonblocking path is other, "
+                  "slower code than its blocking call (Open MPI's libnbc: 1.4-1.85x tuned at np 2, 8 B-2 KiB)")
+      ->type_name("R")
+      ->capture_default_str();
   cmd->add_option("--from", a->from,
                   "make the table from these pooled measurements (pooled.csv of an earlier run, "
                   "or scripts/bench-mpi.sh's CSV made with COPSE_MPI_TABLE=none) instead of measuring; a size in "
@@ -241,7 +273,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->excludes(cmd->get_option("--shapes"))
       ->excludes(cmd->get_option("--sizes"))
       ->excludes(cmd->get_option("--rounds"))
-      ->excludes(cmd->get_option("--refine"));
+      ->excludes(cmd->get_option("--refine"))
+      ->excludes(cmd->get_option("--forms"));
   cmd->add_option("--mpirun", a->mpirun, "the launcher, with words of its own (it takes -np, -x and --mca)")
       ->type_name("COMMAND")
       ->capture_default_str();
@@ -266,7 +299,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "
       "the two decide differently; a one-node shape npP covers P ranks up to the "
       "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
-      "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Calls no row matches go to the MPI library. "
+      "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Rows are by call form (--forms); a "
+      "persistent form not measured repeats nonblocking's rows, a nonblocking one (or persistent without "
+      "nonblocking) the blocking call's at threshold*--unmeasured. Calls no row matches go to the MPI library. "
       "Rules and format: README, 'The decision table'. Exit status: 0 written; 1 a run failed or verified wrong; 2 "
       "bad input (file, line and reason).");
   cmd->callback([a, &run_parsed] { run_parsed = [a] { return run_tune(*a); }; });

@@ -119,6 +119,7 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
   argv.insert(argv.end(), {p.bench, "--label", copse ? "copse" : "tuned", "--config", shape.name, "--json", raw});
   if (!m.sizes.empty()) argv.insert(argv.end(), {"--sizes", m.sizes});
   if (!m.collectives.empty()) argv.insert(argv.end(), {"--collectives", m.collectives});
+  if (!m.forms.empty()) argv.insert(argv.end(), {"--forms", m.forms});
   return argv;
 }
 

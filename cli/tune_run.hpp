@@ -45,6 +45,7 @@ struct TuneMeasurement {
   std::vector<TuneShape> shapes;
   std::string sizes;        // mpi_collectives --sizes LIST; empty: its full sweep
   std::string collectives;  // mpi_collectives --collectives LIST; empty: every one
+  std::string forms;        // mpi_collectives --forms LIST; empty: its default (blocking)
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun

@@ -22,8 +22,9 @@ constexpr std::string_view kBuiltinTable =
 #include "config/default_decisions.inc"  // generated in the build tree
     ;
 
-constexpr std::string_view kRowKeys[] = {"collective", "min_bytes", "max_bytes", "min_ranks", "max_ranks", "min_nodes",
-                                         "max_nodes",  "min_hosts", "max_hosts", "use",       "note",      "shape"};
+constexpr std::string_view kRowKeys[] = {"collective", "form",      "min_bytes", "max_bytes", "min_ranks",
+                                         "max_ranks",  "min_nodes", "max_nodes", "min_hosts", "max_hosts",
+                                         "use",        "note",      "shape"};
 
 class Reader {
  public:
@@ -62,6 +63,12 @@ class Reader {
     return static_cast<int>(*n);
   }
 
+  CallForm form(const toml::node& node) const {
+    if (const auto text = node.value<std::string>())
+      if (const auto f = call_form_named(*text)) return *f;
+    fail(&node, "form must be \"blocking\", \"nonblocking\" or \"persistent\" (absent: every form)");
+  }
+
   std::optional<MpiCollective> collective(const toml::node& node) const {
     const auto text = node.value<std::string>();
     if (text == "*") return std::nullopt;
@@ -79,12 +86,13 @@ class Reader {
       if (std::find(std::begin(kRowKeys), std::end(kRowKeys), key.str()) == std::end(kRowKeys))
         fail(&node,
              "unknown key '" + std::string(key.str()) +
-                 "' in a row (known: collective, min_bytes, "
+                 "' in a row (known: collective, form, min_bytes, "
                  "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, note, shape)");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");
     if (const auto* n = table.get("collective")) r.collective = collective(*n);
+    if (const auto* n = table.get("form")) r.form = form(*n);
     if (const auto* n = table.get("min_bytes")) r.min_bytes = bytes(*n, "min_bytes");
     if (const auto* n = table.get("max_bytes")) r.max_bytes = bytes(*n, "max_bytes");
     if (const auto* n = table.get("min_ranks")) r.min_ranks = count(*n, "min_ranks");
@@ -136,13 +144,28 @@ std::string show_bytes(std::uint64_t v) { return format_bytes(v); }
 
 std::string_view to_string(Provider provider) { return provider == Provider::copse ? "copse" : "mpi"; }
 
-bool DecisionRow::fits(MpiCollective c, int ranks, int nodes, int hosts) const {
-  return (!collective || *collective == c) && ranks >= min_ranks && ranks <= max_ranks && nodes >= min_nodes &&
-         nodes <= max_nodes && hosts >= min_hosts && hosts <= max_hosts;
+std::string_view to_string(CallForm form) {
+  switch (form) {
+    case CallForm::blocking: return "blocking";
+    case CallForm::nonblocking: return "nonblocking";
+    case CallForm::persistent: return "persistent";
+  }
+  return "?";
+}
+
+std::optional<CallForm> call_form_named(std::string_view name) {
+  for (CallForm f : kCallForms)
+    if (name == to_string(f)) return f;
+  return std::nullopt;
+}
+
+bool DecisionRow::fits(MpiCollective c, CallForm f, int ranks, int nodes, int hosts) const {
+  return (!collective || *collective == c) && (!form || *form == f) && ranks >= min_ranks && ranks <= max_ranks &&
+         nodes >= min_nodes && nodes <= max_nodes && hosts >= min_hosts && hosts <= max_hosts;
 }
 
 bool DecisionRow::matches(const CallShape& call) const {
-  return fits(call.collective, call.ranks, call.nodes, call.hosts) && call.bytes >= min_bytes &&
+  return fits(call.collective, call.form, call.ranks, call.nodes, call.hosts) && call.bytes >= min_bytes &&
          call.bytes <= max_bytes;
 }
 
@@ -151,10 +174,11 @@ std::size_t DecisionTable::find(const CallShape& call) const {
   return static_cast<std::size_t>(it - rows.begin());
 }
 
-std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, int ranks, int nodes, int hosts) const {
+std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, CallForm form, int ranks, int nodes,
+                                                   int hosts) const {
   std::vector<std::uint32_t> out;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].fits(collective, ranks, nodes, hosts)) out.push_back(static_cast<std::uint32_t>(i));
+    if (rows[i].fits(collective, form, ranks, nodes, hosts)) out.push_back(static_cast<std::uint32_t>(i));
   return out;
 }
 
@@ -167,6 +191,7 @@ std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) con
     const DecisionRow& r = rows[i];
     o << "row " << i + 1 << (r.line ? " (line " + std::to_string(r.line) + ")" : std::string()) << counted(i) << ": "
       << (r.collective ? std::string(to_string(*r.collective)) : std::string("every collective"))
+      << (r.form ? " " + std::string(to_string(*r.form)) : std::string())
       << range<std::uint64_t>("bytes", r.min_bytes, r.max_bytes, std::numeric_limits<std::uint64_t>::max(), show_bytes)
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
       << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int)
@@ -217,6 +242,7 @@ std::string write_decision_table(const DecisionTable& table, std::string_view he
   constexpr int none = std::numeric_limits<int>::max();
   for (const DecisionRow& r : table.rows) {
     o << "\n[[row]]\ncollective = " << json_string(r.collective ? to_string(*r.collective) : "*") << "\n";
+    if (r.form) o << "form = \"" << to_string(*r.form) << "\"\n";
     if (r.min_bytes) o << "min_bytes = " << size_text(r.min_bytes) << "\n";
     if (r.max_bytes != std::numeric_limits<std::uint64_t>::max()) o << "max_bytes = " << size_text(r.max_bytes) << "\n";
     if (r.min_ranks) o << "min_ranks = " << r.min_ranks << "\n";

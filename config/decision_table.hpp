@@ -24,16 +24,24 @@
 //   min_hosts = 1                # hosts of the communicator (its shared-memory islands,
 //   max_hosts = 1                #   whatever the virtual nodes), inclusive: virtual nodes of
 //                                #   one host and real hosts are measured apart
+//   form = "nonblocking"         # "blocking" (MPI_Allreduce), "nonblocking"
+//                                #   (MPI_Iallreduce) or "persistent" (MPI_Allreduce_init,
+//                                #   MPIX_Allreduce_init + MPI_Start); absent: every form
 //   use = "mpi"                  # "copse" or "mpi"
 //   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
 //   shape = "np4"                # the measured shape the row stands for (written
 //                                #   by `copse tune`, which replaces a shape's rows
 //                                #   when it measures the shape again)
 //
-// Every bound is optional (absent: any). A row for a shape the job does not
+// Every bound is optional (absent: any). The form matters because the MPI
+// library's nonblocking and persistent collectives are other code than its
+// blocking ones (Open MPI's libnbc against its tuned component): a blocking
+// call's measurement does not decide them (`copse tune` measures them apart;
+// config/tune.hpp says what it writes for a form it did not measure). A row for a shape the job does not
 // have never matches, so a table measured on one machine runs anywhere.
 // Mistakes are UsageErrors naming the file, the line and the reason.
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -48,6 +56,13 @@ namespace copse {
 enum class Provider : std::uint8_t { copse, mpi };
 std::string_view to_string(Provider provider);  // "copse", "mpi"
 
+// How an application called a collective: MPI_Allreduce, MPI_Iallreduce
+// (then a wait), or MPI_Allreduce_init (then MPI_Start and a wait).
+enum class CallForm : std::uint8_t { blocking, nonblocking, persistent };
+inline constexpr std::array<CallForm, 3> kCallForms = {CallForm::blocking, CallForm::nonblocking, CallForm::persistent};
+std::string_view to_string(CallForm form);  // "blocking", "nonblocking", "persistent"
+std::optional<CallForm> call_form_named(std::string_view name);
+
 // What a decision is made from: the same on every process of the call, so
 // that all of them decide alike.
 struct CallShape {
@@ -56,10 +71,12 @@ struct CallShape {
   int ranks = 1;            // the communicator's size
   int nodes = 1;
   int hosts = 1;  // its shared-memory islands (nodes, unless they are virtual)
+  CallForm form = CallForm::blocking;
 };
 
 struct DecisionRow {
   std::optional<MpiCollective> collective;  // none: every collective
+  std::optional<CallForm> form;             // none: every form
   std::uint64_t min_bytes = 0, max_bytes = std::numeric_limits<std::uint64_t>::max();
   int min_ranks = 0, max_ranks = std::numeric_limits<int>::max();
   int min_nodes = 0, max_nodes = std::numeric_limits<int>::max();
@@ -69,9 +86,9 @@ struct DecisionRow {
   std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
   int line = 0;       // in the file (0: made in code)
 
-  // Whether the row can decide calls of `c` on a communicator of this shape
-  // (its bytes aside).
-  bool fits(MpiCollective c, int ranks, int nodes, int hosts) const;
+  // Whether the row can decide calls of `c` in `form` on a communicator of
+  // this shape (its bytes aside).
+  bool fits(MpiCollective c, CallForm form, int ranks, int nodes, int hosts) const;
   bool matches(const CallShape& call) const;
   bool operator==(const DecisionRow&) const = default;
 };
@@ -83,10 +100,11 @@ struct DecisionTable {
 
   // The index of the first row that matches, or rows.size() when none does.
   std::size_t find(const CallShape& call) const;
-  // The rows that can match calls of `collective` on a communicator of
-  // `ranks`, `nodes` and `hosts`, in order: what a communicator keeps, so
-  // that a call then compares its bytes with a few rows only.
-  std::vector<std::uint32_t> rows_for(MpiCollective collective, int ranks, int nodes, int hosts) const;
+  // The rows that can match calls of `collective` in `form` on a
+  // communicator of `ranks`, `nodes` and `hosts`, in order: what a
+  // communicator keeps, so that a call then compares its bytes with a few
+  // rows only.
+  std::vector<std::uint32_t> rows_for(MpiCollective collective, CallForm form, int ranks, int nodes, int hosts) const;
   // The first of `candidates` (rows_for's) that takes `bytes`, or rows.size().
   std::size_t find(const std::vector<std::uint32_t>& candidates, std::uint64_t bytes) const {
     for (const std::uint32_t i : candidates)

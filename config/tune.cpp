@@ -141,18 +141,46 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
   return rows;
 }
 
-// The rows of one measured shape, in collective order; reduce_scatter
-// repeats reduce_scatter_block's when it was not measured itself.
+// Where a form's rows come from (the header's "Forms" rule): its own ratios,
+// or another form's at a threshold, with what the note adds.
+struct FormSource {
+  const TuneSizes* sizes = nullptr;  // none: the form gets no rows
+  double threshold = 0;
+  std::string says;
+};
+
+FormSource form_source(const std::map<CallForm, TuneSizes>& measured, CallForm form, double threshold,
+                       double unmeasured) {
+  if (const auto it = measured.find(form); it != measured.end()) return {&it->second, threshold, ""};
+  const auto nonblocking = measured.find(CallForm::nonblocking);
+  if (form == CallForm::persistent && nonblocking != measured.end())
+    return {&nonblocking->second, threshold, "; persistent not measured: nonblocking's"};
+  const auto blocking = measured.find(CallForm::blocking);
+  if (form == CallForm::blocking || blocking == measured.end()) return {};
+  char says[128];
+  std::snprintf(says, sizeof says, "; %s not measured: the blocking call's, copse from %.3g", to_string(form).data(),
+                threshold * unmeasured);
+  return {&blocking->second, threshold * unmeasured, says};
+}
+
+// The rows of one measured shape, in collective order, each collective's by
+// form; reduce_scatter repeats reduce_scatter_block's when it was not
+// measured itself.
 std::vector<DecisionRow> shape_rows(const std::string& shape,
-                                    const std::map<MpiCollective, std::map<std::uint64_t, double>>& measured,
-                                    double threshold, double noise) {
+                                    const std::map<MpiCollective, std::map<CallForm, TuneSizes>>& measured,
+                                    double threshold, double noise, double unmeasured) {
   std::vector<DecisionRow> out;
-  const auto add = [&](MpiCollective c, const std::map<std::uint64_t, double>& sizes, const char* mirror) {
-    for (DecisionRow r : collective_rows(sizes, c == MpiCollective::barrier, threshold, noise)) {
-      r.collective = c;
-      r.note = shape + ": " + r.note + mirror;
-      r.shape = shape;
-      out.push_back(std::move(r));
+  const auto add = [&](MpiCollective c, const std::map<CallForm, TuneSizes>& forms, const char* mirror) {
+    for (CallForm form : kCallForms) {
+      const FormSource from = form_source(forms, form, threshold, unmeasured);
+      if (!from.sizes) continue;
+      for (DecisionRow r : collective_rows(*from.sizes, c == MpiCollective::barrier, from.threshold, noise)) {
+        r.collective = c;
+        r.form = form;
+        r.note = shape + ": " + r.note + mirror + from.says;
+        r.shape = shape;
+        out.push_back(std::move(r));
+      }
     }
   };
   for (MpiCollective c : kMpiCollectives) {
@@ -211,6 +239,8 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
   const std::size_t config = column("config"), collective = column("collective"), root = column("root"),
                     bytes = column("bytes"), label = column("label"), verified = column("verified"),
                     ratio = column("_over_median");
+  // Optional: a CSV from before the forms measured the blocking calls.
+  const std::size_t form = static_cast<std::size_t>(std::find(header.begin(), header.end(), "form") - header.begin());
   TuneRatios out;
   while (std::getline(in, line)) {
     ++number;
@@ -218,10 +248,13 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
     const std::vector<std::string> f = split(line, ',');
     if (f.size() != header.size())
       throw fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    const auto call_form = form < f.size() ? call_form_named(f[form]) : CallForm::blocking;
+    if (!call_form) throw fail("unknown form '" + f[form] + "' (blocking, nonblocking or persistent)");
     if (f[label] != "copse" || !(f[root].empty() || f[root] == "0")) continue;
     if (f[verified] != "true")
       throw RunFailure("measurements " + source + ", line " + std::to_string(number) + ": " + f[config] + " " +
-                       f[collective] + " " + f[bytes] + " B was not verified (a wrong result)");
+                       f[collective] + (form < f.size() && f[form] != "blocking" ? " " + f[form] : "") + " " +
+                       f[bytes] + " B was not verified (a wrong result)");
     if (f[ratio].empty()) continue;  // no baseline measured beside it
     const auto c = mpi_collective_named(f[collective]);
     if (!c) throw fail("unknown collective '" + f[collective] + "'");
@@ -234,14 +267,14 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
     const auto [ratio_end, ratio_error] = std::from_chars(f[ratio].data(), f[ratio].data() + f[ratio].size(), r);
     if (ratio_error != std::errc() || ratio_end != f[ratio].data() + f[ratio].size() || !(r > 0) || !std::isfinite(r))
       throw fail("ratio '" + f[ratio] + "' is not a positive number");
-    out[f[config]][*c][n] = r;
+    out[f[config]][*c][*call_form][n] = r;
   }
   if (out.empty()) throw UsageError("measurements " + source + ": no copse rows with ratios");
   return out;
 }
 
 DecisionTable tune_table(const TuneRatios& ratios, double threshold, double noise,
-                         const std::optional<DecisionTable>& previous) {
+                         const std::optional<DecisionTable>& previous, double unmeasured) {
   DecisionTable table;
   std::set<std::string> shapes;
   std::map<std::string, std::vector<DecisionRow>> kept;  // the previous table's, by shape
@@ -266,7 +299,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, double nois
   for (const std::string& shape : shapes) {
     const auto measured = ratios.find(shape);
     std::vector<DecisionRow> rows =
-        measured != ratios.end() ? shape_rows(shape, measured->second, threshold, noise) : kept.at(shape);
+        measured != ratios.end() ? shape_rows(shape, measured->second, threshold, noise, unmeasured) : kept.at(shape);
     const TuneCover& c = cover.at(shape);
     for (DecisionRow& r : rows) {
       r.min_ranks = c.min_ranks, r.max_ranks = c.max_ranks, r.min_nodes = c.min_nodes, r.max_nodes = c.max_nodes;
@@ -281,27 +314,29 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, double nois
 std::map<std::string, TuneRefinement> tune_refinements(const TuneRatios& ratios, double threshold) {
   std::map<std::string, TuneRefinement> out;
   for (const auto& [shape, by_collective] : ratios)
-    for (const auto& [collective, measured] : by_collective) {
-      if (collective == MpiCollective::barrier) continue;  // one band: no edge to move
-      for (auto it = measured.begin(); it != measured.end() && std::next(it) != measured.end(); ++it) {
-        const auto next = std::next(it);
-        if ((it->second >= threshold) == (next->second >= threshold)) continue;
-        // The band edge (integer_sqrt of the two, as collective_rows draws
-        // it), as whole floats; none when the two sizes are that close.
-        const std::uint64_t middle = integer_sqrt(it->first * next->first) / 4 * 4;
-        if (middle <= it->first) continue;
-        TuneRefinement& r = out[shape];
-        r.collectives.insert(collective);
-        r.sizes.insert(middle);
+    for (const auto& [collective, by_form] : by_collective)
+      for (const auto& [form, measured] : by_form) {
+        if (collective == MpiCollective::barrier) continue;  // one band: no edge to move
+        for (auto it = measured.begin(); it != measured.end() && std::next(it) != measured.end(); ++it) {
+          const auto next = std::next(it);
+          if ((it->second >= threshold) == (next->second >= threshold)) continue;
+          // The band edge (integer_sqrt of the two, as collective_rows draws
+          // it), as whole floats; none when the two sizes are that close.
+          const std::uint64_t middle = integer_sqrt(it->first * next->first) / 4 * 4;
+          if (middle <= it->first) continue;
+          TuneRefinement& r = out[shape];
+          r.collectives.insert(collective);
+          r.sizes.insert(middle);
+        }
       }
-    }
   return out;
 }
 
 void merge_tune_ratios(TuneRatios& into, const TuneRatios& from) {
   for (const auto& [shape, by_collective] : from)
-    for (const auto& [collective, measured] : by_collective)
-      for (const auto& [bytes, ratio] : measured) into[shape][collective][bytes] = ratio;
+    for (const auto& [collective, by_form] : by_collective)
+      for (const auto& [form, measured] : by_form)
+        for (const auto& [bytes, ratio] : measured) into[shape][collective][form][bytes] = ratio;
 }
 
 }  // namespace copse

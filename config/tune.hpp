@@ -1,9 +1,11 @@
 #pragma once
 // Making a decision table (config/decision_table.hpp) from measurements:
 // `copse tune`'s rules (issue 18, item 1). The measurements are the pooled
-// CSV of bench/mpi_collectives (its --report --csv): per shape, collective
-// and size, the MPI library's time over copse's by median (tuned/copse; above
-// 1 copse is faster), copse measured with no table so that it served every call.
+// CSV of bench/mpi_collectives (its --report --csv): per shape, collective,
+// call form and size, the MPI library's time over copse's by median
+// (tuned/copse; above 1 copse is faster), copse measured with no table so
+// that it served every call. A CSV without a form column (from before the
+// forms) measured the blocking calls.
 //
 // The rules:
 //  - Use. copse serves a call where tuned/copse by median >= threshold (0.95
@@ -36,8 +38,30 @@
 //  - MPI_Reduce_scatter (unequal counts), when not measured, repeats
 //    reduce_scatter_block's rows: their bytes (the whole input per process)
 //    measure the same.
+//  - Forms. Every row names its call form (blocking, nonblocking,
+//    persistent); a measured form's rows come from its own ratios. A form
+//    not measured at a shape and collective:
+//      persistent, with nonblocking measured, repeats nonblocking's rows: the
+//        library's persistent collectives are its nonblocking schedules
+//        (Open MPI's libnbc) made once, copse's its nonblocking ones planned
+//        once, so both sides gain alike;
+//      otherwise (nonblocking, or persistent without nonblocking) comes from
+//        the blocking ratios with the threshold lowered to threshold *
+//        unmeasured (0.7 by default): copse serves where its blocking call
+//        was at most about 1/0.7 = 1.4x slower than the library's blocking
+//        call. Not "mpi" wherever the blocking call deferred, because the
+//        library's nonblocking path is other, slower code than the blocking
+//        call measured (Open MPI 4.1 here, np 2: libnbc's persistent
+//        Start+Wait 1.85x tuned's MPI_Allreduce at 8 B, 1.43x at 2 KiB),
+//        while copse's nonblocking path runs its blocking schedule; not
+//        "copse" everywhere either, because where copse's blocking call was
+//        far slower (0.01x for small bcasts at np 4 on 2 cores) that is a
+//        slow path of copse's own, which its nonblocking call shares. Such
+//        rows' notes say which ratios they stand for and that the form was
+//        not measured.
 //  - Rows go in the order: hand-written rows (no `shape`) first, then the
-//    shapes by name, within a shape by collective, within a collective by size.
+//    shapes by name, within a shape by collective, within a collective by
+//    form (blocking, nonblocking, persistent), within a form by size.
 //
 // Merging with an earlier table (tune_table's `previous`): a shape measured
 // now replaces that shape's rows; the other shapes' rows are kept, their rank
@@ -68,8 +92,12 @@ struct TuneShape {
 // Reads a shape's name; a UsageError says what is wrong with it.
 TuneShape parse_tune_shape(std::string_view name);
 
-// tuned/copse by median: shape name -> collective -> bytes -> ratio.
-using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<std::uint64_t, double>>>;
+// tuned/copse by median: shape name -> collective -> form -> bytes -> ratio.
+using TuneSizes = std::map<std::uint64_t, double>;
+using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<CallForm, TuneSizes>>>;
+
+// The unmeasured forms' factor on the threshold (the header's "Forms" rule).
+inline constexpr double kTuneUnmeasured = 0.7;
 
 // The copse rows of a pooled CSV (label "copse", root 0 or none; the rows of
 // other labels and roots are not decisions). A malformed file or line is a
@@ -78,13 +106,15 @@ using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<std::u
 TuneRatios read_tune_csv(std::istream& in, const std::string& source);
 
 // The table the rules make from `ratios`, merged with `previous` when given
-// (whose rows' shapes must be names parse_tune_shape reads).
+// (whose rows' shapes must be names parse_tune_shape reads); `unmeasured`:
+// the "Forms" rule's factor.
 DecisionTable tune_table(const TuneRatios& ratios, double threshold, double noise,
-                         const std::optional<DecisionTable>& previous);
+                         const std::optional<DecisionTable>& previous, double unmeasured = kTuneUnmeasured);
 
 // Where a measurement between two measured sizes would move a band edge
 // (`copse tune --refine`): per shape, the collectives with two neighbouring
-// sizes on either side of `threshold`, and for each such pair the size the
+// sizes (of one measured form)
+// on either side of `threshold`, and for each such pair the size the
 // edge between them sits at (their integer geometric mean, whole floats),
 // when it lies strictly between them. Measured, it decides the half band up
 // to it, and the next refinement halves what is left: e.g. 512 KiB serving

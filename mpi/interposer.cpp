@@ -239,8 +239,10 @@ Record* record(State& s, MPI_Comm comm) {
   r->served = inter == 0 && r->size > 1;
   if (r->served && s.table) {
     count_hosts_and_nodes(s, comm, *r);
-    for (MpiCollective c : kMpiCollectives)
-      r->table_rows[State::index(c)] = s.table->rows_for(c, r->size, r->nodes, r->hosts);
+    for (CallForm form : kCallForms)
+      for (MpiCollective c : kMpiCollectives)
+        r->table_rows[static_cast<std::size_t>(form)][State::index(c)] =
+            s.table->rows_for(c, form, r->size, r->nodes, r->hosts);
   }
   {
     std::lock_guard<std::mutex> lock(s.mutex);

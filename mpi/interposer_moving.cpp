@@ -41,13 +41,14 @@ MovedLayouts equal_blocks(const State& s, bool in_place, int send_count, MPI_Dat
 }
 
 Record* rooted(State& s, MpiCollective c, Record* r, int root, bool in_place, int own_count, MPI_Datatype own_type,
-               int root_count, MPI_Datatype root_type, bool contiguous, MovedLayouts& l) {
+               int root_count, MPI_Datatype root_type, CallForm form, MovedLayouts& l) {
   if (!r || root < 0 || root >= r->size || (in_place && r->rank != root)) return nullptr;  // MPI_IN_PLACE: the root's
   const bool at_root = r->rank == root;
   l.other = at_root ? layout_of(s.mapping, root_type, root_count) : std::nullopt;
   l.block = in_place ? l.other : layout_of(s.mapping, own_type, own_count);
   if (!at_root) l.other = l.block;
-  return l.fits() && (!contiguous || l.contiguous()) && s.serves(c, l.block->bytes, *r) ? r : nullptr;
+  const bool contiguous = form != CallForm::blocking;
+  return l.fits() && (!contiguous || l.contiguous()) && s.serves(c, l.block->bytes, *r, form) ? r : nullptr;
 }
 
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
@@ -123,7 +124,7 @@ int scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv
                          MPI_OP_NULL, root);
   MovedLayouts l;
   if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? record(*s, comm) : nullptr, root, in_place, recv_count,
-                         recv_type, send_count, send_type, false, l)) {
+                         recv_type, send_count, send_type, CallForm::blocking, l)) {
     const bool at_root = r->rank == root;
     return run(*s, c, "MPI_Scatter", *r, [&](Comm& cc) {
       const auto ranks = static_cast<MPI_Count>(r->size);
@@ -151,7 +152,7 @@ int gather(const void* send, int send_count, MPI_Datatype send_type, void* recv,
                          MPI_OP_NULL, root);
   MovedLayouts l;
   if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? record(*s, comm) : nullptr, root, in_place, send_count,
-                         send_type, recv_count, recv_type, false, l)) {
+                         send_type, recv_count, recv_type, CallForm::blocking, l)) {
     const bool at_root = r->rank == root;
     return run(*s, c, "MPI_Gather", *r, [&](Comm& cc) {
       const std::uint64_t bytes = l.block->bytes;

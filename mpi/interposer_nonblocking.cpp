@@ -19,11 +19,11 @@ namespace copse::mpi::interposer {
 
 namespace {
 
-// A reduction's record when copse serves it (`bytes` per process).
-Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t bytes, MPI_Comm comm) {
+// A reduction's record when copse serves it (`bytes` per process) in `form`.
+Record* reducing(State& s, MpiCollective c, const ReduceOp* op, std::uint64_t bytes, MPI_Comm comm, CallForm form) {
   if (!op || !s.in_bounds(bytes)) return nullptr;
   Record* r = with_team(s, comm);
-  return r && s.table_serves(c, bytes, *r) ? r : nullptr;
+  return r && s.table_serves(c, bytes, *r, form) ? r : nullptr;
 }
 
 int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, Started how,
@@ -32,7 +32,7 @@ int allreduce_call(const void* send, void* recv, int count, MPI_Datatype type, M
   State* s = active();
   if (s && request && recv != MPI_IN_PLACE) {
     const ReduceOp* reduce_op = reduction(*s, c, count, type, op);
-    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm)) {
+    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm, how.form())) {
       const void* from = send == MPI_IN_PLACE ? recv : send;
       const auto n = static_cast<std::size_t>(count);
       return serve(*s, c, how.name("MPI_Iallreduce", "MPIX_Allreduce_init"), *r, request, how.persistent,
@@ -52,7 +52,7 @@ int reduce_call(const void* send, void* recv, int count, MPI_Datatype type, MPI_
   State* s = active();
   if (s && request) {
     const ReduceOp* reduce_op = reduction(*s, c, count, type, op);
-    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm))
+    if (Record* r = reducing(*s, c, reduce_op, reduce_op ? bytes_of(count, *reduce_op) : 0, comm, how.form()))
       // MPI_IN_PLACE is the root's only, as send buffer.
       if (root >= 0 && root < r->size && (r->rank == root ? recv != MPI_IN_PLACE : send != MPI_IN_PLACE))
         return serve(*s, c, how.name("MPI_Ireduce", "MPIX_Reduce_init"), *r, request, how.persistent, [&](Comm& cc) {
@@ -75,7 +75,7 @@ int reduce_scatter_block_call(const void* send, void* recv, int count, MPI_Datat
     if (const ReduceOp* reduce_op = reduction(*s, c, count, type, op))
       if (Record* r = with_team(*s, comm)) {
         const std::uint64_t bytes = bytes_of(count, *reduce_op) * static_cast<std::uint64_t>(r->size);
-        if (s->serves(c, bytes, *r))
+        if (s->serves(c, bytes, *r, how.form()))
           return serve(*s, c, how.name("MPI_Ireduce_scatter_block", "MPIX_Reduce_scatter_block_init"), *r, request,
                        how.persistent, [&](Comm& cc) {
                          const void* from = send == MPI_IN_PLACE ? recv : send;
@@ -96,7 +96,7 @@ int reduce_scatter_call(const void* send, void* recv, const int* counts, MPI_Dat
     if (const ReduceOp* reduce_op = reduction(*s, c, 0, type, op))
       if (Record* r = with_team(*s, comm)) {
         const auto total = counted_total(counts, r->size);
-        if (total && s->serves(c, bytes_of(*total, *reduce_op), *r))
+        if (total && s->serves(c, bytes_of(*total, *reduce_op), *r, how.form()))
           return serve(*s, c, how.name("MPI_Ireduce_scatter", "MPIX_Reduce_scatter_init"), *r, request, how.persistent,
                        [&](Comm& cc) {
                          const void* from = send == MPI_IN_PLACE ? recv : send;
@@ -112,7 +112,7 @@ int barrier_call(MPI_Comm comm, Started how, MPI_Request* request) {
   constexpr MpiCollective c = MpiCollective::barrier;
   State* s = active();
   if (s && request && s->options.mpi.serves(c))
-    if (Record* r = with_team(*s, comm); r && s->table_serves(c, 0, *r))
+    if (Record* r = with_team(*s, comm); r && s->table_serves(c, 0, *r, how.form()))
       return serve(*s, c, how.name("MPI_Ibarrier", "MPIX_Barrier_init"), *r, request, how.persistent,
                    [&](Comm& cc) { return how.persistent ? cc.barrier_init() : cc.ibarrier(); });
   if (s) s->stats.passed(c, how.persistent);
@@ -126,7 +126,8 @@ int bcast_call(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm co
   State* s = active();
   if (s && request && s->options.mpi.serves(c) && buffer != MPI_IN_PLACE)
     if (const auto l = layout_of(s->mapping, type, count); l && l->contiguous && s->in_bounds(l->bytes))
-      if (Record* r = with_team(*s, comm); r && root >= 0 && root < r->size && s->table_serves(c, l->bytes, *r))
+      if (Record* r = with_team(*s, comm);
+          r && root >= 0 && root < r->size && s->table_serves(c, l->bytes, *r, how.form()))
         return serve(*s, c, how.name("MPI_Ibcast", "MPIX_Bcast_init"), *r, request, how.persistent, [&](Comm& cc) {
           return how.persistent ? cc.bcast_init(buffer, l->bytes, DType::uint8, root)
                                 : cc.ibcast(buffer, l->bytes, DType::uint8, root);
@@ -144,7 +145,7 @@ int allgather_call(const void* send, int send_count, MPI_Datatype send_type, voi
     const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
     const auto& block = l.block;
     if (l.fits() && l.contiguous() && s->in_bounds(block->bytes))
-      if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r))
+      if (Record* r = with_team(*s, comm); r && s->table_serves(c, block->bytes, *r, how.form()))
         return serve(*s, c, how.name("MPI_Iallgather", "MPIX_Allgather_init"), *r, request, how.persistent,
                      [&](Comm& cc) {
                        const void* from = in_place ? recv : send;
@@ -165,7 +166,7 @@ int scatter_call(const void* send, int send_count, MPI_Datatype send_type, void*
   MovedLayouts l;
   if (s && request)
     if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? with_team(*s, comm) : nullptr, root, in_place, recv_count,
-                           recv_type, send_count, send_type, true, l))
+                           recv_type, send_count, send_type, how.form(), l))
       return serve(*s, c, how.name("MPI_Iscatter", "MPIX_Scatter_init"), *r, request, how.persistent, [&](Comm& cc) {
         void* to = in_place ? const_cast<void*>(send) : recv;
         const std::uint64_t bytes = l.block->bytes;
@@ -185,7 +186,7 @@ int gather_call(const void* send, int send_count, MPI_Datatype send_type, void* 
   MovedLayouts l;
   if (s && request)
     if (Record* r = rooted(*s, c, s->options.mpi.serves(c) ? with_team(*s, comm) : nullptr, root, in_place, send_count,
-                           send_type, recv_count, recv_type, true, l))
+                           send_type, recv_count, recv_type, how.form(), l))
       return serve(*s, c, how.name("MPI_Igather", "MPIX_Gather_init"), *r, request, how.persistent, [&](Comm& cc) {
         const std::uint64_t bytes = l.block->bytes;
         const void* from = in_place ? recv : send;
@@ -207,7 +208,8 @@ int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void
     const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
     const auto& block = l.block;
     if (l.fits() && l.contiguous())
-      if (Record* r = with_team(*s, comm); r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r))
+      if (Record* r = with_team(*s, comm);
+          r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r, how.form()))
         return serve(*s, c, how.name("MPI_Ialltoall", "MPIX_Alltoall_init"), *r, request, how.persistent,
                      [&](Comm& cc) {
                        const void* from = in_place ? recv : send;

@@ -269,6 +269,15 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
 int wait(MPI_Request* request, MPI_Status* status) {
   if (g_live.load(std::memory_order_acquire) == 0) return PMPI_Wait(request, status);
   CopseRequest* r = request ? ours(*request) : nullptr;
+  // Done already -- a persistent 8-byte allreduce's MPI_Start finishes the
+  // call where every peer had posted before it, as the late process's
+  // does: only the bookkeeping, which lies on the path from this call's end
+  // to the next call's post. (Not under MPI_THREAD_MULTIPLE: another thread
+  // may be progressing the call.)
+  if (r && running(*r) && !ProgressLock::multiple.load(std::memory_order_relaxed) && r->request.done()) {
+    complete(request, r, status);
+    return MPI_SUCCESS;
+  }
   // The only copse call that may be running, and no other thread in MPI:
   // waited for in the call's own wait, as the blocking collective waits
   // (the direct reduce's spin, with its timeout and failure checks), instead

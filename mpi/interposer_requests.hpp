@@ -96,6 +96,7 @@ struct Started {
   bool persistent = false;
   MPI_Info info = MPI_INFO_NULL;
   const char* name(const char* nonblocking, const char* init) const { return persistent ? init : nonblocking; }
+  CallForm form() const { return persistent ? CallForm::persistent : CallForm::nonblocking; }
 };
 
 // Starts one call on the record's Team: start(comm) returns its Request.

@@ -44,8 +44,12 @@ struct Record {
   int size = 1;
   int nodes = 1;  // counted when a decision table needs it
   int hosts = 1;  // likewise
-  // Per collective, the decision table's rows that fit this communicator.
-  std::array<std::vector<std::uint32_t>, kMpiCollectives.size()> table_rows;
+  // Per call form and collective, the decision table's rows that fit this
+  // communicator.
+  std::array<std::array<std::vector<std::uint32_t>, kMpiCollectives.size()>, kCallForms.size()> table_rows;
+  const std::vector<std::uint32_t>& rows(CallForm form, MpiCollective c) const {
+    return table_rows[static_cast<std::size_t>(form)][static_cast<std::size_t>(c)];
+  }
   std::unique_ptr<Team> team;  // made at the first served call
 };
 
@@ -66,16 +70,17 @@ struct State {
     return bytes >= options.mpi.min_bytes && (!options.mpi.max_bytes || bytes <= *options.mpi.max_bytes);
   }
   // Whether the decision table (if any) gives a call of `bytes` per process
-  // on the record's communicator to copse; the deciding row is counted.
-  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
+  // in `form` on the record's communicator to copse; the deciding row is
+  // counted.
+  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r, CallForm form = CallForm::blocking) {
     if (!table) return true;
-    const std::size_t row = table->find(r.table_rows[index(c)], bytes);
+    const std::size_t row = table->find(r.rows(form, c), bytes);
     stats.decided(row);
     return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
   }
   // Both, for the collectives whose bytes need the communicator's size.
-  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r) {
-    return in_bounds(bytes) && table_serves(c, bytes, r);
+  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r, CallForm form = CallForm::blocking) {
+    return in_bounds(bytes) && table_serves(c, bytes, r, form);
   }
 
   const Options options;
@@ -134,10 +139,11 @@ MovedLayouts equal_blocks(const State& s, bool in_place, int send_count, MPI_Dat
 // this process's block (scatter: received, gather: contributed) as its own
 // buffer describes it (`own`) -- at the root in place, as its other buffer
 // does (`root_side`) -- and `other`, the root's other buffer's blocks
-// (elsewhere `block` again). `contiguous`: only blocks without packing (a
-// nonblocking call has no step after its last to unpack in).
+// (elsewhere `block` again). A nonblocking or persistent `form` takes only
+// blocks without packing (such a call has no step after its last to unpack
+// in), and the table's rows of its form decide it.
 Record* rooted(State& s, MpiCollective c, Record* r, int root, bool in_place, int own_count, MPI_Datatype own_type,
-               int root_count, MPI_Datatype root_type, bool contiguous, MovedLayouts& l);
+               int root_count, MPI_Datatype root_type, CallForm form, MovedLayouts& l);
 
 // The MPI error class of a copse error.
 int error_class(ErrorKind kind);

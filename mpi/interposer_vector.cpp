@@ -75,13 +75,13 @@ ByteBlocks byte_blocks(const State& s, MPI_Datatype type, const int* counts, con
   return b;
 }
 
-// Whether the table gives `c` to the MPI library at every size on the
-// record's communicator: every row that can match says mpi, and so does the
-// fallback unless a row covers every size.
-bool table_defers_all(const State& s, MpiCollective c, const Record& r) {
+// Whether the table gives `c` in `form` to the MPI library at every size on
+// the record's communicator: every row that can match says mpi, and so does
+// the fallback unless a row covers every size.
+bool table_defers_all(const State& s, MpiCollective c, const Record& r, CallForm form) {
   if (!s.table) return false;
   bool covered = false;
-  for (std::uint32_t i : r.table_rows[State::index(c)]) {
+  for (std::uint32_t i : r.rows(form, c)) {
     const DecisionRow& row = s.table->rows[i];
     if (row.use == Provider::copse) return false;
     covered = covered || (row.min_bytes == 0 && row.max_bytes == std::numeric_limits<std::uint64_t>::max());
@@ -91,15 +91,17 @@ bool table_defers_all(const State& s, MpiCollective c, const Record& r) {
 
 // The communicator's record when copse serves the call, decided alike on
 // every process (see above); null otherwise. `most`: the largest block this
-// process names, in bytes; `can`: it can hand its part to copse.
-Record* agreed(State& s, MpiCollective c, MPI_Comm comm, int root, std::uint64_t most, bool can) {
+// process names, in bytes; `can`: it can hand its part to copse; `form`: the
+// call's, whose table rows decide.
+Record* agreed(State& s, MpiCollective c, MPI_Comm comm, int root, std::uint64_t most, bool can,
+               CallForm form = CallForm::blocking) {
   if (!s.options.mpi.serves(c)) return nullptr;
   Record* r = record(s, comm);
-  if (!r || root >= r->size || table_defers_all(s, c, *r)) return nullptr;
+  if (!r || root >= r->size || table_defers_all(s, c, *r, form)) return nullptr;
   const std::uint64_t mine[2] = {most, can ? 0U : 1U};
   std::uint64_t all[2] = {0, 0};
   if (PMPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS || all[1] != 0) return nullptr;
-  return s.serves(c, all[0], *r) ? r : nullptr;
+  return s.serves(c, all[0], *r, form) ? r : nullptr;
 }
 
 // One block of `count` elements (a process's own side), in bytes.
@@ -154,7 +156,7 @@ class LibraryDeferral final : public VectorDeferral {
   LibraryDeferral(State& s, MpiCollective c, Record& r, bool refuses, Start start)
       : VectorDeferral(refuses), s_(s), c_(c), r_(r), start_(std::move(start)) {}
   bool runs_here(std::uint64_t most, bool any_refused) override {
-    if (!any_refused && s_.serves(c_, most, r_)) {
+    if (!any_refused && s_.serves(c_, most, r_, CallForm::nonblocking)) {
       s_.stats.served(c_, false);
       return true;
     }
@@ -182,12 +184,13 @@ class LibraryDeferral final : public VectorDeferral {
 };
 
 // The record of a nonblocking or persistent v-variant copse may serve: its
-// Team exists and the configuration alone does not give the call to the
-// library (then it goes there at once, as the blocking call does).
-Record* deciding(State& s, MpiCollective c, MPI_Comm comm) {
+// Team exists and the configuration alone does not give the call (in its
+// `form`) to the library (then it goes there at once, as the blocking call
+// does).
+Record* deciding(State& s, MpiCollective c, MPI_Comm comm, CallForm form) {
   if (!s.options.mpi.serves(c)) return nullptr;
   Record* r = with_team(s, comm);
-  return r && !table_defers_all(s, c, *r) ? r : nullptr;
+  return r && !table_defers_all(s, c, *r, form) ? r : nullptr;
 }
 
 // Starts a nonblocking v-variant as copse's call: `start(comm, deferral)`
@@ -290,7 +293,7 @@ int allgatherv_call(const void* send, int send_count, MPI_Datatype send_type, vo
   constexpr MpiCollective c = MpiCollective::allgatherv;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;
-  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm) : nullptr) {
+  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm, how.form()) : nullptr) {
     const ByteBlocks b = byte_blocks(*s, recv_type, recv_counts, displs, r->size);
     const ByteBlocks mine = in_place ? b : one_block(*s, send_type, send_count);
     const bool can = b.ok && mine.ok && (in_place || mine.counts[0] == b.counts[static_cast<std::size_t>(r->rank)]);
@@ -304,7 +307,7 @@ int allgatherv_call(const void* send, int send_count, MPI_Datatype send_type, vo
           [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
             return cc.iallgatherv(from, recv, b.counts.data(), b.displs.data(), DType::uint8, std::move(d));
           });
-    if (agreed(*s, c, comm, 0, b.most, can))
+    if (agreed(*s, c, comm, 0, b.most, can, CallForm::persistent))
       return serve(*s, c, "MPIX_Allgatherv_init", *r, request, true, [&](Comm& cc) {
         return cc.allgatherv_init(from, recv, b.counts.data(), b.displs.data(), DType::uint8);
       });
@@ -320,7 +323,7 @@ int gatherv_call(const void* send, int send_count, MPI_Datatype send_type, void*
   constexpr MpiCollective c = MpiCollective::gatherv;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the root's only
-  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm) : nullptr; r && root < r->size) {
+  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm, how.form()) : nullptr; r && root < r->size) {
     const Rooted v = rooted_parts(*s, comm, root, in_place, recv_type, recv_counts, displs, send_type, send_count);
     const void* from = in_place ? recv : send;
     if (!how.persistent)
@@ -332,7 +335,7 @@ int gatherv_call(const void* send, int send_count, MPI_Datatype send_type, void*
           [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
             return cc.igatherv(from, v.own(), recv, v.counts(), v.displs(), DType::uint8, root, std::move(d));
           });
-    if (agreed(*s, c, comm, root, v.most(), v.can))
+    if (agreed(*s, c, comm, root, v.most(), v.can, CallForm::persistent))
       return serve(*s, c, "MPIX_Gatherv_init", *r, request, true, [&](Comm& cc) {
         return cc.gatherv_init(from, v.own(), recv, v.counts(), v.displs(), DType::uint8, root);
       });
@@ -347,7 +350,7 @@ int scatterv_call(const void* send, const int* send_counts, const int* displs, M
   constexpr MpiCollective c = MpiCollective::scatterv;
   State* s = active();
   const bool in_place = recv == MPI_IN_PLACE;  // the root's only: its block stays in send
-  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm) : nullptr; r && root < r->size) {
+  if (Record* r = s && request && root >= 0 ? deciding(*s, c, comm, how.form()) : nullptr; r && root < r->size) {
     const Rooted v = rooted_parts(*s, comm, root, in_place, send_type, send_counts, displs, recv_type, recv_count);
     void* to = in_place ? const_cast<void*>(send) : recv;
     if (!how.persistent)
@@ -359,7 +362,7 @@ int scatterv_call(const void* send, const int* send_counts, const int* displs, M
           [&](Comm& cc, std::shared_ptr<VectorDeferral> d) {
             return cc.iscatterv(send, v.counts(), v.displs(), to, v.own(), DType::uint8, root, std::move(d));
           });
-    if (agreed(*s, c, comm, root, v.most(), v.can))
+    if (agreed(*s, c, comm, root, v.most(), v.can, CallForm::persistent))
       return serve(*s, c, "MPIX_Scatterv_init", *r, request, true, [&](Comm& cc) {
         return cc.scatterv_init(send, v.counts(), v.displs(), to, v.own(), DType::uint8, root);
       });
@@ -375,7 +378,7 @@ int alltoallv_call(const void* send, const int* send_counts, const int* send_dis
   constexpr MpiCollective c = MpiCollective::alltoallv;
   State* s = active();
   const bool in_place = send == MPI_IN_PLACE;  // the blocks to send are recv's, by the receive counts
-  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm) : nullptr) {
+  if (Record* r = s && request && recv != MPI_IN_PLACE ? deciding(*s, c, comm, how.form()) : nullptr) {
     const ByteBlocks in = byte_blocks(*s, recv_type, recv_counts, recv_displs, r->size);
     const ByteBlocks out = in_place ? in : byte_blocks(*s, send_type, send_counts, send_displs, r->size);
     const bool can = in.ok && out.ok;
@@ -391,7 +394,7 @@ int alltoallv_call(const void* send, const int* send_counts, const int* send_dis
             return cc.ialltoallv(from, out.counts.data(), out.displs.data(), recv, in.counts.data(), in.displs.data(),
                                  DType::uint8, std::move(d));
           });
-    if (agreed(*s, c, comm, 0, std::max(in.most, out.most), can))
+    if (agreed(*s, c, comm, 0, std::max(in.most, out.most), can, CallForm::persistent))
       return serve(*s, c, "MPIX_Alltoallv_init", *r, request, true, [&](Comm& cc) {
         return cc.alltoallv_init(from, out.counts.data(), out.displs.data(), recv, in.counts.data(), in.displs.data(),
                                  DType::uint8);

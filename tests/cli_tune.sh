@@ -21,9 +21,13 @@ done
 export COPSE_CONFIG=
 cd "$tmp" || exit 1
 
-# rows FILE: the table without its comments and shape keys (what
-# decision-table.py wrote had neither).
-rows() { grep -v -e '^#' -e '^shape = ' "$1"; }
+# rows FILE: the table's blocking rows (and rows without a form) without its
+# comments, shape and form keys (what decision-table.py wrote had none: it
+# measured the blocking calls only).
+rows() {
+  awk 'BEGIN { RS = ""; ORS = "\n\n" } !/form = "/ || /form = "blocking"/' "$1" |
+    grep -v -e '^#' -e '^shape = ' -e '^form = '
+}
 same_rows() {  # same_rows GOT WANT DESCRIPTION
   checks=$((checks + 1))
   diff <(rows "$1") <(rows "$2") >"$tmp/diff" || fail "$3: $(head -20 "$tmp/diff")"
@@ -33,25 +37,36 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --rounds --refine --threshold --noise --from --mpirun --host --hostfile --bench \
-  --library --work --timeout; do stdout_has "$opt"; done
+for opt in --out --replace --shapes --sizes --forms --rounds --refine --threshold --noise --unmeasured --from --mpirun \
+  --host --hostfile --bench --library --work --timeout; do stdout_has "$opt"; done
+stdout_has "blocking,nonblocking"
 stdout_has "npP-vnK"
 
 # ------------------------------------------------------------------ the rules, as the Python script had them
 # (it had no noise rule: --noise 1 turns it off)
-expect 0 tune --from "$fixture/bench.csv" --out t.toml --noise 1 && stdout_has "64 rows"
+# Its CSV measured the blocking calls: 64 blocking rows, and as many nonblocking and
+# persistent rows again, made from the blocking ratios (the unmeasured forms' rule).
+expect 0 tune --from "$fixture/bench.csv" --out t.toml --noise 1 && stdout_has "rows"
 same_rows t.toml "$fixture/expected.toml" "copse tune --from --noise 1 writes decision-table.py's rows"
 # With the noise rule (the default) lone bands near the threshold follow their neighbours: fewer rows.
 expect 0 tune --from "$fixture/bench.csv" --out smooth.toml && stdout_has "rows"
 checks=$((checks + 1))
-(($(grep -c '^\[\[row\]\]' smooth.toml) < 64)) || fail "the noise rule merged no lone band of bench.csv"
+(($(rows smooth.toml | grep -c '^\[\[row\]\]') < 64)) || fail "the noise rule merged no lone band of bench.csv"
 checks=$((checks + 1))
 grep -q "a lone size within the noise, 0.8, of that follows its two" smooth.toml || fail "the header does not state the noise rule"
 expect 2 tune --from "$fixture/bench.csv" --out bad.toml --noise 1.5 && stderr_has "--noise: expected a ratio in (0, 1]"
 table_json t.toml
-json_check 'len(d["decision_table"]["rows"]) == 64 and d["decision_table"]["default"] == "mpi"' "the table reads back"
-json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 19 and all(r["shape"] for r in d["decision_table"]["rows"])' \
-  "every row names its shape"
+json_check '[r["form"] for r in d["decision_table"]["rows"]].count("blocking") == 64 and d["decision_table"]["default"] == "mpi"' "the table reads back"
+json_check '[r["shape"] for r in d["decision_table"]["rows"] if r["form"] == "blocking"].count("np4") == 19 and all(r["shape"] and r["form"] for r in d["decision_table"]["rows"])' \
+  "every row names its shape and form"
+json_check 'all(("not measured: the blocking call" in r["note"]) == (r["form"] != "blocking") for r in d["decision_table"]["rows"])' \
+  "the unmeasured forms' rows say they come from the blocking call's ratios"
+# Where the blocking call deferred within threshold * 0.7 of the threshold, the unmeasured forms go to copse;
+# far below, they defer as the blocking call does.
+json_check 'all(n["use"] == "copse" for b in d["decision_table"]["rows"] if b["form"] == "blocking" and b["use"] == "copse" for n in d["decision_table"]["rows"] if n["form"] == "nonblocking" and (n["shape"], n["collective"]) == (b["shape"], b["collective"]) and n["min_bytes"] <= (b["max_bytes"] if b["max_bytes"] is not None else 2**64) and b["min_bytes"] <= (n["max_bytes"] if n["max_bytes"] is not None else 2**64))' \
+  "the unmeasured nonblocking form goes to copse wherever the blocking call did"
+json_check 'any(n["use"] == "copse" and b["use"] == "mpi" and n["min_bytes"] == b["min_bytes"] and (n["shape"], n["collective"]) == (b["shape"], b["collective"]) for b in d["decision_table"]["rows"] if b["form"] == "blocking" for n in d["decision_table"]["rows"] if n["form"] == "nonblocking")' \
+  "and somewhere the blocking call deferred (within the unmeasured factor) too"
 # A higher threshold gives fewer calls to copse.
 expect 0 tune --from "$fixture/bench.csv" --out strict.toml --threshold 1.5 --noise 1
 checks=$((checks + 1))
@@ -69,7 +84,7 @@ table_json merged.toml
 json_check '[dict(r, line=0) for r in d["decision_table"]["rows"] if r["shape"] != "np4"] == [dict(r, line=0) for r in __import__("json").load(open("'"$tmp"'/before.json"))["decision_table"]["rows"] if r["shape"] != "np4"]' \
   "merging np4 kept the other shapes' rows as they were"
 json_check 'all(r["use"] == "copse" for r in d["decision_table"]["rows"] if r["shape"] == "np4")' "np4's rows replaced"
-json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 7' "np4: one row per collective now"
+json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 21' "np4: one row per collective and form now"
 grep -q "Shapes kept from the earlier table (measured before): np2, np4-vn2" merged.toml ||
   fail "the header does not say which shapes were kept"
 # A new shape np8: np4's rows now end at 7 ranks, np8's start at 8.
@@ -90,6 +105,20 @@ expect 0 tune --from np4.csv --out hand.toml --replace
 table_json hand.toml
 json_check 'd["decision_table"]["default"] == "mpi" and all(r["shape"] == "np4" for r in d["decision_table"]["rows"])' \
   "--replace writes the table anew"
+
+# ------------------------------------------------------------------ forms measured
+# bench.csv with a form column, and np2's allreduce measured nonblocking too (copse 3x
+# faster everywhere): its nonblocking rows are its own, persistent repeats them.
+awk -F, 'NR == 1 { print $0 ",form"; next } { print $0 ",blocking" }
+  NR > 1 && $1 == "np2" && $3 == "allreduce" { if ($6 == "copse") $13 = "3.0000"; print $0 ",nonblocking" }' OFS=, \
+  "$fixture/bench.csv" >forms.csv
+expect 0 tune --from forms.csv --out forms.toml --noise 1
+same_rows forms.toml "$fixture/expected.toml" "a form column of blocking rows: the same blocking rows"
+table_json forms.toml
+json_check '[(r["form"], r["use"], r["note"]) for r in d["decision_table"]["rows"] if r["shape"] == "np2" and r["collective"] == "allreduce" and r["form"] != "blocking"] == [("nonblocking", "copse", "np2: tuned/copse 3.00, 3.00, 3.00, 3.00, 3.00, 3.00, 3.00 by median"), ("persistent", "copse", "np2: tuned/copse 3.00, 3.00, 3.00, 3.00, 3.00, 3.00, 3.00 by median; persistent not measured: nonblocking'"'"'s")]' \
+  "np2 allreduce: nonblocking as measured, persistent repeats it"
+sed '2s/,blocking$/,immediate/' forms.csv >badform.csv
+expect 2 tune --from badform.csv --out x.toml && stderr_has "line 2: unknown form 'immediate'"
 
 # ------------------------------------------------------------------ mistakes: file, line, reason
 sed '5s/,copse,2,100,true,\([^,]*\),.*/,copse,2,100,true,\1/' "$fixture/bench.csv" >short.csv
@@ -117,6 +146,8 @@ expect 2 tune --shapes np2,big && stderr_has "shape 'big'"
 expect 2 tune --shapes np4-h2 && stderr_has "--host"
 expect 2 tune --sizes 8,6 && stderr_has "6 is not a positive multiple of 4"
 expect 2 tune --rounds 0 && stderr_has "--rounds"
+expect 2 tune --forms blocking,immediate && stderr_has "--forms: 'immediate' is not a form"
+expect 2 tune --from "$fixture/bench.csv" --out x.toml --unmeasured 0 && stderr_has "--unmeasured: expected a ratio in (0, 1]"
 expect 2 tune --mpirun /nonexistent/mpirun && stderr_has "cannot find the launcher"
 expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot find the benchmark mpi_collectives at /nonexistent/bench"
 # A launcher that runs nothing: the run is a failure (exit 1) naming the log,
@@ -124,7 +155,7 @@ expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot fin
 expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.csv" --shapes np512 --sizes 8 \
   --rounds 1 --work "$tmp/w" --out x.toml && stderr_has "np512 tuned wrote no results" && stderr_has "$tmp/w/runs.log"
 checks=$((checks + 1))
-grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8$" \
+grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8 --forms blocking,nonblocking$" \
   "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
 
 # ------------------------------------------------------------------ copse config --stats: the calls per row

@@ -75,8 +75,8 @@ TEST_CASE("decision table: the first matching row decides, in file order, unmatc
   for (const auto& [c, ranks, nodes] : std::vector<std::tuple<MpiCollective, int, int>>{
            {MpiCollective::bcast, 2, 1}, {MpiCollective::bcast, 4, 1}, {MpiCollective::allreduce, 8, 2}})
     for (std::uint64_t bytes : {0, 8, 128, 129, 2048, 4096, 1 << 20})
-      CHECK(t.find(t.rows_for(c, ranks, nodes, 1), bytes) == t.find(call(c, bytes, ranks, nodes)));
-  CHECK(t.rows_for(MpiCollective::bcast, 4, 1, 1) == std::vector<std::uint32_t>{0, 2});
+      CHECK(t.find(t.rows_for(c, CallForm::blocking, ranks, nodes, 1), bytes) == t.find(call(c, bytes, ranks, nodes)));
+  CHECK(t.rows_for(MpiCollective::bcast, CallForm::blocking, 4, 1, 1) == std::vector<std::uint32_t>{0, 2});
   const std::string text = t.describe();
   CHECK_THAT(text, Catch::Contains("row 1 (line 3): bcast bytes <= 128 B -> mpi  # np 4: 0.01x"));
   CHECK_THAT(text, Catch::Contains("row 3 (line 13): every collective bytes 2 KiB..512 KiB nodes <= 1 -> copse"));
@@ -131,14 +131,66 @@ use = "copse"
   CHECK(t.find(call(MpiCollective::bcast, 8, 4, 2, 2)) == 1);  // two hosts
   CHECK(t.find(call(MpiCollective::bcast, 8, 8, 4, 2)) == 1);  // two hosts of two virtual nodes
   CHECK(t.find(call(MpiCollective::bcast, 8, 4, 1, 1)) == 2);  // one node: no row
-  CHECK(t.rows_for(MpiCollective::bcast, 4, 2, 1) == std::vector<std::uint32_t>{0});
-  CHECK(t.rows_for(MpiCollective::bcast, 4, 2, 3) == std::vector<std::uint32_t>{1});
+  CHECK(t.rows_for(MpiCollective::bcast, CallForm::blocking, 4, 2, 1) == std::vector<std::uint32_t>{0});
+  CHECK(t.rows_for(MpiCollective::bcast, CallForm::blocking, 4, 2, 3) == std::vector<std::uint32_t>{1});
   CHECK_THAT(t.describe(), Catch::Contains("row 1 (line 2): bcast nodes >= 2 hosts <= 1 -> mpi") &&
                                Catch::Contains("row 2 (line 8): bcast hosts >= 2 -> copse"));
   CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmin_hosts = 3\nmax_hosts = 2"),
              Catch::Contains("line 1: min_hosts is above max_hosts"));
   CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nmax_hosts = 0"),
              Catch::Contains("line 3: max_hosts must be a whole number >= 1"));
+}
+
+TEST_CASE("decision table: a row's form decides only calls of that form, a row without one every form") {
+  const DecisionTable t = parse_decision_table(R"(
+[[row]]
+collective = "allreduce"
+form = "blocking"
+max_bytes = 256
+use = "mpi"
+note = "np2: tuned/copse 0.75"
+[[row]]
+collective = "allreduce"
+form = "persistent"
+use = "copse"
+[[row]]
+collective = "allreduce"
+max_bytes = 256
+use = "mpi"
+)",
+                                               "f.toml");
+  REQUIRE(t.rows.size() == 3);
+  CHECK(t.rows[0].form == CallForm::blocking);
+  CHECK(t.rows[1].form == CallForm::persistent);
+  CHECK_FALSE(t.rows[2].form);
+  const auto in = [](CallForm form) { return CallShape{MpiCollective::allreduce, 8, 2, 1, 1, form}; };
+  CHECK(t.find(in(CallForm::blocking)) == 0);
+  CHECK(t.find(in(CallForm::persistent)) == 1);
+  CHECK(t.decide(in(CallForm::persistent)) == Provider::copse);
+  CHECK(t.find(in(CallForm::nonblocking)) == 2);  // no nonblocking row: the row for every form
+  CHECK(t.decide(in(CallForm::nonblocking)) == Provider::mpi);
+  // What a communicator keeps, per form.
+  CHECK(t.rows_for(MpiCollective::allreduce, CallForm::blocking, 2, 1, 1) == std::vector<std::uint32_t>{0, 2});
+  CHECK(t.rows_for(MpiCollective::allreduce, CallForm::persistent, 2, 1, 1) == std::vector<std::uint32_t>{1, 2});
+  CHECK(t.rows_for(MpiCollective::allreduce, CallForm::nonblocking, 2, 1, 1) == std::vector<std::uint32_t>{2});
+  CHECK(t.find(t.rows_for(MpiCollective::allreduce, CallForm::persistent, 2, 1, 1), 8) == 1);
+  // Shown and written with the form, read back the same.
+  CHECK_THAT(t.describe(), Catch::Contains("row 1 (line 2): allreduce blocking bytes <= 256 B -> mpi") &&
+                               Catch::Contains("row 2 (line 8): allreduce persistent -> copse") &&
+                               Catch::Contains("row 3 (line 12): allreduce bytes <= 256 B -> mpi"));
+  const std::string text = write_decision_table(t, "forms");
+  CHECK_THAT(text, Catch::Contains("form = \"persistent\"\n"));
+  const DecisionTable back = parse_decision_table(text, "w.toml");
+  REQUIRE(back.rows.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(back.rows[i].form == t.rows[i].form);
+  // A form that is not one: file, line, reason.
+  CHECK(error_of("[[row]]\nuse = \"mpi\"\nform = \"immediate\"") ==
+        "decision table t.toml, line 3: form must be \"blocking\", \"nonblocking\" or \"persistent\" (absent: every "
+        "form)");
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nform = 2"), Catch::Contains("line 3: form must be"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nform = \"*\""), Catch::Contains("line 3: form must be"));
+  CHECK(call_form_named("nonblocking") == CallForm::nonblocking);
+  CHECK_FALSE(call_form_named("Blocking"));
 }
 
 TEST_CASE("decision table: the default default is mpi, and an empty table defers everything") {

@@ -25,6 +25,14 @@ std::string csv_row(const std::string& config, const std::string& collective, st
          std::to_string(ratio) + "\n";
 }
 
+// The rows of one call form, in order.
+std::vector<DecisionRow> rows_of(const DecisionTable& t, CallForm form) {
+  std::vector<DecisionRow> out;
+  for (const DecisionRow& row : t.rows)
+    if (row.form == form) out.push_back(row);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("tune: shape names") {
@@ -44,7 +52,8 @@ TEST_CASE("tune: size bands end at the integer geometric mean, alike bands merge
                                  csv_row("np2", "bcast", 2048, 1.2) + csv_row("np2", "bcast", 4096, 0.9, "1") +
                                  csv_row("np2", "barrier", 0, 0.9) + csv_row("np2", "barrier", 8, 1.1) +
                                  csv_row("np2", "reduce_scatter", 64, 1.5));
-  const DecisionTable t = tune_table(r, 1.0, 0.8, std::nullopt);
+  const DecisionTable table = tune_table(r, 1.0, 0.8, std::nullopt);
+  const DecisionTable t{"", Provider::mpi, rows_of(table, CallForm::blocking)};
   REQUIRE(t.rows.size() == 4);
   // bcast: 8 and 16 both mpi (one row up to isqrt(16 * 2048) = 181), 2048 copse from 182; root 1 ignored.
   CHECK((t.rows[0].collective == MpiCollective::bcast && t.rows[0].min_bytes == 0 && t.rows[0].max_bytes == 181 &&
@@ -77,7 +86,7 @@ TEST_CASE("tune: a lone band within the noise follows its two neighbours when th
   const auto uses = [](const DecisionTable& t, MpiCollective c) {
     std::string out;
     for (const DecisionRow& row : t.rows)
-      if (row.collective == c)
+      if (row.collective == c && row.form == CallForm::blocking)
         out += (out.empty() ? "" : " ") + std::to_string(row.min_bytes) + (row.use == Provider::copse ? "c" : "m");
     return out;
   };
@@ -97,7 +106,8 @@ TEST_CASE("tune: shapes cover ranks up to the next measured one of their kind: o
   const TuneRatios r = ratios_of(csv_row("np4", "allreduce", 8, 2) + csv_row("np2", "allreduce", 8, 2) +
                                  csv_row("np8-h2", "allreduce", 8, 2) + csv_row("np4-vn2", "allreduce", 8, 2) +
                                  csv_row("np4-h2", "allreduce", 8, 2));
-  const DecisionTable t = tune_table(r, 0.95, 0.8, std::nullopt);
+  const DecisionTable all = tune_table(r, 0.95, 0.8, std::nullopt);
+  const DecisionTable t{"", Provider::mpi, rows_of(all, CallForm::blocking)};
   constexpr int none = std::numeric_limits<int>::max();
   REQUIRE(t.rows.size() == 5);
   // Rows by shape name: np2, np4, np4-h2, np4-vn2, np8-h2.
@@ -115,6 +125,14 @@ TEST_CASE("tune: shapes cover ranks up to the next measured one of their kind: o
   // So two virtual nodes of one host and two hosts of 4 ranks each find their own row.
   CHECK(t.find({MpiCollective::allreduce, 8, 4, 2, 1}) == 3);
   CHECK(t.find({MpiCollective::allreduce, 8, 4, 2, 2}) == 2);
+  // Every form's rows cover alike.
+  for (CallForm form : {CallForm::nonblocking, CallForm::persistent}) {
+    const auto rows = rows_of(all, form);
+    REQUIRE(rows.size() == 5);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      CHECK((rows[i].shape == t.rows[i].shape && rows[i].min_ranks == t.rows[i].min_ranks &&
+             rows[i].max_ranks == t.rows[i].max_ranks && rows[i].max_hosts == t.rows[i].max_hosts));
+  }
 }
 
 TEST_CASE("tune: malformed measurements name the line") {
@@ -152,15 +170,62 @@ TEST_CASE("tune: refinement asks for the size between two neighbours that decide
   // The measurement merged in moves the edge: 1 MiB defers, so copse serves up to isqrt(512 KiB * 1 MiB) only.
   TuneRatios more = r;
   merge_tune_ratios(more, ratios_of(csv_row("np2", "allreduce", 1048576, 0.49) + csv_row("np2", "allreduce", 8, 1.3)));
-  CHECK(more.at("np2").at(MpiCollective::allreduce).size() == 6);
-  CHECK(more.at("np2").at(MpiCollective::allreduce).at(8) == Approx(1.3));  // measured again: the newer
+  CHECK(more.at("np2").at(MpiCollective::allreduce).at(CallForm::blocking).size() == 6);
+  CHECK(more.at("np2").at(MpiCollective::allreduce).at(CallForm::blocking).at(8) == Approx(1.3));  // the newer
   const DecisionTable t = tune_table(more, 0.95, 1.0, std::nullopt);
   std::uint64_t served_up_to = 0;
   for (const DecisionRow& row : t.rows)
-    if (row.shape == "np2" && row.collective == MpiCollective::allreduce && row.use == Provider::copse)
+    if (row.shape == "np2" && row.collective == MpiCollective::allreduce && row.form == CallForm::blocking &&
+        row.use == Provider::copse)
       served_up_to = row.max_bytes;
   CHECK(served_up_to == 741455);  // isqrt(524288 * 1048576)
   // The next pass asks again where nothing was measured (16, 8192) and between 512 KiB and 1 MiB.
   const auto next = tune_refinements(more, 0.95);
   CHECK(next.at("np2").sizes == std::set<std::uint64_t>{16, 8192, 741452});  // 741452: isqrt(2^39), whole floats
+}
+
+TEST_CASE("tune: rows by call form, an unmeasured one from nonblocking's or from the blocking call's lowered") {
+  // allreduce measured blocking (defers at 8 B: 0.75) and nonblocking (serves: 1.6); persistent not measured.
+  // bcast measured blocking only: 0.75 at 8 B (within threshold * 0.7 = 0.665), 0.3 at 32 B (far below), 2.0 at 128 B.
+  const std::string header = std::string(kHeader).replace(std::string(kHeader).size() - 1, 1, ",form\n");
+  const auto row = [](const char* collective, std::uint64_t bytes, double ratio, const char* form) {
+    std::string line = csv_row("np2", collective, bytes, ratio);
+    return line.replace(line.size() - 1, 1, std::string(",") + form + "\n");
+  };
+  std::istringstream in(header + row("allreduce", 8, 0.75, "blocking") + row("allreduce", 8, 1.6, "nonblocking") +
+                        row("bcast", 8, 0.75, "blocking") + row("bcast", 32, 0.3, "blocking") +
+                        row("bcast", 128, 2.0, "blocking"));
+  const TuneRatios r = read_tune_csv(in, "f.csv");
+  CHECK(r.at("np2").at(MpiCollective::allreduce).size() == 2);
+  const DecisionTable t = tune_table(r, 0.95, 1.0, std::nullopt);
+  const auto decides = [&](MpiCollective c, CallForm form, std::uint64_t bytes) {
+    const std::size_t i = t.find(CallShape{c, bytes, 2, 1, 1, form});
+    REQUIRE(i < t.rows.size());
+    CHECK(t.rows[i].form == form);
+    return t.rows[i];
+  };
+  CHECK(decides(MpiCollective::allreduce, CallForm::blocking, 8).use == Provider::mpi);
+  CHECK(decides(MpiCollective::allreduce, CallForm::nonblocking, 8).use == Provider::copse);
+  // Persistent: nonblocking's rows, said so.
+  const DecisionRow persistent = decides(MpiCollective::allreduce, CallForm::persistent, 8);
+  CHECK(persistent.use == Provider::copse);
+  CHECK(persistent.note == "np2: tuned/copse 1.60 by median; persistent not measured: nonblocking's");
+  // bcast: blocking as measured; nonblocking and persistent from the blocking ratios, copse from 0.665.
+  CHECK(decides(MpiCollective::bcast, CallForm::blocking, 8).use == Provider::mpi);
+  for (CallForm form : {CallForm::nonblocking, CallForm::persistent}) {
+    const DecisionRow small = decides(MpiCollective::bcast, form, 8);
+    CHECK(small.use == Provider::copse);
+    CHECK(small.note == "np2: tuned/copse 0.75 by median; " + std::string(to_string(form)) +
+                            " not measured: the blocking call's, copse from 0.665");
+    CHECK(decides(MpiCollective::bcast, form, 32).use == Provider::mpi);  // far slower: copse's own slow path
+    CHECK(decides(MpiCollective::bcast, form, 128).use == Provider::copse);
+  }
+  // A lower factor gives the unmeasured forms fewer bands; 1 the blocking call's decisions.
+  const DecisionTable same = tune_table(r, 0.95, 1.0, std::nullopt, 1.0);
+  CHECK(same.decide(CallShape{MpiCollective::bcast, 8, 2, 1, 1, CallForm::nonblocking}) == Provider::mpi);
+  // A form that is none: the line says so; a CSV without a form column is the blocking calls'.
+  std::istringstream bad(header + row("bcast", 8, 1.0, "immediate"));
+  CHECK_THROWS_WITH(read_tune_csv(bad, "f.csv"),
+                    "measurements f.csv, line 2: unknown form 'immediate' (blocking, nonblocking or persistent)");
+  CHECK(ratios_of(csv_row("np2", "bcast", 8, 1.0)).at("np2").at(MpiCollective::bcast).contains(CallForm::blocking));
 }

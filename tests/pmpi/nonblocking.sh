@@ -8,6 +8,14 @@
 #
 # NONBLOCKING_THREADS=1 in the environment: the program under
 # MPI_THREAD_MULTIPLE, with two threads at once at its end.
+# NONBLOCKING_FORM_TABLE=1: under a decision table whose rows are keyed by
+# call form -- persistent allreduce to the MPI library, nonblocking allreduce
+# to copse, blocking by the default (copse) -- and checks that the persistent
+# allreduces the program expected copse to serve were passed on by the first
+# row instead (its results still checked), the nonblocking ones served and
+# counted by the second, the blocking ones served. (Not the blocking calls to
+# the library: the program relies on copse's blocking allreduce finishing a
+# freed nonblocking one before it.)
 # CTest sets PMPI_LIB, PMPI_NONBLOCKING and MPIEXEC. Exit status 0 when every
 # check passed. Across hosts (scripts/multihost-tests.sh), MPI_LAUNCHER names
 # the command that stands in for mpirun and takes its options, as for
@@ -21,6 +29,11 @@ for name in $(compgen -e); do
   case "$name" in COPSE_*) unset "$name" ;; esac
 done
 export COPSE_CONFIG= COPSE_MPI_TABLE=none COPSE_MPI_STATS="$tmp/stats.jsonl"
+if [[ -n ${NONBLOCKING_FORM_TABLE:-} ]]; then
+  export COPSE_MPI_TABLE="$tmp/forms.toml"
+  printf '%s\n' 'default = "copse"' '[[row]]' 'collective = "allreduce"' 'form = "persistent"' 'use = "mpi"' \
+    '[[row]]' 'collective = "allreduce"' 'form = "nonblocking"' 'use = "copse"' >"$COPSE_MPI_TABLE"
+fi
 ((k == 0)) || export COPSE_HIERARCHY_RANKS_PER_NODE=$k
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 source "$(dirname "${BASH_SOURCE[0]}")/preload.sh"
@@ -37,11 +50,23 @@ mpirun=("${MPIEXEC:-mpirun}" --oversubscribe --bind-to none --mca btl self,vader
 [[ -z ${MPI_LAUNCHER:-} ]] || read -ra mpirun <<<"$MPI_LAUNCHER"
 "${mpirun[@]}" "${args[@]}" -np "$np" "$PMPI_NONBLOCKING" "$tmp/expect.jsonl" ||
   { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
-python3 - "$tmp/stats.jsonl" "$tmp/expect.jsonl" "$np" <<'PY'
+python3 - "$tmp/stats.jsonl" "$tmp/expect.jsonl" "$np" "${NONBLOCKING_FORM_TABLE:-}" <<'PY'
 import json, sys
 stats = {l["rank"]: l for l in map(json.loads, open(sys.argv[1]))}
 expect = {l["rank"]: l for l in map(json.loads, open(sys.argv[2]))}
 np, bad = int(sys.argv[3]), []
+if sys.argv[4]:  # the table by form: row 1 persistent allreduce -> mpi, row 2 nonblocking allreduce -> copse
+    for r, s in stats.items():
+        rows, persistent = s["table"]["rows"], s["persistent"]
+        want = expect.get(r, {}).get("persistent", {}).pop("allreduce", 0)
+        if persistent["served"]["allreduce"] != 0 or persistent["passed"]["allreduce"] != want or rows[0] != want or want == 0:
+            bad.append(f"rank {r}: persistent allreduce served {persistent['served']['allreduce']}, passed "
+                       f"{persistent['passed']['allreduce']}, row 1 counted {rows[0]}: expected {want} passed by row 1")
+        if rows[1] != s["nonblocking"]["served"]["allreduce"] or rows[1] == 0:
+            bad.append(f"rank {r}: row 2 counted {rows[1]}, nonblocking allreduce served "
+                       f"{s['nonblocking']['served']['allreduce']}: expected the same, above 0")
+        if s["served"]["allreduce"] == 0:
+            bad.append(f"rank {r}: no blocking allreduce served (the default, copse, decides them)")
 if sorted(stats) != list(range(np)) or sorted(expect) != list(range(np)):
     bad.append(f"ranks: stats {sorted(stats)}, expectations {sorted(expect)}")
 for r, e in expect.items():

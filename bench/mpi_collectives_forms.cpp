@@ -1,0 +1,82 @@
+// The nonblocking and persistent forms of bench/mpi_collectives.cpp's calls
+// (its --forms): MPI_I<collective> and, where the MPI library has them, the
+// MPI 4 persistent collectives -- Open MPI 4.1 exports them as
+// MPIX_<Collective>_init in mpi-ext.h (OMPI_HAVE_MPI_EXT_PCOLLREQ). They are
+// other code in the library than its blocking calls (Open MPI's libnbc, not
+// its tuned component), so `copse tune` times them apart.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include "mpi_collectives_forms.hpp"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+namespace mpi_collectives {
+
+const char* form_name(Form form) {
+  switch (form) {
+    case Form::blocking: return "blocking";
+    case Form::nonblocking: return "nonblocking";
+    case Form::persistent: return "persistent";
+  }
+  return "?";
+}
+
+bool form_named(const std::string& name, Form& form) {
+  for (Form f : {Form::blocking, Form::nonblocking, Form::persistent})
+    if (name == form_name(f)) {
+      form = f;
+      return true;
+    }
+  return false;
+}
+
+int start_nonblocking(const CallBuffers& b, MPI_Request* request) {
+  const int n = b.count;
+  switch (b.id) {
+    case Id::allreduce: return MPI_Iallreduce(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, request);
+    case Id::reduce: return MPI_Ireduce(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, b.root, MPI_COMM_WORLD, request);
+    case Id::bcast: return MPI_Ibcast(b.recv, n, MPI_FLOAT, b.root, MPI_COMM_WORLD, request);
+    case Id::barrier: return MPI_Ibarrier(MPI_COMM_WORLD, request);
+    case Id::allgather: return MPI_Iallgather(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, MPI_COMM_WORLD, request);
+    case Id::reduce_scatter_block:
+      return MPI_Ireduce_scatter_block(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, request);
+    case Id::reduce_scatter:
+      return MPI_Ireduce_scatter(b.send, b.recv, b.recv_counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, request);
+    case Id::scatter: return MPI_Iscatter(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, b.root, MPI_COMM_WORLD, request);
+    case Id::gather: return MPI_Igather(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, b.root, MPI_COMM_WORLD, request);
+    case Id::alltoall: return MPI_Ialltoall(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, MPI_COMM_WORLD, request);
+  }
+  return MPI_ERR_OTHER;
+}
+
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+bool has_persistent() { return true; }
+
+int init_persistent(const CallBuffers& b, MPI_Request* request) {
+  const int n = b.count;
+  const MPI_Comm w = MPI_COMM_WORLD;
+  const MPI_Info i = MPI_INFO_NULL;
+  switch (b.id) {
+    case Id::allreduce: return MPIX_Allreduce_init(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, w, i, request);
+    case Id::reduce: return MPIX_Reduce_init(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, b.root, w, i, request);
+    case Id::bcast: return MPIX_Bcast_init(b.recv, n, MPI_FLOAT, b.root, w, i, request);
+    case Id::barrier: return MPIX_Barrier_init(w, i, request);
+    case Id::allgather: return MPIX_Allgather_init(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, w, i, request);
+    case Id::reduce_scatter_block:
+      return MPIX_Reduce_scatter_block_init(b.send, b.recv, n, MPI_FLOAT, MPI_SUM, w, i, request);
+    case Id::reduce_scatter:
+      return MPIX_Reduce_scatter_init(b.send, b.recv, b.recv_counts, MPI_FLOAT, MPI_SUM, w, i, request);
+    case Id::scatter: return MPIX_Scatter_init(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, b.root, w, i, request);
+    case Id::gather: return MPIX_Gather_init(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, b.root, w, i, request);
+    case Id::alltoall: return MPIX_Alltoall_init(b.send, n, MPI_FLOAT, b.recv, n, MPI_FLOAT, w, i, request);
+  }
+  return MPI_ERR_OTHER;
+}
+#else
+bool has_persistent() { return false; }
+int init_persistent(const CallBuffers&, MPI_Request*) { return MPI_ERR_OTHER; }
+#endif
+
+}  // namespace mpi_collectives

@@ -3,14 +3,14 @@
 # machine with the release build: builds copse, libcopse_mpi.so and the
 # benchmark mpi_collectives (build/release), then runs `copse tune` with the
 # arguments given (see `build/release/copse tune --help`; the rules are in
-# config/tune.hpp). For the table copse ships, measure every shape at once and
-# write it anew on a quiet machine:
+# config/tune.hpp). For the table copse ships, measure on a quiet machine
+# and merge into it:
 #
-#   scripts/tune-table.sh --out config/default_decisions.toml --replace
+#   scripts/tune-table.sh --out config/default_decisions.toml --shapes np2,np4,np4-vn2,np8
 #
-# (without --replace an existing table is merged: a shape measured again
-# replaces its rows, and rows without a shape -- the table shipped before
-# copse tune wrote one -- stay first).
+# (merged: a shape measured again replaces its rows, and the rows without a
+# shape -- written by hand, with a comment each -- stay first; --replace
+# would write the file anew without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "algorithms/huge_pages.hpp"
+#include "algorithms/lockstep_sim.hpp"
 #include "algorithms/shift_sim.hpp"
 #include "algorithms/step_cursor.hpp"
 
@@ -34,7 +35,6 @@ struct alignas(64) RankState {
   std::int32_t send_peer = -1, recv_peer = -1;
 };
 static_assert(sizeof(RankState) == 64);
-constexpr std::uint64_t kMostElements = std::uint64_t{1} << 61;  // what a 61-bit count holds
 
 // What a rank's step touches only once: kept apart from the hot line.
 struct RankTally {
@@ -290,7 +290,7 @@ class Simulation {
     st.step_end = st.start;  // RankClock::begin_step
     check_peer(r, m.send_peer, "sends to");
     check_peer(r, m.recv_peer, "receives from");
-    if ((m.send_count | m.recv_count) >= kMostElements) throw_too_long(r, m);
+    if ((m.send_count | m.recv_count) >= kMostSimulatedElements) throw_too_long(r, m);
     st.send_peer = m.send_peer;
     st.recv_peer = m.recv_peer;
     // Each count beside its flag: one store a word.
@@ -502,6 +502,14 @@ bool shift_shortcut_applies(int ranks, const SimulationOptions& options, const D
   return plain_case(ranks, options, hooks) && options.start.empty();
 }
 
+// What every pair of ranks costs in the plain case (the cost of 0 to 1, as
+// Simulation takes it).
+PairCost plain_pair(int ranks, const SimulationOptions& options) {
+  if (ranks < 2) return PairCost{};
+  if (options.layout) return options.model.pair_cost(*options.layout, 0, 1);
+  return options.model.pair_cost(RankMap::uniform(ranks, 0), 0, 1);
+}
+
 }  // namespace
 
 void check_start_offsets(const std::vector<Picos>& start, int ranks) {
@@ -535,6 +543,9 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
   check_start_offsets(options.start, ranks);
   if (const ShiftPlan* shift = shift_plan_of(plan); shift && shift_shortcut_applies(ranks, options, hooks))
     return simulate_shift(*shift, ranks, options);
+  if (const StepCursor* cursor = cursor_of(plan); cursor && cursor->lockstep() && plain_case(ranks, options, hooks))
+    if (auto result = simulate_lockstep(*cursor->lockstep(), ranks, options, plain_pair(ranks, options)))
+      return std::move(*result);
   const auto run = [&]<bool kPlain>() {
     if (const StepCursor* cursor = cursor_of(plan))
       return Simulation<CursorSteps, kPlain>(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();

@@ -92,6 +92,10 @@ struct SimulationResult {
   std::uint64_t max_elements_received = 0;
 };
 
+// The most elements a step's transfer may move: the simulator's counts are
+// 61-bit, and a schedule that moves more is refused (ScheduleError).
+inline constexpr std::uint64_t kMostSimulatedElements = std::uint64_t{1} << 61;
+
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
                           DataHooks* hooks = nullptr);
 

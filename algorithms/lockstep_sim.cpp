@@ -60,7 +60,8 @@ class LockstepRun {
     received_ = HugeVector<std::uint64_t>();
     result_.finish.assign(before_.begin(), before_.end());
     for (std::size_t r = 0; r < result_.finish.size(); ++r)
-      if (result_.finish[r] > result_.time) result_.time = result_.finish[r], result_.slowest_rank = static_cast<int>(r);
+      if (result_.finish[r] > result_.time)
+        result_.time = result_.finish[r], result_.slowest_rank = static_cast<int>(r);
     return std::move(result_);
   }
 

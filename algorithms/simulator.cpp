@@ -496,12 +496,6 @@ class Simulation {
   SimulationResult result_;
 };
 
-// Whether simulate_shift is exact for these options: every rank charged
-// alike and starting together (algorithms/shift_plan.hpp says why).
-bool shift_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
-  return plain_case(ranks, options, hooks) && options.start.empty();
-}
-
 // What every pair of ranks costs in the plain case (the cost of 0 to 1, as
 // Simulation takes it).
 PairCost plain_pair(int ranks, const SimulationOptions& options) {
@@ -531,9 +525,30 @@ std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options
   return hints;
 }
 
-// The record, the tally, the finish time and the wake bit (a schedule run
-// depth first adds a place on the runnable stack).
-std::size_t simulator_bytes_per_rank() { return sizeof(RankState) + sizeof(RankTally) + sizeof(Picos) + 1; }
+// simulate_shift is exact when every rank is charged alike and all start
+// together (algorithms/shift_plan.hpp says why); the lockstep run when every
+// rank is charged alike (lockstep_sim.hpp).
+SimulationEngine simulation_engine(const SchedulePlan& plan, const RunTraits& run) {
+  if (shift_plan_of(plan) && run.plain && !run.offsets) return SimulationEngine::shift_profile;
+  const StepCursor* cursor = cursor_of(plan);
+  if (cursor && cursor->lockstep() && run.plain) return SimulationEngine::lockstep;
+  return cursor ? SimulationEngine::cursor : SimulationEngine::coroutines;
+}
+
+// Rank by rank: the record, the tally, the finish time, the wake bit and a
+// place on the depth-first stack (reserved, if not touched). The shift
+// profile holds the finish times alone (its runs are a few, whatever p);
+// the lockstep run two clocks, a step count and the elements received (the
+// finish times take the place of three of them at its end).
+std::size_t simulator_bytes_per_rank(SimulationEngine engine) {
+  switch (engine) {
+    case SimulationEngine::shift_profile: return sizeof(Picos);
+    case SimulationEngine::lockstep: return 2 * sizeof(Picos) + sizeof(std::uint32_t) + sizeof(std::uint64_t);
+    case SimulationEngine::cursor:
+    case SimulationEngine::coroutines: break;
+  }
+  return sizeof(RankState) + sizeof(RankTally) + sizeof(Picos) + 1 + sizeof(std::int32_t);
+}
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
@@ -541,17 +556,22 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
   check_start_offsets(options.start, ranks);
-  if (const ShiftPlan* shift = shift_plan_of(plan); shift && shift_shortcut_applies(ranks, options, hooks))
-    return simulate_shift(*shift, ranks, options);
-  if (const StepCursor* cursor = cursor_of(plan); cursor && cursor->lockstep() && plain_case(ranks, options, hooks))
-    if (auto result = simulate_lockstep(*cursor->lockstep(), ranks, options, plain_pair(ranks, options)))
-      return std::move(*result);
+  const bool plain = plain_case(ranks, options, hooks);
+  switch (simulation_engine(plan, RunTraits{plain, !options.start.empty()})) {
+    case SimulationEngine::shift_profile: return simulate_shift(*shift_plan_of(plan), ranks, options);
+    case SimulationEngine::lockstep:
+      if (auto result = simulate_lockstep(*cursor_of(plan)->lockstep(), ranks, options, plain_pair(ranks, options)))
+        return std::move(*result);
+      break;  // a broken promise: step by step, which names the fault
+    case SimulationEngine::cursor:
+    case SimulationEngine::coroutines: break;
+  }
   const auto run = [&]<bool kPlain>() {
     if (const StepCursor* cursor = cursor_of(plan))
       return Simulation<CursorSteps, kPlain>(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
     return Simulation<CoroutineSteps, kPlain>(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();
   };
-  return plain_case(ranks, options, hooks) ? run.template operator()<true>() : run.template operator()<false>();
+  return plain ? run.template operator()<true>() : run.template operator()<false>();
 }
 
 }  // namespace copse

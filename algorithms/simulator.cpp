@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "algorithms/huge_pages.hpp"
+#include "algorithms/lockstep_sim.hpp"
 #include "algorithms/shift_sim.hpp"
 #include "algorithms/step_cursor.hpp"
 
@@ -34,7 +35,6 @@ struct alignas(64) RankState {
   std::int32_t send_peer = -1, recv_peer = -1;
 };
 static_assert(sizeof(RankState) == 64);
-constexpr std::uint64_t kMostElements = std::uint64_t{1} << 61;  // what a 61-bit count holds
 
 // What a rank's step touches only once: kept apart from the hot line.
 struct RankTally {
@@ -290,7 +290,7 @@ class Simulation {
     st.step_end = st.start;  // RankClock::begin_step
     check_peer(r, m.send_peer, "sends to");
     check_peer(r, m.recv_peer, "receives from");
-    if ((m.send_count | m.recv_count) >= kMostElements) throw_too_long(r, m);
+    if ((m.send_count | m.recv_count) >= kMostSimulatedElements) throw_too_long(r, m);
     st.send_peer = m.send_peer;
     st.recv_peer = m.recv_peer;
     // Each count beside its flag: one store a word.
@@ -496,10 +496,12 @@ class Simulation {
   SimulationResult result_;
 };
 
-// Whether simulate_shift is exact for these options: every rank charged
-// alike and starting together (algorithms/shift_plan.hpp says why).
-bool shift_shortcut_applies(int ranks, const SimulationOptions& options, const DataHooks* hooks) {
-  return plain_case(ranks, options, hooks) && options.start.empty();
+// What every pair of ranks costs in the plain case (the cost of 0 to 1, as
+// Simulation takes it).
+PairCost plain_pair(int ranks, const SimulationOptions& options) {
+  if (ranks < 2) return PairCost{};
+  if (options.layout) return options.model.pair_cost(*options.layout, 0, 1);
+  return options.model.pair_cost(RankMap::uniform(ranks, 0), 0, 1);
 }
 
 }  // namespace
@@ -523,9 +525,30 @@ std::shared_ptr<const PlanHints> planning_hints(const SimulationOptions& options
   return hints;
 }
 
-// The record, the tally, the finish time and the wake bit (a schedule run
-// depth first adds a place on the runnable stack).
-std::size_t simulator_bytes_per_rank() { return sizeof(RankState) + sizeof(RankTally) + sizeof(Picos) + 1; }
+// simulate_shift is exact when every rank is charged alike and all start
+// together (algorithms/shift_plan.hpp says why); the lockstep run when every
+// rank is charged alike (lockstep_sim.hpp).
+SimulationEngine simulation_engine(const SchedulePlan& plan, const RunTraits& run) {
+  if (shift_plan_of(plan) && run.plain && !run.offsets) return SimulationEngine::shift_profile;
+  const StepCursor* cursor = cursor_of(plan);
+  if (cursor && cursor->lockstep() && run.plain) return SimulationEngine::lockstep;
+  return cursor ? SimulationEngine::cursor : SimulationEngine::coroutines;
+}
+
+// Rank by rank: the record, the tally, the finish time, the wake bit and a
+// place on the depth-first stack (reserved, if not touched). The shift
+// profile holds the finish times alone (its runs are a few, whatever p);
+// the lockstep run two clocks, a step count and the elements received (the
+// finish times take the place of three of them at its end).
+std::size_t simulator_bytes_per_rank(SimulationEngine engine) {
+  switch (engine) {
+    case SimulationEngine::shift_profile: return sizeof(Picos);
+    case SimulationEngine::lockstep: return 2 * sizeof(Picos) + sizeof(std::uint32_t) + sizeof(std::uint64_t);
+    case SimulationEngine::cursor:
+    case SimulationEngine::coroutines: break;
+  }
+  return sizeof(RankState) + sizeof(RankTally) + sizeof(Picos) + 1 + sizeof(std::int32_t);
+}
 
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options, DataHooks* hooks) {
   if (ranks < 1) throw ScheduleError("simulate: at least one rank is needed");
@@ -533,14 +556,22 @@ SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationO
     throw ScheduleError("simulate: the rank map covers " + std::to_string(options.layout->ranks()) + " ranks, not " +
                         std::to_string(ranks));
   check_start_offsets(options.start, ranks);
-  if (const ShiftPlan* shift = shift_plan_of(plan); shift && shift_shortcut_applies(ranks, options, hooks))
-    return simulate_shift(*shift, ranks, options);
+  const bool plain = plain_case(ranks, options, hooks);
+  switch (simulation_engine(plan, RunTraits{plain, !options.start.empty()})) {
+    case SimulationEngine::shift_profile: return simulate_shift(*shift_plan_of(plan), ranks, options);
+    case SimulationEngine::lockstep:
+      if (auto result = simulate_lockstep(*cursor_of(plan)->lockstep(), ranks, options, plain_pair(ranks, options)))
+        return std::move(*result);
+      break;  // a broken promise: step by step, which names the fault
+    case SimulationEngine::cursor:
+    case SimulationEngine::coroutines: break;
+  }
   const auto run = [&]<bool kPlain>() {
     if (const StepCursor* cursor = cursor_of(plan))
       return Simulation<CursorSteps, kPlain>(plan, ranks, options, hooks, CursorSteps(*cursor, ranks)).run();
     return Simulation<CoroutineSteps, kPlain>(plan, ranks, options, hooks, CoroutineSteps(plan, ranks)).run();
   };
-  return plain_case(ranks, options, hooks) ? run.template operator()<true>() : run.template operator()<false>();
+  return plain ? run.template operator()<true>() : run.template operator()<false>();
 }
 
 }  // namespace copse

@@ -92,12 +92,31 @@ struct SimulationResult {
   std::uint64_t max_elements_received = 0;
 };
 
+// The most elements a step's transfer may move: the simulator's counts are
+// 61-bit, and a schedule that moves more is refused (ScheduleError).
+inline constexpr std::uint64_t kMostSimulatedElements = std::uint64_t{1} << 61;
+
 SimulationResult simulate(const SchedulePlan& plan, int ranks, const SimulationOptions& options,
                           DataHooks* hooks = nullptr);
 
-// The bytes simulate() keeps per rank besides the rank's schedule itself (its
-// coroutine frames): its record, its finish time, its bit in the wake set.
-std::size_t simulator_bytes_per_rank();
+// The engines simulate() runs a plan on: a ShiftPlan's profile
+// (shift_plan.hpp), a lockstep cursor's positions (lockstep_sim.hpp), a
+// StepCursor rank by rank, or the plan's coroutines rank by rank.
+enum class SimulationEngine { shift_profile, lockstep, cursor, coroutines };
+
+// What decides the engine besides the plan. `plain`: every pair of ranks
+// costs the same, with bidirectional ports, and no DataHooks or Timeline
+// watches; `offsets`: the ranks arrive at different times.
+struct RunTraits {
+  bool plain = false;
+  bool offsets = false;
+};
+SimulationEngine simulation_engine(const SchedulePlan& plan, const RunTraits& run);
+
+// The bytes `engine` keeps per rank besides what the plan holds (a cursor's
+// links, coroutine frames): its records and the result's finish times, at
+// their peak together.
+std::size_t simulator_bytes_per_rank(SimulationEngine engine);
 
 // The PlanHints (common/schedule.hpp) telling builders what these options
 // run: their cost model and element size, and optionally each rank's

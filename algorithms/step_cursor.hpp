@@ -35,6 +35,23 @@ inline StepMove move_of(const Step& step) {
   return StepMove{step.send.peer, step.recv.peer, step.send.count, step.recv.count, combined + step.copy.count};
 }
 
+// A schedule in lockstep: every rank's grid has the same `positions()`
+// slots, numbered alike, and each transfer's send and receive sit at the same
+// position of their two ranks' grids (two-tree's rounds and colours,
+// Rabenseifner's distances). Then a position's steps depend only on the
+// clocks its ranks had before it, and the simulator may run the schedule a
+// position at a time over all ranks, reading compact arrays as streams
+// (algorithms/lockstep_sim.hpp), rather than rank by rank.
+class LockstepMoves {
+ public:
+  virtual ~LockstepMoves() = default;
+  virtual std::uint32_t positions() const = 0;
+  // Sets out[i] to the move of rank first + i at `position`, for i below
+  // `count`; a void slot is a move with neither peer and no local work. A
+  // batch a call: the simulator asks for every rank at every position.
+  virtual void moves_at(std::uint32_t position, int first, int count, StepMove* out) const = 0;
+};
+
 class StepCursor {
  public:
   virtual ~StepCursor() = default;
@@ -50,6 +67,9 @@ class StepCursor {
   // Starts fetching what seek() reads of rank's own (the simulator calls it
   // for a batch of ranks before seeking any: their cache misses overlap).
   virtual void prefetch(int rank) const { static_cast<void>(rank); }
+  // The same steps in lockstep, if the schedule keeps that promise; null if
+  // not.
+  virtual const LockstepMoves* lockstep() const { return nullptr; }
 };
 
 struct CursorPlan {

@@ -67,6 +67,22 @@ class GridCursor : public StepCursor {
   }
 };
 
+// A GridCursor whose grids keep the lockstep promise (step_cursor.hpp):
+// Derived adds positions(), every rank's grid length, and moves_at reads each
+// rank's slot at the position, void ones included.
+template <class Derived>
+class LockstepGridCursor : public GridCursor<Derived>, public LockstepMoves {
+ public:
+  const LockstepMoves* lockstep() const final { return this; }
+  void moves_at(std::uint32_t position, int first, int count, StepMove* out) const final {
+    const auto& grid = static_cast<const Derived&>(*this);
+    for (int i = 0; i < count; ++i) {
+      Step step;
+      out[i] = grid.fill_counts(first + i, position, step) ? move_of(step) : StepMove{};
+    }
+  }
+};
+
 // Sets `step` to a step of these transfers, or returns false if both are void.
 inline bool fill_step(Step& step, Transfer send, Transfer recv, Combine combine) {
   if (!send && !recv) return false;

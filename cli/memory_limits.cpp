@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "algorithms/shift_plan.hpp"
 #include "algorithms/simulator.hpp"
 #include "algorithms/step_cursor.hpp"
 #include "common/error.hpp"
@@ -60,6 +61,26 @@ void apply_cgroup(AvailableMemory& a) {
 
 double allocated_heap() { return static_cast<double>(mallinfo2().uordblks + mallinfo2().hblkhd); }
 
+// The heap one rank's coroutine frames hold: they nest as it goes (a phase's
+// generator inside the rank's), so the most they hold over their first
+// steps, a few ranks of a plan for `ranks` at once.
+double coroutine_frame_bytes(const SchedulePlan& plan, int ranks) {
+  constexpr int kSampledRanks = 16, kSampledSteps = 256;
+  const int sampled = std::min(ranks, kSampledRanks);
+  std::vector<RankSchedule> schedules;
+  schedules.reserve(static_cast<std::size_t>(sampled));
+  const double frames_before = allocated_heap();
+  for (int i = 0; i < sampled; ++i) schedules.push_back(plan(static_cast<int>(static_cast<long>(i) * ranks / sampled)));
+  double most = allocated_heap();
+  for (int step = 0; step < kSampledSteps; ++step) {
+    bool any = false;
+    for (RankSchedule& s : schedules) any = s.next() || any;
+    most = std::max(most, allocated_heap());
+    if (!any) break;
+  }
+  return std::max(0.0, most - frames_before) / sampled;
+}
+
 }  // namespace
 
 AvailableMemory available_memory() {
@@ -74,79 +95,137 @@ AvailableMemory available_memory() {
   return a;
 }
 
-double schedule_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shape) {
+namespace {
+
+// A plan of `algorithm` for at most 4096 of `shape`'s ranks, and the heap it
+// keeps per rank (a cursor's per-rank links: the two-tree's 24 bytes).
+struct SampledPlan {
+  SchedulePlan plan;
+  int ranks = 0;
+  double shared_bytes_per_rank = 0;
+};
+
+SampledPlan sampled_plan(const AlgorithmInfo& algorithm, const Shape& shape) {
   Shape sample = shape;
   sample.ranks = std::min(shape.ranks, 4096);
   if (sample.root >= sample.ranks) sample.root = 0;
   const double before = allocated_heap();
-  SchedulePlan plan;
+  SampledPlan s;
   try {
-    plan = algorithm.plan(sample);
+    s.plan = algorithm.plan(sample);
   } catch (const Error&) {
     sample = shape;  // a schedule file is written for its own rank count only
-    plan = algorithm.plan(sample);
+    s.plan = algorithm.plan(sample);
   }
-  const double shared = std::max(0.0, allocated_heap() - before) / sample.ranks;
-  // A plan with a step cursor (dual-root, binomial, two-tree, rabenseifner,
-  // recursive-doubling) is walked by a position per rank, not by coroutine
-  // frames (algorithms/step_cursor.hpp); what its cursor keeps per rank (the
-  // two-tree's 24-byte links) is in `shared`.
-  if (cursor_of(plan)) return shared + sizeof(std::uint32_t);
-  // A rank's frames nest as it goes (a phase's generator inside the rank's):
-  // the most they hold over their first steps, all sampled ranks at once.
-  constexpr int kSampledRanks = 16, kSampledSteps = 256;
-  const int sampled = std::min(sample.ranks, kSampledRanks);
-  std::vector<RankSchedule> schedules;
-  schedules.reserve(static_cast<std::size_t>(sampled));
-  const double frames_before = allocated_heap();
-  for (int i = 0; i < sampled; ++i)
-    schedules.push_back(plan(static_cast<int>(static_cast<long>(i) * sample.ranks / sampled)));
-  double most = allocated_heap();
-  for (int step = 0; step < kSampledSteps; ++step) {
-    bool any = false;
-    for (RankSchedule& s : schedules) any = s.next() || any;
-    most = std::max(most, allocated_heap());
-    if (!any) break;
-  }
-  return shared + std::max(0.0, most - frames_before) / sampled;
+  s.ranks = sample.ranks;
+  s.shared_bytes_per_rank = std::max(0.0, allocated_heap() - before) / sample.ranks;
+  return s;
+}
+
+}  // namespace
+
+double simulation_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shape, const RunTraits& run) {
+  const SampledPlan sample = sampled_plan(algorithm, shape);
+  const SimulationEngine engine = simulation_engine(sample.plan, run);
+  const double fixed = static_cast<double>(simulator_bytes_per_rank(engine)) + sample.shared_bytes_per_rank;
+  // The shift profile and the lockstep run read no per-rank schedule state;
+  // a cursor run rank by rank keeps a position a rank
+  // (algorithms/step_cursor.hpp).
+  if (engine != SimulationEngine::coroutines)
+    return fixed + (engine == SimulationEngine::cursor ? sizeof(std::uint32_t) : 0);
+  return fixed + coroutine_frame_bytes(sample.plan, sample.ranks);
 }
 
 // Checked against peak RSS (/usr/bin/time -v) of `copse sim --bytes 1MiB
-// --blocks 16` at p = 2^14 ... 2^20: the RSS grew linearly in p, by
-// 509 B/rank (dual-root, recursive-doubling), 826 (two-tree), 982
-// (binomial) and 1138 (rabenseifner), from about 12 MB for the program
-// itself. This estimate per rank, with its margin of 1/8 for the allocator's
-// rounding, came to 541, 559, 908, 1260 and 1641 B: never below the measured
-// slope, at most 45% above it (the sampled ranks hold their deepest frames
-// at once, which not every rank does at the peak). Since the simulator frees
-// a finished rank's frames and the doubly pipelined frame keeps one Step
-// (issue 20), dual-root measures 410 B/rank at p = 2^20 and this estimate
-// gives 451; the others are unchanged. Walked by a step cursor, dual-root
-// measures 130 B/rank at p = 2^24 (2.19 GB peak) and binomial 116 at p =
-// 2^22 (498 MB); the estimate gives 146 and 132. Two-tree and rabenseifner
-// on cursors measure 142 and 119 B/rank at p = 2^22 (597 and 498 MB peak);
-// the estimate gives 159 and 132.
-MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs) {
+// --blocks 16`: its slope between p = 2^18 and 2^20, B/rank, measured
+// against estimated (the margin included). The ring's shift profile: 8
+// against 9 (39 MB at 2^22, 137 MB at 2^24). The lockstep run: two-tree 53
+// against 59, rabenseifner and recursive-doubling 28 against 32; two-tree
+// with late arrivals 89 against 104. Rank by rank on a cursor: dual-root 108
+// against 127, binomial 91 against 109, two-tree with unidirectional ports
+// 116 against 136. On coroutines: bi-greedy 1042 against 1167 (the sampled
+// ranks hold their deepest frames at once, which not every rank does at the
+// peak: up to 45% above, for rabenseifner on coroutines).
+MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs,
+                                   const RunTraits& run) {
   constexpr double kProgramBytes = 16e6, kMargin = 1.125;
-  const double per_rank =
-      static_cast<double>(simulator_bytes_per_rank()) + schedule_bytes_per_rank(algorithm, shape) + per_rank_inputs;
+  const double per_rank = simulation_bytes_per_rank(algorithm, shape, run) + per_rank_inputs;
   return MemoryEstimate{kProgramBytes, per_rank * kMargin};
 }
 
-// The most steps any of a few sampled ranks of `shape` takes (each counted
-// to its end: at most a few times one rank's share of the emulation's work).
-double sampled_steps_per_rank(const AlgorithmInfo& algorithm, const Shape& shape) {
-  const SchedulePlan plan = algorithm.plan(shape);
-  constexpr int kSampledRanks = 4;
-  double most = 0;
-  for (int i = 0; i < std::min(shape.ranks, kSampledRanks); ++i) {
-    // The first, the last and two between: roots, leaves and the ring's middle.
-    const int rank = static_cast<int>(static_cast<long>(i) * (shape.ranks - 1) / std::max(1, kSampledRanks - 1));
+namespace {
+
+// Steps of a few ranks of `plan` for `ranks`, each counted to its end: the
+// most any takes (at most a few times one rank's share of the work) and
+// their mean.
+struct StepCounts {
+  double most = 0, mean = 0;
+};
+StepCounts sampled_steps(const SchedulePlan& plan, int ranks) {
+  constexpr int kSampledRanks = 8;
+  const int sampled = std::min(ranks, kSampledRanks);
+  StepCounts counts;
+  for (int i = 0; i < sampled; ++i) {
+    // The first, the last and some between: roots, leaves and the ring's middle.
+    const int rank = static_cast<int>(static_cast<long>(i) * (ranks - 1) / std::max(1, sampled - 1));
     double steps = 0;
     for (RankSchedule s = plan(rank); s.next();) ++steps;
-    most = std::max(most, steps);
+    counts.most = std::max(counts.most, steps);
+    counts.mean += steps / sampled;
   }
-  return most;
+  return counts;
+}
+
+double sampled_steps_per_rank(const AlgorithmInfo& algorithm, const Shape& shape) {
+  return sampled_steps(algorithm.plan(shape), shape.ranks).most;
+}
+
+// A rank's mean steps at `shape`'s p, from plans for at most 4096 ranks and
+// half as many: as steps grow by the halving, they grow on up to p (a ring's
+// double, a tree's barely).
+double mean_steps(const AlgorithmInfo& algorithm, const Shape& shape, const SampledPlan& sample) {
+  const double steps = sampled_steps(sample.plan, sample.ranks).mean;
+  if (sample.ranks == shape.ranks || sample.ranks < 4) return steps;
+  Shape half = shape;
+  half.ranks = sample.ranks / 2;
+  const SampledPlan smaller = sampled_plan(algorithm, half);
+  const double fewer = sampled_steps(smaller.plan, smaller.ranks).mean;
+  const double growth = fewer > 0 ? std::clamp(std::log2(steps / fewer), 0.0, 1.0) : 0.0;
+  return steps * std::pow(static_cast<double>(shape.ranks) / sample.ranks, growth);
+}
+
+}  // namespace
+
+// Measured here (2 cores, user time): the ring's shift profile takes some
+// 80 ns a step of the whole ring (2.7 s for its 2^25 steps at p = 2^24); the
+// lockstep run 8 to 16 ns a rank and position (two-tree and rabenseifner at
+// p = 2^22: 5.3 and 3.2 s); a cursor run rank by rank some 25 to 35 ns a
+// rank's step (dual-root at p = 2^24: 28 s), the coroutines about 30 (the
+// ring with late arrivals at p = 2^14: 16.6 s for 5.4e8).
+double simulation_seconds(const AlgorithmInfo& algorithm, const Shape& shape, const RunTraits& run) {
+  const SampledPlan sample = sampled_plan(algorithm, shape);
+  const double p = shape.ranks;
+  switch (simulation_engine(sample.plan, run)) {
+    case SimulationEngine::shift_profile: {
+      double steps = 0;  // each phase takes about p steps: scaled from the sample's
+      for (const ShiftPhase& phase : shift_plan_of(sample.plan)->phases) steps += static_cast<double>(phase.steps);
+      return 80e-9 * steps * p / sample.ranks;
+    }
+    case SimulationEngine::lockstep: return 16e-9 * cursor_of(sample.plan)->lockstep()->positions() * p;
+    case SimulationEngine::cursor:
+    case SimulationEngine::coroutines: break;
+  }
+  return 35e-9 * mean_steps(algorithm, shape, sample) * p;
+}
+
+void check_time(const std::string& command, int ranks, double seconds) {
+  constexpr double kMostSeconds = 120;
+  if (seconds <= kMostSeconds) return;
+  std::ostringstream m;
+  m << command << ": " << ranks << " ranks would take about " << format_time(seconds) << " to simulate; at most about "
+    << static_cast<long long>(ranks * (kMostSeconds / seconds)) << " ranks run within " << format_time(kMostSeconds)
+    << " (--force runs anyway)";
+  throw UsageError(m.str());
 }
 
 // Fitted against peak RSS of `copse emulate --ranks-per-node 4 --repetitions
@@ -158,7 +237,8 @@ double sampled_steps_per_rank(const AlgorithmInfo& algorithm, const Shape& shape
 MemoryEstimate emulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, std::uint64_t vector_bytes,
                                   bool count_steps) {
   constexpr double kRankOverhead = 8 * 1024.0;
-  MemoryEstimate e = simulation_estimate(algorithm, shape, 0);
+  // The cross-check's simulation, as its hungriest engine would run it.
+  MemoryEstimate e = simulation_estimate(algorithm, shape, 0, RunTraits{});
   e.bytes_per_rank += 2.0 * static_cast<double>(vector_bytes) + kRankOverhead;
   if (count_steps) e.bytes_per_rank += sampled_steps_per_rank(algorithm, shape) * sizeof(Step);
   e.fixed_bytes += static_cast<double>(vector_bytes);  // the reference result

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/simulator.hpp"
 
 namespace copse {
 
@@ -31,16 +32,29 @@ struct MemoryEstimate {
   double total(double ranks) const { return fixed_bytes + bytes_per_rank * ranks; }
 };
 
-// The heap a flat schedule of `algorithm` holds per rank while the simulator
-// runs it: its shared plan state (scaled from a plan for at most 4096 ranks)
-// and one rank's schedule (sampled over a few ranks, each advanced one step),
-// measured with the allocator's own count (mallinfo2).
-double schedule_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shape);
+// What a simulation of `algorithm` on `shape` holds per rank on the engine
+// `run` picks (algorithms/simulator.hpp): the simulator's own arrays, the
+// plan's shared state (scaled from a plan for at most 4096 ranks) and, on
+// coroutines, one rank's frames (sampled over a few ranks, each advanced a
+// few steps), measured with the allocator's own count (mallinfo2).
+double simulation_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& shape, const RunTraits& run);
 
-// `copse sim` of `algorithm` on `shape`: the simulator's per-rank records
-// plus schedule_bytes_per_rank; `per_rank_inputs` adds what the command keeps
-// per rank besides (arrival offsets, a node table).
-MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs);
+// `copse sim` of `algorithm` on `shape`: simulation_bytes_per_rank with a
+// margin; `per_rank_inputs` adds what the command keeps per rank besides
+// (arrival offsets, a node table).
+MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs,
+                                   const RunTraits& run);
+
+// `copse sim` of `algorithm` on `shape`, roughly: the simulator's work (its
+// steps, by its engine) at what each engine was measured to take a step here.
+double simulation_seconds(const AlgorithmInfo& algorithm, const Shape& shape, const RunTraits& run);
+
+// UsageError if `seconds` is past two minutes: a run that fits in memory but
+// would take many minutes (the ring at p = 2^31: 2^32 steps of its profile,
+// 17 GB of finish times) is refused at once, as one that cannot fit is:
+// "copse sim: 2147483647 ranks would take about 344 s to simulate; at most
+// about 750183150 ranks run within 120 s (--force runs anyway)".
+void check_time(const std::string& command, int ranks, double seconds);
 
 // `copse emulate` of `algorithm` on `shape` with `vector_bytes` per rank: the
 // simulation it is cross-checked with, plus each rank's data (its vector and

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "algorithms/registry.hpp"
@@ -39,7 +40,7 @@ struct SimArgs {
   bool unequal_segments = false;
   std::string gantt;  // --gantt FILE: the run's Gantt chart (SVG)
   bool json = false;
-  bool force = false;  // --force: skip the memory check
+  bool force = false;  // --force: skip the memory and time checks
 };
 
 // The configuration's model gives the defaults. Without --ranks-per-node
@@ -85,16 +86,25 @@ void write_sim_gantt(const std::string& path, const Timeline& timeline, const Al
   write_picture_file("--gantt", path, [&](std::ostream& out) { write_gantt_svg(out, timeline, shape.ranks, gantt); });
 }
 
-// Refuses (UsageError) a run whose estimated memory cannot fit, before anything
-// is allocated per rank: for --algorithm auto, the hungriest candidate's.
+// Refuses (UsageError) a run whose estimated memory cannot fit, or that would
+// take hours, before anything is allocated per rank: for --algorithm auto,
+// the hungriest and the slowest candidate's.
 void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Shape& shape) {
   if (args.force) return;
-  // Arrival offsets and their predictions, 8 bytes each per rank.
-  const double inputs = args.arrival == "none" ? 0.0 : 16.0;
+  // Arrival offsets, their predictions and the run's copy of them: 35 bytes
+  // a rank measured (two-tree at p = 2^20: 89 B/rank against 54).
+  const double inputs = args.arrival == "none" ? 0.0 : 40.0;
+  // The engine simulate() will pick: every pair alike (a node a rank) with
+  // bidirectional ports and no timeline is its plain case.
+  RunTraits run;
+  run.plain = args.ranks_per_node <= 1 && ports_option(args.ports) == Ports::bidirectional && args.gantt.empty();
+  run.offsets = args.arrival != "none";
   MemoryEstimate estimate;
+  double seconds = 0;
   auto consider = [&](const AlgorithmInfo& algorithm) {
-    const MemoryEstimate e = simulation_estimate(algorithm, shape, inputs);
+    const MemoryEstimate e = simulation_estimate(algorithm, shape, inputs, run);
     if (e.bytes_per_rank > estimate.bytes_per_rank) estimate = e;
+    seconds = std::max(seconds, simulation_seconds(algorithm, shape, run));
   };
   if (named)
     consider(*named);
@@ -102,6 +112,7 @@ void check_sim_memory(const SimArgs& args, const AlgorithmInfo* named, const Sha
     for (const AlgorithmInfo& algorithm : algorithms())
       if (algorithm.collective == parse_collective(args.collective) && selectable(algorithm, true)) consider(algorithm);
   check_memory("sim", shape.ranks, estimate);
+  check_time("sim", shape.ranks, seconds);
 }
 
 // --algorithm auto on more than one node (--ranks-per-node): the planner's
@@ -341,7 +352,7 @@ void add_sim_command(CLI::App& app, const Config& config, RunParsed& run_parsed)
   command->add_flag("--json", args->json, "print one JSON object");
   command->add_flag("--force", args->force,
                     "run even when the memory the run needs (estimated from the ranks and the schedule) exceeds what "
-                    "is available");
+                    "is available, or its estimated time passes two minutes");
   command->callback([args, command, &run_parsed] {
     note_algorithm_options(command, args->choice);
     run_parsed = [args] { return run_sim(*args); };

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The limits a user meets (issue 20): runs that cannot fit are refused at
-# once with one line naming the estimate, what is available and the largest
-# rank count that fits (exit 2), also under `ulimit -v`; --force skips the
-# check. Self-contained (no cli_lib.sh) so it can run in a few seconds.
+# The limits a user meets (issue 20): runs that cannot fit, or would take
+# far beyond two minutes, are refused at once with one line naming the
+# estimate and the largest rank count that fits (exit 2), also under `ulimit
+# -v`; --force skips the checks. Self-contained (no cli_lib.sh) so it can run
+# in a few seconds.
 set -uo pipefail
 : "${COPSE:?set COPSE to the copse binary}"
 # The estimate reads glibc's malloc statistics, and the checks set ulimit -v:
@@ -23,11 +24,23 @@ fail() {
   failures=$((failures + 1))
 }
 
-# refused SECONDS ULIMIT_KB ARGS...: copse exits 2 within SECONDS under
-# `ulimit -v ULIMIT_KB` (0: none) with the one-line estimate on stderr.
+# The one-line refusals: memory that cannot fit, or a run that fits but
+# would take far beyond two minutes.
+memory_line='^copse: [a-z]+: [0-9]+ ranks need about .* B per rank\); .* is available \(.*\); at most [0-9]+ ranks fit'
+time_line='^copse: sim: [0-9]+ ranks would take about .* to simulate; at most about [0-9]+ ranks run within .* \(--force runs anyway\)$'
+
+# refused KIND SECONDS ULIMIT_KB ARGS...: copse exits 2 within SECONDS under
+# `ulimit -v ULIMIT_KB` (0: none) with the one-line estimate on stderr, of
+# KIND memory, time or either.
 refused() {
-  local seconds=$1 limit=$2
-  shift 2
+  local kind=$1 seconds=$2 limit=$3
+  shift 3
+  local line
+  case $kind in
+    memory) line=$memory_line ;;
+    time) line=$time_line ;;
+    *) line="$memory_line|$time_line" ;;
+  esac
   checks=$((checks + 1))
   local start end rc
   start=$(date +%s.%N)
@@ -41,22 +54,33 @@ refused() {
     fail "copse $* (ulimit -v $limit) exited $rc, expected 2; stderr: $(head -c 300 "$tmp/err")"
     return
   fi
-  if [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
-    ! grep -Eq '^copse: [a-z]+: [0-9]+ ranks need about .* B per rank\); .* is available \(.*\); at most [0-9]+ ranks fit' "$tmp/err"; then
-    fail "copse $*: expected one line with the estimate, what is available and the largest p; got: $(cat "$tmp/err")"
+  if [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -Eq "$line" "$tmp/err"; then
+    fail "copse $*: expected one line with the $kind estimate and the largest p; got: $(cat "$tmp/err")"
   fi
   if python3 -c "import sys; sys.exit(0 if $end - $start < $seconds else 1)"; then :; else
     fail "copse $* took $(python3 -c "print(round($end - $start, 2))") s to refuse (at most $seconds)"
   fi
 }
 
-# The two commands the issue found growing until the machine ran out.
-refused 1 0 sim --ranks 2147483647 --algorithm ring --bytes 1
-refused 1 0 sim --ranks 100000000 --algorithm ring --bytes 1MiB
-refused 1 0 sim --ranks 100000000 --algorithm auto --bytes 1MiB
+# The commands the issue found growing until the machine ran out. The ring
+# runs as one shift profile, 8 bytes a rank (its finish time): at p = 2^31
+# that may fit in memory, but its 2^32 steps would take minutes.
+refused either 1 0 sim --ranks 2147483647 --algorithm ring --bytes 1
+refused memory 1 0 sim --ranks 100000000 --algorithm auto --bytes 1MiB
+# p = 10^8 on the ring needs some 0.9 GB and 20 s here: it runs (still going
+# after 2 s, not refused), but 500 MB of address space cannot hold its
+# 800 MB of finish times.
+checks=$((checks + 1))
+timeout 2 "$COPSE" sim --ranks 100000000 --algorithm ring --bytes 1MiB >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 124 ] && [ "$rc" -ne 0 ]; then fail "ring at p = 10^8 exited $rc: $(cat "$tmp/err")"; fi
+refused memory 1 500000 sim --ranks 100000000 --algorithm ring --bytes 1MiB
 # Under an address-space limit: 120 MB cannot hold a million ranks' schedules.
-refused 1 120000 sim --ranks 1048576 --algorithm dual-root --bytes 1MiB --blocks 16
-refused 1 120000 emulate --nodes 1024 --ranks-per-node 4 --bytes 1MiB --algorithm dual-root
+refused memory 1 120000 sim --ranks 1048576 --algorithm dual-root --bytes 1MiB --blocks 16
+refused memory 1 120000 emulate --nodes 1024 --ranks-per-node 4 --bytes 1MiB --algorithm dual-root
+# Late arrivals take the ring off its shift profile, rank by rank, 2(p - 1)
+# steps each: at p = 2^18 some 150 MB, but hours.
+refused time 1 0 sim --ranks 262144 --algorithm ring --bytes 1MiB --arrival rand-late:1us
 
 # The largest p it names fits: a run of it under the same limit succeeds
 # (nine tenths of it: the estimate is the fit of measured peaks plus a margin).

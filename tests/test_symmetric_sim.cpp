@@ -11,6 +11,7 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/shift_plan.hpp"
 #include "algorithms/simulator.hpp"
+#include "tests/sim_compare.hpp"
 
 using namespace copse;
 
@@ -28,27 +29,8 @@ SchedulePlan hidden(const SchedulePlan& plan) {
   return [plan](int rank) { return plan(rank); };
 }
 
-void check_same(const SimulationResult& a, const SimulationResult& b) {
-  CHECK(a.time == b.time);
-  CHECK(a.slowest_rank == b.slowest_rank);
-  CHECK(a.max_steps == b.max_steps);
-  CHECK(a.messages == b.messages);
-  CHECK(a.elements_moved == b.elements_moved);
-  CHECK(a.max_elements_received == b.max_elements_received);
-  CHECK(a.finish == b.finish);
-}
-
-// Models the shortcut applies under: Hockney and LogGP (with a gap and a
-// shared interface, which every rank on a node of its own leaves unshared),
-// with and without combining costs and receive overheads.
-std::vector<CostModel> symmetric_models() {
-  CostModel loggp = CostModel::cluster();
-  CostModel gapped({LinkCost{1e-7, 1e-10, 3e-8, 9e-7}, LinkCost{1.3e-6, 3e-10, 2e-7, 4e-6}}, 7e-11);
-  gapped.with_timing(Timing::loggp);
-  return {CostModel(), loggp, gapped,
-          CostModel({LinkCost{1e-6, 1e-9}, LinkCost{3e-6, 7e-10}}, 0, Ports::bidirectional, 5e-7),
-          CostModel::uniform({3.3e-6, 1.7e-10}, 1.1e-11, Ports::bidirectional)};
-}
+using testing::check_same;
+using testing::symmetric_models;
 
 void check_ring_shortcut(int p, std::uint64_t count) {
   const SchedulePlan plan = ring_plan(p, count);

@@ -30,11 +30,15 @@ RankSchedule rabenseifner_rank(Shape shape, int rank, bool to_zero) {
 // rabenseifner_rank's allreduce from (rank, position), for the simulator at
 // millions of ranks: positions [0, h) are the reduce-scatter's, [h, 2h) the
 // allgather's (h = patterns::halving_positions). Nothing per rank is stored.
-class RabenseifnerCursor final : public cursor::GridCursor<RabenseifnerCursor> {
+//
+// Partners meet at one position (a halving's, or a doubling's, distance; the
+// fold's first or last), so the cursor is in lockstep too.
+class RabenseifnerCursor final : public cursor::LockstepGridCursor<RabenseifnerCursor> {
  public:
   explicit RabenseifnerCursor(const Shape& shape)
       : ranks_(shape.ranks), count_(shape.count), half_(patterns::halving_positions(shape.ranks)) {}
-  std::uint32_t positions(int) const { return static_cast<std::uint32_t>(2 * half_); }
+  std::uint32_t positions(int) const { return positions(); }
+  std::uint32_t positions() const override { return static_cast<std::uint32_t>(2 * half_); }
   bool fill(int rank, std::uint32_t position, Step& step) const {
     return fill_with(rank, position, step, patterns::Offsets::computed);
   }

@@ -39,10 +39,13 @@ RankSchedule recursive_doubling_rank(Shape shape, int rank) {
     if (const Step s = recursive_doubling_step(fold, shape.count, rank, i); !s.empty()) co_yield s;
 }
 
-class RecursiveDoublingCursor final : public cursor::GridCursor<RecursiveDoublingCursor> {
+// Partners meet at one position (the distance, or the fold's first or
+// last): a lockstep cursor.
+class RecursiveDoublingCursor final : public cursor::LockstepGridCursor<RecursiveDoublingCursor> {
  public:
   explicit RecursiveDoublingCursor(const Shape& shape) : fold_(shape.ranks), count_(shape.count) {}
-  std::uint32_t positions(int) const { return static_cast<std::uint32_t>(recursive_doubling_positions(fold_)); }
+  std::uint32_t positions(int) const { return positions(); }
+  std::uint32_t positions() const override { return static_cast<std::uint32_t>(recursive_doubling_positions(fold_)); }
   bool fill(int rank, std::uint32_t position, Step& step) const {
     return cursor::fill_step(step, recursive_doubling_step(fold_, count_, rank, static_cast<int>(position)));
   }

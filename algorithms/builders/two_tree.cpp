@@ -26,17 +26,34 @@ namespace copse::builders {
 
 namespace {
 
-// All a step of one rank reads of the two trees, 24 bytes, by colour. The
-// colouring gives a rank's two up edges (one per tree) different colours,
-// and its two child edges too (a rank is interior in one tree at most), so
-// the step of one round and colour moves at most one block up or down each
-// of the rank's two edges of that colour: nothing is searched per step.
+// A rank's links in the two trees, by colour. The colouring gives a rank's
+// two up edges (one per tree) different colours, and its two child edges
+// too (a rank is interior in one tree at most), so the step of one round and
+// colour moves at most one block up or down each of the rank's two edges of
+// that colour: nothing is searched per step.
 struct TwoTreeRank {
   std::int32_t up[2];       // per colour: the parent across that colour's edge; -1 if none
   std::int32_t down[2];     // per colour: the child across it, in tree down_tree; -1 if none
   std::uint8_t depth[2];    // per tree
   std::uint8_t up_tree[2];  // per colour: the tree of the edge to up[c]
   std::uint8_t down_tree;   // the tree in which the rank has children (0 if none)
+};
+
+// All a step of one colour reads of a rank's links, 12 bytes: the simulator
+// reads one for every rank at every position (algorithms/lockstep_sim.hpp),
+// so a step's record holds its colour's links alone, not the rank's 24.
+struct ColourLinks {
+  std::int32_t up, down;                                  // TwoTreeRank's up[c] and down[c]
+  std::uint8_t up_tree, up_depth, down_tree, down_depth;  // each tree with the rank's depth in it
+
+  ColourLinks() = default;
+  ColourLinks(const TwoTreeRank& me, int c)
+      : up(me.up[c]),
+        down(me.down[c]),
+        up_tree(me.up_tree[c]),
+        up_depth(me.depth[me.up_tree[c]]),
+        down_tree(me.down_tree),
+        down_depth(me.depth[me.down_tree]) {}
 };
 
 // The schedule of every rank as a grid of positions, a step (possibly
@@ -46,7 +63,7 @@ struct TwoTreeRank {
 // 1 the broadcast, R rounds each.
 class TwoTreeSchedule {
  public:
-  explicit TwoTreeSchedule(const Shape& shape) : ranks_(static_cast<std::size_t>(shape.ranks)) {
+  explicit TwoTreeSchedule(const Shape& shape) {
     const std::uint64_t first_half = (shape.count + 1) / 2;
     const BlockPartition part[2] = {BlockPartition(first_half, shape.blocks, 0),
                                     BlockPartition(shape.count - first_half, shape.blocks, first_half)};
@@ -56,7 +73,11 @@ class TwoTreeSchedule {
       height_[x] = tt.height(x);
       rounds_ = std::max(rounds_, part[x].blocks + height_[x]);
     }
-    for (int rank = 0; rank < shape.ranks; ++rank) ranks_[static_cast<std::size_t>(rank)] = links(tt, rank);
+    for (auto& links : links_) links.resize(static_cast<std::size_t>(shape.ranks));
+    for (int rank = 0; rank < shape.ranks; ++rank) {
+      const TwoTreeRank me = links_of(tt, rank);
+      for (int c = 0; c < 2; ++c) links_[c][static_cast<std::size_t>(rank)] = ColourLinks(me, c);
+    }
   }
 
   std::int64_t positions() const { return 4 * rounds_; }
@@ -65,7 +86,6 @@ class TwoTreeSchedule {
   // steps: in each phase, its transfers' blocks are all void outside a
   // window of rounds (the timing in the header), and so are its steps.
   std::int64_t first_from(int rank, std::int64_t position) const {
-    const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
     for (int phase = position < 2 * rounds_ ? 0 : 1; phase < 2; ++phase) {
       long lo = rounds_, hi = 0;
       const auto window = [&](int peer, long first, long blocks) {
@@ -75,9 +95,10 @@ class TwoTreeSchedule {
       };
       for (int c = 0; c < 2; ++c) {
         // An edge moves block 0 in round -b, b its block index in round 0.
-        const Edges e = edges(me, phase == 0, 0, c);
-        window(me.up[c], -e.up_block, blocks_[me.up_tree[c]].blocks());
-        window(me.down[c], -e.down_block, blocks_[me.down_tree].blocks());
+        const ColourLinks& me = links_[c][static_cast<std::size_t>(rank)];
+        const Edges e = edges(me, phase == 0, 0);
+        window(me.up, -e.up_block, blocks_[me.up_tree].blocks());
+        window(me.down, -e.down_block, blocks_[me.down_tree].blocks());
       }
       const std::int64_t start = phase * 2 * rounds_, from = std::max(position, start + 2 * lo);
       if (from < start + 2 * hi) return from;
@@ -85,7 +106,9 @@ class TwoTreeSchedule {
     return positions();
   }
 
-  void prefetch(int rank) const { __builtin_prefetch(&ranks_[static_cast<std::size_t>(rank)]); }
+  void prefetch(int rank) const {
+    for (const auto& links : links_) __builtin_prefetch(&links[static_cast<std::size_t>(rank)]);
+  }
 
   Step at(int rank, std::int64_t position) const {
     const Slot t = slot(rank, position);
@@ -122,13 +145,13 @@ class TwoTreeSchedule {
     int down_peer;  // the child of this colour, even when its block is void
   };
   [[gnu::always_inline]] Slot slot(int rank, std::int64_t position) const {
-    const TwoTreeRank& me = ranks_[static_cast<std::size_t>(rank)];
     const bool reduce = position < 2 * rounds_;  // compared, not divided: the simulator asks millions of times
     const long r = static_cast<long>((reduce ? position : position - 2 * rounds_) / 2);
     const int colour = static_cast<int>(position % 2);
-    const Edges e = edges(me, reduce, r, colour);
-    return Slot{reduce, blocks_[me.up_tree[colour]].transfer(e.up_block, me.up[colour]),
-                blocks_[me.down_tree].transfer(e.down_block, me.down[colour]), me.down[colour]};
+    const ColourLinks& me = links_[colour][static_cast<std::size_t>(rank)];
+    const Edges e = edges(me, reduce, r);
+    return Slot{reduce, blocks_[me.up_tree].transfer(e.up_block, me.up),
+                blocks_[me.down_tree].transfer(e.down_block, me.down), me.down};
   }
 
   // The blocks a rank's two edges of one colour move in round r of a phase
@@ -136,9 +159,9 @@ class TwoTreeSchedule {
   struct Edges {
     long up_block, down_block;
   };
-  Edges edges(const TwoTreeRank& me, bool reduce, long r, int colour) const {
-    const int x = me.up_tree[colour], y = me.down_tree;
-    const long dx = me.depth[x], dy = me.depth[y];
+  Edges edges(const ColourLinks& me, bool reduce, long r) const {
+    const int x = me.up_tree, y = me.down_tree;
+    const long dx = me.up_depth, dy = me.down_depth;
     // Reduce: a rank at depth d sends block k up in round k + H - d; its
     // children sent it one round earlier. Broadcast: it receives block k in
     // round k + d - 1 and passes it on in round k + d.
@@ -148,7 +171,7 @@ class TwoTreeSchedule {
 
   // The rank's edges by colour; throws if the colouring gave two of its
   // edges at one port the same colour.
-  static TwoTreeRank links(const trees::TwoTree& tt, int rank) {
+  static TwoTreeRank links_of(const trees::TwoTree& tt, int rank) {
     TwoTreeRank me{};
     int interior = -1;  // the tree in which the rank has children
     me.up[0] = me.up[1] = me.down[0] = me.down[1] = -1;
@@ -175,8 +198,8 @@ class TwoTreeSchedule {
 
   cursor::Blocks blocks_[2] = {cursor::Blocks(BlockPartition()), cursor::Blocks(BlockPartition())};
   long height_[2] = {0, 0};
-  long rounds_ = 0;                // per phase: the most of blocks + height over the two trees
-  HugeVector<TwoTreeRank> ranks_;  // on huge pages: the simulator reads one per step
+  long rounds_ = 0;                   // per phase: the most of blocks + height over the two trees
+  HugeVector<ColourLinks> links_[2];  // per colour; on huge pages: the simulator reads one per step
 };
 
 RankSchedule two_tree_rank(std::shared_ptr<const TwoTreeSchedule> schedule, int rank) {
@@ -188,7 +211,7 @@ RankSchedule two_tree_rank(std::shared_ptr<const TwoTreeSchedule> schedule, int 
 // first_from to jump (a rank's slots are nearly all full inside its windows,
 // and first_from costs more than a slot), and computes the simulator's moves
 // apart from whole steps (move_at).
-class TwoTreeCursor final : public StepCursor {
+class TwoTreeCursor final : public StepCursor, public LockstepMoves {
  public:
   explicit TwoTreeCursor(std::shared_ptr<const TwoTreeSchedule> schedule)
       : schedule_(std::move(schedule)), positions_(static_cast<std::uint32_t>(schedule_->positions())) {}
@@ -200,6 +223,13 @@ class TwoTreeCursor final : public StepCursor {
   }
   Step at(int rank, std::uint32_t position) const override { return schedule_->at(rank, position); }
   void prefetch(int rank) const override { schedule_->prefetch(rank); }
+  // Partners meet in the same round and colour (the header): one position.
+  const LockstepMoves* lockstep() const override { return this; }
+  std::uint32_t positions() const override { return positions_; }
+  void moves_at(std::uint32_t position, int first, int count, StepMove* out) const override {
+    for (int i = 0; i < count; ++i)
+      if (!schedule_->move_at(first + i, position, out[i])) out[i] = StepMove{};
+  }
 
  private:
   // The first position at or after `position` at which fill(position)

@@ -33,9 +33,7 @@ SchedulePlan plan_of(const char* algorithm, int ranks, std::uint64_t count, int 
 class RankByRank final : public StepCursor {
  public:
   explicit RankByRank(std::shared_ptr<const StepCursor> inner) : inner_(std::move(inner)) {}
-  bool seek(int rank, std::uint32_t& position, Step& step) const override {
-    return inner_->seek(rank, position, step);
-  }
+  bool seek(int rank, std::uint32_t& position, Step& step) const override { return inner_->seek(rank, position, step); }
   bool seek_move(int rank, std::uint32_t& position, StepMove& move) const override {
     return inner_->seek_move(rank, position, move);
   }
@@ -117,7 +115,8 @@ namespace lockstep_test {
 // whether or not its steps keep the promise.
 class Claimed final : public StepCursor, public LockstepMoves {
  public:
-  Claimed(std::uint64_t count, std::uint64_t received, std::uint32_t at) : count_(count), received_(received), at_(at) {}
+  Claimed(std::uint64_t count, std::uint64_t received, std::uint32_t at)
+      : count_(count), received_(received), at_(at) {}
   bool seek(int rank, std::uint32_t& position, Step& step) const override {
     for (; position < 2; ++position)
       if (!(step = at(rank, position)).empty()) return true;

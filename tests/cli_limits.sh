@@ -71,10 +71,10 @@ refused() {
 refused either 1 0 sim --ranks 2147483647 --algorithm ring --bytes 1
 refused memory 1 0 sim --ranks 100000000 --algorithm auto --bytes 1MiB
 # p = 10^8 on the ring needs some 0.9 GB and 20 s here: it runs (still going
-# after 2 s, not refused), but 500 MB of address space cannot hold its
-# 800 MB of finish times.
+# after a second, by when a refusal would have come), but 500 MB of address
+# space cannot hold its 800 MB of finish times.
 checks=$((checks + 1))
-timeout 2 "$COPSE" sim --ranks 100000000 --algorithm ring --bytes 1MiB >/dev/null 2>"$tmp/err"
+timeout 1 "$COPSE" sim --ranks 100000000 --algorithm ring --bytes 1MiB >/dev/null 2>"$tmp/err"
 rc=$?
 if [ "$rc" -ne 124 ] && [ "$rc" -ne 0 ]; then fail "ring at p = 10^8 exited $rc: $(cat "$tmp/err")"; fi
 refused memory 1 500000 sim --ranks 100000000 --algorithm ring --bytes 1MiB

@@ -18,6 +18,18 @@
 #include "common/dtype.hpp"
 #include "common/schedule.hpp"
 
+// One clone per x86-64 level; the loader picks the best the CPU supports.
+// For loops GCC vectorises (files built at -O3: CMakeLists.txt): the
+// kernels and the test-input generator (common/reduce_op.cpp).
+// Not under ThreadSanitizer: the clones' ifunc resolvers run while the
+// program is being loaded, before the TSan runtime is up, and its
+// instrumentation of them crashes at start-up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define COPSE_KERNEL [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
+#else
+#define COPSE_KERNEL
+#endif
+
 namespace copse {
 
 enum class BuiltinOp : std::uint8_t { sum, prod, min, max, band, bor, bxor, land, lor, affine };

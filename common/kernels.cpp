@@ -4,6 +4,16 @@
 #include <cstring>
 #include <type_traits>
 
+// One clone per x86-64 level; the loader picks the best the CPU supports.
+// Not under ThreadSanitizer: the clones' ifunc resolvers run while the
+// program is being loaded, before the TSan runtime is up, and its
+// instrumentation of them crashes at start-up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define COPSE_KERNEL [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
+#else
+#define COPSE_KERNEL
+#endif
+
 namespace copse {
 
 namespace {
@@ -186,6 +196,11 @@ CombineKernel combine_kernel(BuiltinOp op, DType dtype) {
       });
   }
   return nullptr;
+}
+
+COPSE_KERNEL void hash_indices(std::uint32_t k0, std::uint32_t n, std::uint32_t multiplier, std::uint32_t seed,
+                               std::uint32_t* __restrict out) {
+  for (std::uint32_t j = 0; j < n; ++j) out[j] = mix32(((k0 + j) * multiplier) ^ seed);
 }
 
 }  // namespace copse

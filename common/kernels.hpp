@@ -18,18 +18,6 @@
 #include "common/dtype.hpp"
 #include "common/schedule.hpp"
 
-// One clone per x86-64 level; the loader picks the best the CPU supports.
-// For loops GCC vectorises (files built at -O3: CMakeLists.txt): the
-// kernels and the test-input generator (common/reduce_op.cpp).
-// Not under ThreadSanitizer: the clones' ifunc resolvers run while the
-// program is being loaded, before the TSan runtime is up, and its
-// instrumentation of them crashes at start-up.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define COPSE_KERNEL [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
-#else
-#define COPSE_KERNEL
-#endif
-
 namespace copse {
 
 enum class BuiltinOp : std::uint8_t { sum, prod, min, max, band, bor, bxor, land, lor, affine };
@@ -48,5 +36,22 @@ using CombineKernel = void (*)(void* inout, const void* in, std::size_t n, Combi
 // (a, b) standing for x -> a*x + b, composed "first, then second":
 // (a1,b1) ⊙ (a2,b2) = (a1*a2, a2*b1 + b2).
 CombineKernel combine_kernel(BuiltinOp op, DType dtype);
+
+// A 32-bit integer hash (lowbias32), the deterministic test input's
+// (common/reduce_op.cpp's fill_input).
+constexpr std::uint32_t mix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+// out[j] = mix32(((k0 + j) * multiplier) ^ seed) for j below n: the test
+// input's one loop of 32-bit multiplies, with the kernels' per-ISA clones
+// (AVX2 multiplies eight lanes at once; the baseline has no 32-bit vector
+// multiply).
+void hash_indices(std::uint32_t k0, std::uint32_t n, std::uint32_t multiplier, std::uint32_t seed, std::uint32_t* out);
 
 }  // namespace copse

@@ -23,16 +23,6 @@ std::shared_ptr<const void> kernel_identity(CombineKernel kernel) {
 
 // ---- deterministic test input ----------------------------------------------
 
-// A 32-bit integer hash (lowbias32); vectorises with 32-bit multiplies.
-constexpr std::uint32_t mix32(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-
 enum class Input {
   small_ints,
   plus_minus_one,
@@ -107,15 +97,6 @@ T input_value(std::uint32_t h, std::uint32_t g, std::uint64_t k) {
   }
 }
 
-// The hashes of indices k0 .. k0 + n - 1: the generator's one loop of
-// 32-bit multiplies, cloned per instruction-set level (AVX2 multiplies eight
-// lanes at once; the baseline has no 32-bit vector multiply) -- once, not in
-// each of the 90 instantiations of the value loop below.
-COPSE_KERNEL void hash_tile(std::uint32_t k0, std::uint32_t n, std::uint32_t multiplier, std::uint32_t seed,
-                            std::uint32_t* __restrict out) {
-  for (std::uint32_t j = 0; j < n; ++j) out[j] = mix32(((k0 + j) * multiplier) ^ seed);
-}
-
 template <Input kind, class T>
 void fill_scalars(std::uint32_t seed, std::uint64_t n, T* __restrict out) {
   constexpr bool needs_g = sizeof(T) > 4 && std::is_integral_v<T> &&
@@ -135,8 +116,8 @@ void fill_scalars(std::uint32_t seed, std::uint64_t n, T* __restrict out) {
     for (std::uint64_t first = 0; first < len; first += kTile) {
       const auto tile = static_cast<std::uint32_t>(std::min<std::uint64_t>(kTile, len - first));
       const auto k0 = static_cast<std::uint32_t>(first);
-      hash_tile(k0, tile, 0x9E3779B1U, s1, h);
-      if constexpr (needs_g) hash_tile(k0, tile, 0x85EBCA77U, s2, g);
+      hash_indices(k0, tile, 0x9E3779B1U, s1, h);
+      if constexpr (needs_g) hash_indices(k0, tile, 0x85EBCA77U, s2, g);
       for (std::uint32_t j = 0; j < tile; ++j)
         o[first + j] = input_value<kind, T>(h[j], needs_g ? g[j] : 0U, first + j);
     }

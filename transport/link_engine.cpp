@@ -212,6 +212,7 @@ void LinkEngine::set_stage(int rank, std::byte* stage, std::size_t bytes) {
   state.stage_bytes = bytes;
   // Whole cache lines each, so every part stays aligned as the stage is.
   state.part_bytes = stage_slots_ > 1 ? bytes / static_cast<std::size_t>(stage_slots_) / 64 * 64 : bytes;
+  if (config_.cross_memory_attach) state.bounce.resize(kAttachChunkBytes);
 }
 
 int LinkEngine::awaited(const LinkRank& c, LinkRank::Wait what) const {

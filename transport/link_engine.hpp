@@ -233,6 +233,11 @@ class LinkEngine final : public Link {
     // Per member slot, with staged sends: the posts sent to it and received
     // from it so far (outbox.seq; link_words.hpp, "Stage slots").
     std::vector<std::uint32_t> sent, received;
+    // With cross-memory attach: where a combining receive reads its attached
+    // send, a chunk at a time (read_attached). Sized once by set_stage, so
+    // that no call after a rank's set-up allocates (a persistent call's
+    // starts must not); only an element wider than a chunk grows it.
+    std::vector<std::byte> bounce;
   };
   RankState& own(const LinkRank& c) { return own_[slot(c.rank)]; }
   const RankState& own(const LinkRank& c) const { return own_[slot(c.rank)]; }

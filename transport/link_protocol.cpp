@@ -272,9 +272,9 @@ void LinkEngine::read_attached(LinkRank& c, const Outbox& ob) {
   if (c.recv_side == Combine::replace) {
     read(0, c.recv_target, bytes);
   } else {
-    // Combining: chunk by chunk through a bounce buffer that stays in the
-    // cache, of whole elements. One per thread: ranks are threads.
-    thread_local std::vector<std::byte> bounce;
+    // Combining: chunk by chunk through the rank's bounce buffer, which
+    // stays in the cache, of whole elements.
+    std::vector<std::byte>& bounce = own(c).bounce;
     const std::uint64_t per = std::max<std::uint64_t>(1, kAttachChunkBytes / c.eb);
     if (bounce.size() < per * c.eb) bounce.resize(static_cast<std::size_t>(per * c.eb));
     for (std::uint64_t at = 0; at < recv.count; at += per) {

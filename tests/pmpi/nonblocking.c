@@ -25,6 +25,7 @@
  * starts and waits allocate nothing (operator new, counted here: the
  * executable's definition is the process's); the nonblocking and persistent
  * v-variants likewise (nonblocking_vector.c). */
+#include <execinfo.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <mpi-ext.h>
@@ -40,8 +41,20 @@
 
 /* ---- counting copse's allocations (C++ operator new) ---- */
 volatile long news;
+/* While set (watch_news), each operator new also prints where it was called
+ * from (the first few): a failed "no allocation" check then names the code
+ * that allocated, which a rare, timing-dependent one needs. */
+static volatile int watching;
+void watch_news(int on) { watching = on; }
 void* _Znwm(size_t n) { /* operator new(size_t) */
   ++news;
+  static int traced;
+  if (watching && traced < 4) {
+    ++traced;
+    void* frames[32];
+    fprintf(stderr, "rank %d: operator new(%zu) while none was expected, from:\n", rank, n);
+    backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+  }
   void* p = malloc(n ? n : 1);
   if (!p) abort();
   return p;

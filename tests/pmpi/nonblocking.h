@@ -15,6 +15,7 @@ extern long served[KINDS], persistent_served[KINDS];
 extern int rank, size; /* in MPI_COMM_WORLD */
 extern _Atomic int failures;
 extern volatile long news; /* operator new calls so far (copse's allocations) */
+void watch_news(int on); /* while on, each operator new prints its caller's stack */
 
 #define CHECK(cond, ...)                                              \
   do {                                                                \

@@ -194,12 +194,14 @@ void vector_persistent(long n) {
   load(&t, 0);
   start(&t, 1);
   const long before = news;
+  watch_news(1);
   for (int round = 0; round < 10; ++round) {
     load(&t, round + 1);
     MPI_Startall(CALLS, t.r);
     MPI_Waitall(CALLS, t.r, MPI_STATUSES_IGNORE);
     check(&t);
   }
+  watch_news(0);
   CHECK(news == before, "persistent v-variants of %ld: %ld operator new calls after init", n, news - before);
   for (int k = 0; k < CALLS; ++k) MPI_Request_free(&t.r[k]);
   unmake(&t);

@@ -1,8 +1,10 @@
 #include "common/reduce_op.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/kernels.hpp"
@@ -219,13 +221,27 @@ ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t el
       (*fn)(in, inout, n);  // inout = in ⊙ inout
     } else {
       // inout = inout ⊙ in: the user's function writes into its second
-      // argument, so compute into a copy of `in`. The per-thread buffer only
-      // grows, so repeated calls do not allocate.
-      thread_local std::vector<std::byte> tmp;
-      if (tmp.size() < bytes) tmp.resize(bytes);
-      std::memcpy(tmp.data(), in, bytes);
-      (*fn)(inout, tmp.data(), n);
-      std::memcpy(inout, tmp.data(), bytes);
+      // argument, so compute into a copy of `in`, a chunk at a time on the
+      // stack: no call allocates, whichever thread combines how much. Only
+      // an element wider than the chunk goes through a per-thread buffer,
+      // which grows to the widest such call.
+      constexpr std::size_t kChunkBytes = 4096;
+      alignas(64) std::byte chunk[kChunkBytes];
+      thread_local std::vector<std::byte> wide;
+      const std::size_t per = std::max<std::size_t>(1, kChunkBytes / element_bytes);
+      std::byte* copy = chunk;
+      if (element_bytes > kChunkBytes) {
+        if (wide.size() < element_bytes) wide.resize(element_bytes);
+        copy = wide.data();
+      }
+      auto* out = static_cast<std::byte*>(inout);
+      const auto* from = static_cast<const std::byte*>(in);
+      for (std::size_t at = 0; at < n; at += per) {
+        const std::size_t k = std::min(per, n - at), chunk_bytes = k * element_bytes;
+        std::memcpy(copy, from + at * element_bytes, chunk_bytes);
+        (*fn)(out + at * element_bytes, copy, k);
+        std::memcpy(out + at * element_bytes, copy, chunk_bytes);
+      }
     }
   };
   return op;

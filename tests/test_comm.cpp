@@ -414,15 +414,18 @@ TEST_CASE("concurrency: comm: a repeated call of the same shape allocates nothin
   Team team(options_for({5, 8, 1}, "auto"));
   const int p = team.size();
   const ReduceOp sum = builtin_op("sum", DType::float64), affine = builtin_op("affine", DType::uint32);
-  // Not a non-commutative user operator: user_op (common/reduce_op.cpp)
-  // combines `right` through a per-thread buffer that grows the first time a
-  // thread combines that many elements, and which thread combines a given
-  // transfer (sender or receiver, whoever arrives second) varies from call
-  // to call. Commutative user operators do not need it.
-  const ReduceOp mat = user_op("sum16", DType::uint32, true, 16, [](const void* a, void* b, std::size_t k) {
+  // A non-commutative user operator too (2 x 2 matrix products, b = a b):
+  // user_op (common/reduce_op.cpp) combines `right` through a copy, which
+  // whichever thread combines a transfer (sender or receiver, whoever
+  // arrives second) makes on its stack.
+  const ReduceOp mat = user_op("matmul", DType::uint32, false, 16, [](const void* a, void* b, std::size_t k) {
     const auto* x = static_cast<const std::uint32_t*>(a);
     auto* y = static_cast<std::uint32_t*>(b);
-    for (std::size_t i = 0; i < 4 * k; ++i) y[i] += x[i];
+    for (std::size_t i = 0; i < k; ++i, x += 4, y += 4) {
+      const std::uint32_t m[4] = {x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3], x[2] * y[0] + x[3] * y[2],
+                                  x[2] * y[1] + x[3] * y[3]};
+      std::copy(m, m + 4, y);
+    }
   });
   const std::size_t n = 3001;
   std::vector<std::uint64_t> first(static_cast<std::size_t>(p)), second(static_cast<std::size_t>(p));

@@ -278,14 +278,26 @@ TEST_CASE("user operators: left and right follow the header's convention", "[red
   CHECK(mine.name == "my-affine");
   CHECK_FALSE(mine.commutative);
   CHECK(mine.element_bytes == 8);
+  // The same maps as elements of 625 maps (5000 bytes, wider than the
+  // chunk `right` copies through on the stack).
+  const ReduceOp wide = user_op("wide-affine", DType::uint32, false, 5000,
+                                [&](const void* a, void* b, std::size_t n) { affine(a, b, 625 * n); });
   std::mt19937_64 rng(3);
-  const std::size_t n = 50;
-  const auto held = random_scalars<std::uint32_t>(2 * n, rng), in = random_scalars<std::uint32_t>(2 * n, rng);
-  for (Combine side : {Combine::left, Combine::right, Combine::replace}) {
-    auto a = held, b = held;
-    mine.combine(a.data(), in.data(), n, side);
-    builtin.combine(b.data(), in.data(), n, side);
-    CHECK(a == b);
+  // Counts about user_op's 4096-byte chunk of 512 of these elements.
+  for (const std::size_t n : {0, 1, 50, 511, 512, 513, 1250, 1875, 2000}) {
+    const auto held = random_scalars<std::uint32_t>(2 * n, rng), in = random_scalars<std::uint32_t>(2 * n, rng);
+    for (Combine side : {Combine::left, Combine::right, Combine::replace}) {
+      INFO(n << " elements, side " << static_cast<int>(side));
+      auto a = held, b = held;
+      mine.combine(a.data(), in.data(), n, side);
+      builtin.combine(b.data(), in.data(), n, side);
+      CHECK(a == b);
+      if (n % 625 == 0) {
+        auto w = held;
+        wide.combine(w.data(), in.data(), n / 625, side);
+        CHECK(w == b);
+      }
+    }
   }
   CHECK_THROWS_AS(user_op("nothing", DType::int32, true, 4, nullptr), UsageError);
   CHECK_THROWS_AS(user_op("zero", DType::int32, true, 0, affine), UsageError);

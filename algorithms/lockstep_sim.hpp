@@ -1,9 +1,12 @@
 #pragma once
 // The simulator's run of a schedule in lockstep (LockstepMoves,
-// algorithms/step_cursor.hpp): a position at a time over all ranks, from
-// compact arrays read as streams, rather than rank by rank through records
-// that partners far apart in rank order make cache misses (two-tree at
-// p = 2^22: 256 MB of records, its partners 2^level ranks apart).
+// algorithms/step_cursor.hpp): a position at a time -- over all ranks, or
+// over the few a position names (ranks_at: a tree's level) -- from one
+// compact record per rank, read as a stream, rather than rank by rank
+// through records that partners far apart in rank order make cache misses
+// (two-tree at p = 2^22: 256 MB of records, its partners 2^level ranks
+// apart). A schedule may lay the records out in its own order (places:
+// dual-root's level by level), so that a position's ranks lie together.
 //
 // Why it is exact: with bidirectional ports a rank's ports are free by the
 // time its step starts (each transfer ends by its step's end, and the next
@@ -27,6 +30,10 @@ namespace copse {
 // receive is not at the same position with the same count, a peer that is
 // not a rank, a count past what the step-by-step run counts. simulate() then
 // runs it step by step, which names the fault.
+// What the run holds per rank at its peak: its record, and at the end the
+// result's finish time.
+std::size_t lockstep_bytes_per_rank();
+
 std::optional<SimulationResult> simulate_lockstep(const LockstepMoves& moves, int ranks,
                                                   const SimulationOptions& options, const PairCost& pair);
 

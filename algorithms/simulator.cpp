@@ -538,12 +538,11 @@ SimulationEngine simulation_engine(const SchedulePlan& plan, const RunTraits& ru
 // Rank by rank: the record, the tally, the finish time, the wake bit and a
 // place on the depth-first stack (reserved, if not touched). The shift
 // profile holds the finish times alone (its runs are a few, whatever p);
-// the lockstep run two clocks, a step count and the elements received (the
-// finish times take the place of three of them at its end).
+// the lockstep run a record and, at its end, the finish time.
 std::size_t simulator_bytes_per_rank(SimulationEngine engine) {
   switch (engine) {
     case SimulationEngine::shift_profile: return sizeof(Picos);
-    case SimulationEngine::lockstep: return 2 * sizeof(Picos) + sizeof(std::uint32_t) + sizeof(std::uint64_t);
+    case SimulationEngine::lockstep: return lockstep_bytes_per_rank();
     case SimulationEngine::cursor:
     case SimulationEngine::coroutines: break;
   }

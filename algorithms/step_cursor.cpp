@@ -22,7 +22,25 @@ using cursor::GridCursor;
 // parent (or the dual root); s = 3 is always void, so that a position splits
 // by shifts. first_from jumps over the slots of absent children (a leaf's
 // rounds are its parent slots alone).
-class DualRootCursor final : public GridCursor<DualRootCursor> {
+//
+// The same steps keep the lockstep promise under another numbering: a rank
+// at depth d exchanges with child c in its round j, and that child with it
+// in the child's own round j (the parent sends block j - d - 1 down and
+// takes block j up; the child sends block j and takes block j - d - 1), so
+// every edge between depths L and L + 1 has one global slot a round. Round
+// j holds S = 2D + 1 slots (D the deepest depth): slot 2(D - 1 - L) + c for
+// the edges from depth L to the c-th children, deepest first, and slot 2D
+// for the two roots' exchange. A rank's own order is kept: its children's
+// slots (depth d, slots 2(D-1-d) and 2(D-1-d) + 1) come before its parent's
+// (depth d - 1, slot 2(D-d) + c at least). E.g. p = 7, D = 2, S = 5: the
+// lower tree is 3 over 2 and 1, 1 over 0; the upper 6 over 5 and 4. Round
+// j: slot 0 is 1 with its child 0, slot 1 is empty (no rank at depth 1 has
+// two children), slot 2 is 3 with 2 and 6 with 5, slot 3 is 3 with 1 and 6
+// with 4, slot 4 is 3 with 6. A slot's steps are those of a level's parents
+// and their c-th children alone, so the simulator runs a position over them
+// (ranks_at), not over all p ranks, with its records level by level
+// (places, index_places): 3, 6 | 1, 2, 4, 5 | 0.
+class DualRootCursor final : public GridCursor<DualRootCursor>, public LockstepMoves {
  public:
   DualRootCursor(int ranks, BlockPartition part) : blocks_(part), rounds_(part.blocks + 1), nodes_(to_size(ranks)) {
     const int lower_size = static_cast<int>((std::int64_t{ranks} + 1) / 2);
@@ -30,6 +48,7 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
     upper_root_ = ranks > 1 ? ranks - 1 : -1;
     link(0, lower_root_, -1, 0);
     if (ranks > 1) link(lower_size, ranks - 1, -1, 0);
+    index_places(ranks);
   }
 
   // No elements: every slot is void, and the grid is empty.
@@ -49,22 +68,29 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
 
   void prefetch(int rank) const final { __builtin_prefetch(&nodes_[to_size(rank)]); }
 
+  // ---- lockstep (the numbering above, over places) ----
+  const LockstepMoves* lockstep() const final { return this; }
+  std::uint32_t positions() const final {
+    return blocks_.blocks() == 0 ? 0 : static_cast<std::uint32_t>((rounds_ + deepest_) * slots_per_round());
+  }
+  const std::vector<std::int32_t>* rank_of_place() const final { return &rank_of_place_; }
+  const std::vector<std::int32_t>* ranks_at(std::uint32_t position) const final {
+    return &slot_places_[position % slots_per_round()];
+  }
+  void moves_at(std::uint32_t position, int first, int count, StepMove* out) const final {
+    const LockstepSlot at = slot_at(position);
+    for (int i = 0; i < count; ++i) out[i] = lockstep_move(at, first + i, false);
+  }
+  void moves_of(std::uint32_t position, const std::int32_t* places, int count, StepMove* out) const final {
+    const LockstepSlot at = slot_at(position);
+    for (int i = 0; i < count; ++i) out[i] = lockstep_move(at, places[i], true);
+  }
+
   [[gnu::always_inline]] bool fill(int rank, std::uint32_t position, Step& s) const {
-    const Node& n = nodes_[to_size(rank)];
-    const long j = position >> 2, d = n.depth;
-    if (const auto slot = position & 3; slot < 2) {
-      const int child = n.child[slot];
-      return child >= 0 && fill_step(s, blocks_.transfer(j - (d + 1), child), blocks_.transfer(j, child),
-                                     patterns::side_of(child, rank));
-    } else if (slot == 3) {
-      return false;
-    }
-    if (n.parent >= 0)
-      return fill_step(s, blocks_.transfer(j, n.parent), blocks_.transfer(j - d, n.parent), Combine::replace);
     // For a non-commutative operator the lower root computes Y ⊙ t, the upper root t ⊙ Y.
     const int dual = rank == lower_root_ ? upper_root_ : rank == upper_root_ ? lower_root_ : -1;
-    return dual >= 0 &&
-           fill_step(s, blocks_.transfer(j, dual), blocks_.transfer(j, dual), patterns::side_of(dual, rank));
+    return node_step(
+        nodes_[to_size(rank)], dual, position, [rank](int peer) { return patterns::side_of(peer, rank); }, s);
   }
 
  private:
@@ -75,6 +101,103 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
     std::int32_t child[2] = {-1, -1};  // nearest first; -1 if absent
     std::int32_t depth = 0;
   };
+
+  // Round j's slot of a node at `position` = 4j + slot (0, 1: the exchange
+  // with child `slot`; 2: with the parent, or a root's with the dual root
+  // `dual`; 3: void), its peers named as `n` names them -- ranks for the
+  // grid, places for the lockstep run. side(peer): how the node combines
+  // what that child or the dual root sends.
+  template <class Side>
+  [[gnu::always_inline]] bool node_step(const Node& n, int dual, std::uint32_t position, Side side, Step& s) const {
+    const long j = position >> 2, d = n.depth;
+    if (const auto slot = position & 3; slot < 2) {
+      const int child = n.child[slot];
+      return child >= 0 && fill_step(s, blocks_.transfer(j - (d + 1), child), blocks_.transfer(j, child), side(child));
+    } else if (slot == 3) {
+      return false;
+    }
+    if (n.parent >= 0)
+      return fill_step(s, blocks_.transfer(j, n.parent), blocks_.transfer(j - d, n.parent), Combine::replace);
+    return dual >= 0 && fill_step(s, blocks_.transfer(j, dual), blocks_.transfer(j, dual), side(dual));
+  }
+
+  // A lockstep position: its round, and the level and child of its slot's
+  // edges (level -1: the roots' exchange).
+  struct LockstepSlot {
+    std::uint32_t round;
+    int level, child;
+  };
+  std::uint32_t slots_per_round() const { return static_cast<std::uint32_t>(2 * deepest_ + 1); }
+  LockstepSlot slot_at(std::uint32_t position) const {
+    const std::uint32_t s = slots_per_round(), slot = position % s;
+    return {position / s, deepest_ - 1 - static_cast<int>(slot / 2), static_cast<int>(slot % 2)};
+  }
+
+  // A place's step at a lockstep position: as a parent (the slot's level is
+  // its depth), as a child (one deeper), or as a root in the dual exchange
+  // (the roots are places 0 and 1). `listed`: the place is one of the
+  // slot's own (slot_places_), so one a level deeper is the right child of
+  // its parent. A move holds no combine side, only whether a receive
+  // combines: every side is `left` here.
+  [[gnu::always_inline]] StepMove lockstep_move(const LockstepSlot& at, int place, bool listed) const {
+    const Node& n = places_[to_size(place)];
+    std::uint32_t grid = 4 * at.round + 2;  // the parent's (or the dual root's) slot of the round
+    if (at.level < 0) {
+      if (n.parent >= 0) return StepMove{};
+    } else if (n.depth == at.level) {
+      grid = 4 * at.round + static_cast<std::uint32_t>(at.child);
+    } else if (n.depth != at.level + 1 || (!listed && places_[to_size(n.parent)].child[at.child] != place)) {
+      return StepMove{};
+    }
+    const int dual = place < 2 && rank_of_place_.size() > 1 ? 1 - place : -1;
+    Step step;
+    return node_step(
+               n, dual, grid, [](int) { return Combine::left; }, step)
+               ? move_of(step)
+               : StepMove{};
+  }
+
+  // The lockstep run's places: level by level from the roots, each level in
+  // rank order (a level is its parents' children, each parent's lower child
+  // first: in post order child 1's ranks lie below child 0's), so that a
+  // slot's ranks -- one level's parents, their children one level down --
+  // lie together in the run's records. Then each slot's places, a parent
+  // beside its child.
+  void index_places(int ranks) {
+    for (const Node& n : nodes_) deepest_ = std::max(deepest_, n.depth);
+    rank_of_place_.reserve(to_size(ranks));
+    rank_of_place_.push_back(lower_root_);
+    if (upper_root_ >= 0) rank_of_place_.push_back(upper_root_);
+    for (std::size_t q = 0; q < rank_of_place_.size(); ++q)  // breadth first: grows as it goes
+      for (const int c : {1, 0})
+        if (const int child = nodes_[to_size(rank_of_place_[q])].child[c]; child >= 0) rank_of_place_.push_back(child);
+    {
+      std::vector<std::int32_t> place_of(to_size(ranks));
+      for (std::size_t q = 0; q < rank_of_place_.size(); ++q)
+        place_of[to_size(rank_of_place_[q])] = static_cast<std::int32_t>(q);
+      const auto place = [&](int rank) { return rank >= 0 ? place_of[to_size(rank)] : -1; };
+      places_ = HugeVector<Node>(to_size(ranks));
+      for (std::size_t q = 0; q < places_.size(); ++q) {
+        const Node& n = nodes_[to_size(rank_of_place_[q])];
+        places_[q] = Node{place(n.parent), {place(n.child[0]), place(n.child[1])}, n.depth};
+      }
+    }
+    slot_places_.assign(slots_per_round(), {});
+    std::vector<std::size_t> sizes(slot_places_.size(), 0);
+    const auto slot_of = [this](const Node& n, int c) { return to_size(2 * (deepest_ - 1 - n.depth) + c); };
+    for (const Node& n : places_)
+      for (int c = 0; c < 2; ++c)
+        if (n.child[c] >= 0) sizes[slot_of(n, c)] += 2;
+    for (std::size_t k = 0; k < sizes.size(); ++k) slot_places_[k].reserve(sizes[k]);
+    for (int q = 0; q < ranks; ++q)
+      for (int c = 0; c < 2; ++c)
+        if (const int child = places_[to_size(q)].child[c]; child >= 0) {
+          auto& slot = slot_places_[slot_of(places_[to_size(q)], c)];
+          slot.push_back(q);
+          slot.push_back(child);
+        }
+    if (upper_root_ >= 0) slot_places_.back() = {0, 1};
+  }
 
   // trees::post_order_binary_range over [lo, hi] hung below `parent`: the
   // root is hi, its children hi-1 (the upper part, when it has two) and the
@@ -100,6 +223,12 @@ class DualRootCursor final : public GridCursor<DualRootCursor> {
   long rounds_;  // a rank at depth d runs rounds_ + d rounds
   HugeVector<Node> nodes_;
   int lower_root_ = 0, upper_root_ = -1;
+  int deepest_ = 0;  // the deepest rank's depth
+  // The lockstep run's (index_places): the tree by place, each place's
+  // rank, and each slot's places.
+  HugeVector<Node> places_;
+  std::vector<std::int32_t> rank_of_place_;
+  std::vector<std::vector<std::int32_t>> slot_places_;
 };
 
 // builders::reduce_then_bcast over trees::binomial: patterns::tree_reduce's

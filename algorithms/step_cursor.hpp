@@ -50,6 +50,22 @@ class LockstepMoves {
   // `count`; a void slot is a move with neither peer and no local work. A
   // batch a call: the simulator asks for every rank at every position.
   virtual void moves_at(std::uint32_t position, int first, int count, StepMove* out) const = 0;
+  // A schedule whose positions each hold the steps of a few ranks (a tree's
+  // exchanges level by level) names them: every rank that may have a step
+  // at `position`, each once, in any order. The simulator then asks
+  // moves_of for those ranks alone, and a position costs its steps rather
+  // than p. Null (the default): any rank may.
+  virtual const std::vector<std::int32_t>* ranks_at(std::uint32_t) const { return nullptr; }
+  // Sets out[i] to the move of rank ranks[i] at `position`, for i below `count`.
+  virtual void moves_of(std::uint32_t position, const std::int32_t* ranks, int count, StepMove* out) const {
+    for (int i = 0; i < count; ++i) moves_at(position, ranks[i], 1, out + i);
+  }
+  // A schedule may number the ranks its own way for the run -- places, 0 to
+  // p-1 -- so that a position's ranks lie together in the simulator's
+  // records (a tree's levels): then moves_at, ranks_at, moves_of and every
+  // move's peers speak of places, and this names each place's rank. Null
+  // (the default): places are ranks.
+  virtual const std::vector<std::int32_t>* rank_of_place() const { return nullptr; }
 };
 
 class StepCursor {

@@ -139,11 +139,12 @@ double simulation_bytes_per_rank(const AlgorithmInfo& algorithm, const Shape& sh
 // Checked against peak RSS (/usr/bin/time -v) of `copse sim --bytes 1MiB
 // --blocks 16`: its slope between p = 2^18 and 2^20, B/rank, measured
 // against estimated (the margin included). The ring's shift profile: 8
-// against 9 (39 MB at 2^22, 137 MB at 2^24). The lockstep run: two-tree 53
-// against 59, rabenseifner and recursive-doubling 28 against 32; two-tree
-// with late arrivals 89 against 104. Rank by rank on a cursor: dual-root 108
-// against 127, binomial 91 against 109, two-tree with unidirectional ports
-// 116 against 136. On coroutines: bi-greedy 1042 against 1167 (the sampled
+// against 9 (39 MB at 2^22, 137 MB at 2^24). The lockstep run: two-tree 64
+// against 72, rabenseifner and recursive-doubling 40 and 39 against 45,
+// dual-root 84 against 94 (1.38 GB at 2^24); two-tree with late arrivals 100
+// against 117. Rank by rank on a cursor: binomial 91 against 109, two-tree
+// with unidirectional ports 116 against 136 (dual-root, before its lockstep
+// run, 108 against 127). On coroutines: bi-greedy 1042 against 1167 (the sampled
 // ranks hold their deepest frames at once, which not every rank does at the
 // peak: up to 45% above, for rabenseifner on coroutines).
 MemoryEstimate simulation_estimate(const AlgorithmInfo& algorithm, const Shape& shape, double per_rank_inputs,
@@ -199,9 +200,11 @@ double mean_steps(const AlgorithmInfo& algorithm, const Shape& shape, const Samp
 // Measured here (2 cores, user time): the ring's shift profile takes some
 // 80 ns a step of the whole ring (2.7 s for its 2^25 steps at p = 2^24); the
 // lockstep run 8 to 16 ns a rank and position (two-tree and rabenseifner at
-// p = 2^22: 5.3 and 3.2 s); a cursor run rank by rank some 25 to 35 ns a
-// rank's step (dual-root at p = 2^24: 28 s), the coroutines about 30 (the
-// ring with late arrivals at p = 2^14: 16.6 s for 5.4e8).
+// p = 2^22: 5.3 and 3.2 s), or some 20 ns a step where a position names its
+// ranks (dual-root at p = 2^24: 22 s for 1.07e9); a cursor run rank by rank
+// some 25 to 35 ns a rank's step (dual-root at p = 2^24, rank by rank: 28
+// s), the coroutines about 30 (the ring with late arrivals at p = 2^14:
+// 16.6 s for 5.4e8).
 double simulation_seconds(const AlgorithmInfo& algorithm, const Shape& shape, const RunTraits& run) {
   const SampledPlan sample = sampled_plan(algorithm, shape);
   const double p = shape.ranks;
@@ -211,7 +214,12 @@ double simulation_seconds(const AlgorithmInfo& algorithm, const Shape& shape, co
       for (const ShiftPhase& phase : shift_plan_of(sample.plan)->phases) steps += static_cast<double>(phase.steps);
       return 80e-9 * steps * p / sample.ranks;
     }
-    case SimulationEngine::lockstep: return 16e-9 * cursor_of(sample.plan)->lockstep()->positions() * p;
+    case SimulationEngine::lockstep: {
+      const LockstepMoves& moves = *cursor_of(sample.plan)->lockstep();
+      // Positions that name their ranks cost their steps, not p each.
+      if (moves.ranks_at(0)) return 25e-9 * mean_steps(algorithm, shape, sample) * p;
+      return 16e-9 * moves.positions() * p;
+    }
     case SimulationEngine::cursor:
     case SimulationEngine::coroutines: break;
   }

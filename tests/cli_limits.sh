@@ -78,8 +78,9 @@ timeout 1 "$COPSE" sim --ranks 100000000 --algorithm ring --bytes 1MiB >/dev/nul
 rc=$?
 if [ "$rc" -ne 124 ] && [ "$rc" -ne 0 ]; then fail "ring at p = 10^8 exited $rc: $(cat "$tmp/err")"; fi
 refused memory 1 500000 sim --ranks 100000000 --algorithm ring --bytes 1MiB
-# Under an address-space limit: 120 MB cannot hold a million ranks' schedules.
-refused memory 1 120000 sim --ranks 1048576 --algorithm dual-root --bytes 1MiB --blocks 16
+# Under an address-space limit: 120 MB cannot hold two million ranks'
+# schedules (dual-root's lockstep run: some 85 bytes a rank).
+refused memory 1 120000 sim --ranks 2097152 --algorithm dual-root --bytes 1MiB --blocks 16
 refused memory 1 120000 emulate --nodes 1024 --ranks-per-node 4 --bytes 1MiB --algorithm dual-root
 # Late arrivals take the ring off its shift profile, rank by rank, 2(p - 1)
 # steps each: at p = 2^18 some 150 MB, but hours.
@@ -88,7 +89,7 @@ refused time 1 0 sim --ranks 262144 --algorithm ring --bytes 1MiB --arrival rand
 # The largest p it names fits: a run of it under the same limit succeeds
 # (nine tenths of it: the estimate is the fit of measured peaks plus a margin).
 checks=$((checks + 1))
-(ulimit -v 120000 && exec "$COPSE" sim --ranks 1048576 --algorithm dual-root --bytes 1MiB --blocks 16) 2>"$tmp/err"
+(ulimit -v 120000 && exec "$COPSE" sim --ranks 2097152 --algorithm dual-root --bytes 1MiB --blocks 16) 2>"$tmp/err"
 fit=$(sed -n 's/.*at most \([0-9]*\) ranks fit.*/\1/p' "$tmp/err")
 if [ -z "$fit" ] || [ "$fit" -lt 10000 ]; then
   fail "expected a largest p of at least 10000 under ulimit -v 120000, got '${fit}' from: $(cat "$tmp/err")"
@@ -99,11 +100,11 @@ fi
 # --force skips the check: the run itself then fails for want of memory
 # (any non-zero status but 2), rather than being refused up front.
 checks=$((checks + 1))
-(ulimit -v 120000 && exec timeout 20 "$COPSE" sim --force --ranks 1048576 --algorithm dual-root --bytes 1MiB \
+(ulimit -v 120000 && exec timeout 20 "$COPSE" sim --force --ranks 2097152 --algorithm dual-root --bytes 1MiB \
   --blocks 16) >/dev/null 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q 'ranks need about' "$tmp/err"; then fail "--force still refused: $(cat "$tmp/err")"; fi
-if [ "$rc" -eq 0 ]; then fail "--force under ulimit -v 120000 ran a million ranks (the estimate is too high)"; fi
+if [ "$rc" -eq 0 ]; then fail "--force under ulimit -v 120000 ran two million ranks (the estimate is too high)"; fi
 
 # --blocks auto at alpha = 0 (a bandwidth-only study) is bounded: it took
 # minutes and chose 2 blocks; now under a second, says which bound it hit,

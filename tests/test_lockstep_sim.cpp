@@ -20,7 +20,7 @@ using namespace copse;
 
 namespace lockstep_test {
 
-const char* const kLockstepAlgorithms[] = {"two-tree", "rabenseifner", "recursive-doubling"};
+const char* const kLockstepAlgorithms[] = {"two-tree", "rabenseifner", "recursive-doubling", "dual-root"};
 
 SchedulePlan plan_of(const char* algorithm, int ranks, std::uint64_t count, int blocks) {
   Shape shape;
@@ -99,7 +99,7 @@ TEST_CASE("lockstep and step-by-step runs give the same figures", "[sim][exhaust
 
 TEST_CASE("lockstep and step-by-step runs agree at p = 2^20", "[slow]") {
   const int p = 1 << 20;
-  for (const char* algorithm : {"two-tree", "rabenseifner"}) {
+  for (const char* algorithm : {"two-tree", "rabenseifner", "dual-root"}) {
     INFO(algorithm);
     const SchedulePlan plan = plan_of(algorithm, p, 1 << 20, 16);
     SimulationOptions o;

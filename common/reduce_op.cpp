@@ -227,10 +227,10 @@ ReduceOp user_op(std::string name, DType dtype, bool commutative, std::size_t el
       // which grows to the widest such call.
       constexpr std::size_t kChunkBytes = 4096;
       alignas(64) std::byte chunk[kChunkBytes];
-      thread_local std::vector<std::byte> wide;
       const std::size_t per = std::max<std::size_t>(1, kChunkBytes / element_bytes);
       std::byte* copy = chunk;
       if (element_bytes > kChunkBytes) {
+        thread_local std::vector<std::byte> wide;
         if (wide.size() < element_bytes) wide.resize(element_bytes);
         copy = wide.data();
       }

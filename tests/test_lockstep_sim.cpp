@@ -97,6 +97,40 @@ TEST_CASE("lockstep and step-by-step runs give the same figures", "[sim][exhaust
       }
 }
 
+// The simulator reads a position that names its ranks through moves_of
+// alone; moves_at, over every rank (or place), must agree: each named
+// rank's move, and a void move for every other.
+TEST_CASE("moves_at agrees with moves_of over the ranks a position names", "[sim]") {
+  for (const char* algorithm : kLockstepAlgorithms)
+    for (int p : {1, 2, 3, 7, 12, 33}) {
+      const SchedulePlan plan = plan_of(algorithm, p, 1000, 3);
+      const LockstepMoves& moves = *cursor_of(plan)->lockstep();
+      for (std::uint32_t at = 0; at < moves.positions(); ++at) {
+        const std::vector<std::int32_t>* named = moves.ranks_at(at);
+        if (!named) continue;
+        INFO(algorithm << ", p = " << p << ", position " << at);
+        std::vector<StepMove> all(static_cast<std::size_t>(p)), some(named->size());
+        moves.moves_at(at, 0, p, all.data());
+        moves.moves_of(at, named->data(), static_cast<int>(named->size()), some.data());
+        std::vector<bool> is_named(static_cast<std::size_t>(p), false);
+        for (std::size_t i = 0; i < named->size(); ++i) {
+          const StepMove& a = all[static_cast<std::size_t>((*named)[i])];
+          CHECK(a.send_peer == some[i].send_peer);
+          CHECK(a.recv_peer == some[i].recv_peer);
+          CHECK(a.send_count == some[i].send_count);
+          CHECK(a.recv_count == some[i].recv_count);
+          CHECK(a.work_elements == some[i].work_elements);
+          is_named[static_cast<std::size_t>((*named)[i])] = true;
+        }
+        for (int r = 0; r < p; ++r)
+          if (!is_named[static_cast<std::size_t>(r)]) {
+            const StepMove& a = all[static_cast<std::size_t>(r)];
+            CHECK((a.send_peer < 0 && a.recv_peer < 0 && a.work_elements == 0));
+          }
+      }
+    }
+}
+
 TEST_CASE("lockstep and step-by-step runs agree at p = 2^20", "[slow]") {
   const int p = 1 << 20;
   for (const char* algorithm : {"two-tree", "rabenseifner", "dual-root"}) {

@@ -48,9 +48,8 @@ static volatile int watching;
 void watch_news(int on) { watching = on; }
 void* _Znwm(size_t n) { /* operator new(size_t) */
   ++news;
-  static int traced;
-  if (watching && traced < 4) {
-    ++traced;
+  static _Atomic int traced; /* operator new runs on any of the program's threads */
+  if (watching && traced++ < 4) {
     void* frames[32];
     fprintf(stderr, "rank %d: operator new(%zu) while none was expected, from:\n", rank, n);
     backtrace_symbols_fd(frames, backtrace(frames, 32), 2);

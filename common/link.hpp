@@ -110,6 +110,10 @@ struct LinkRank {
   RankClock clock;
   std::int64_t round = 0;     // which run of the rank's steps (repetition, call)
   std::string_view activity;  // optional, e.g. "allreduce": "step 3 of call 2 (allreduce)"
+  // Set by the runtime for each run: the fewest bytes a send of this run
+  // takes by cross-memory attach where the link has it (LinkConfig::
+  // cross_memory_attach); 0: the link's own bound (its attach_from_bytes).
+  std::uint64_t attach_from = 0;
 
   // Set by the executor: the run in progress and where it is.
   std::byte* y = nullptr;

@@ -59,7 +59,8 @@
 //   mpi.trace                FILE    ""       one JSON line per collective call per process (mpi/trace.hpp); "" = none
 //   mpi.table                FILE|none  ""    decision table: which calls copse serves (config/decision_table.hpp);
 //                                             "" = the built-in table, none = serve every call the above allow
-//   mpi.cma                  auto|on|off  auto  processes of a node read large messages from each other's memory
+//   mpi.cma                  auto|on|allgather|off  auto  processes of a node read large messages from each
+//                                             other's memory
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
 // file it may also be a TOML number, in seconds. SIZE is its byte syntax
@@ -190,7 +191,7 @@ inline constexpr std::array<MpiCollective, 14> kMpiCollectives = {
 std::string_view to_string(MpiCollective c);  // "allreduce", ..., "alltoall", "allgatherv", ..., "alltoallv"
 
 // What the interposition library serves and what it leaves to the MPI library.
-enum class CmaMode { automatic, on, off };  // mpi.cma
+enum class CmaMode { automatic, on, allgather, off };  // mpi.cma
 
 struct MpiOptions {
   // Bit c set: MpiCollective c is served (when its datatype, operator and
@@ -208,8 +209,10 @@ struct MpiOptions {
   // built-in table; "none", no table.
   std::string table;
   // Cross-memory attach between the processes of a node (CommOptions::
-  // cross_memory_attach): auto where a probe at set-up finds it allowed and
-  // no slower than the copies it replaces, on where allowed, off: never.
+  // cross_memory_attach): auto where a probe at set-up finds it allowed,
+  // for every collective where it is no slower than the copies it replaces,
+  // else for allgathers alone; on, for every collective where allowed;
+  // allgather, for allgathers alone where allowed; off: never.
   CmaMode cma = CmaMode::automatic;
   bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
   bool operator==(const MpiOptions&) const = default;

@@ -144,9 +144,10 @@ CmaMode read_cma(const Raw& r) {
   if (is_text(r)) {
     if (r.str == "auto") return CmaMode::automatic;
     if (r.str == "on") return CmaMode::on;
+    if (r.str == "allgather") return CmaMode::allgather;
     if (r.str == "off") return CmaMode::off;
   }
-  throw BadValue{"expected auto, on or off"};
+  throw BadValue{"expected auto, on, allgather or off"};
 }
 
 // A grouping as Grouping::parse reads it (its message says what is accepted).
@@ -432,13 +433,20 @@ constexpr std::array kKeys = {
             "at MPI_Finalize every process appends one JSON line of served and passed calls; empty: none"},
            [](Options& o, const Raw& r) { o.mpi.stats = read_string(r); },
            [](const Options& o) -> ConfigValue { return o.mpi.stats; }},
-    KeyDef{{"mpi.cma", "COPSE_MPI_CMA", "auto|on|off",
+    KeyDef{{"mpi.cma", "COPSE_MPI_CMA", "auto|on|allgather|off",
             "processes of a node read large messages straight from each other's memory (Linux cross-memory "
-            "attach): auto where the kernel allows it and its copy costs at most 1.5 memcpys; on: wherever "
-            "it allows it; off: through the node's segment"},
+            "attach): auto where the kernel allows it, for every collective if its copy costs at most 1.5 "
+            "memcpys, else for allgathers alone; on: for every collective wherever the kernel allows it; "
+            "allgather: for allgathers alone; off: through the node's segment"},
            [](Options& o, const Raw& r) { o.mpi.cma = read_cma(r); },
            [](const Options& o) -> ConfigValue {
-             return std::string(o.mpi.cma == CmaMode::automatic ? "auto" : o.mpi.cma == CmaMode::on ? "on" : "off");
+             switch (o.mpi.cma) {
+               case CmaMode::automatic: return std::string("auto");
+               case CmaMode::on: return std::string("on");
+               case CmaMode::allgather: return std::string("allgather");
+               case CmaMode::off: break;
+             }
+             return std::string("off");
            }},
     KeyDef{{"mpi.trace", "COPSE_MPI_TRACE", "FILE",
             "every process records each collective call it makes as one JSON line in this file (replaced at "

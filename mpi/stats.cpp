@@ -45,7 +45,7 @@ std::string Stats::json_line(int rank, int size) const {
 void Stats::team_done(bool cma, const std::string& note, std::uint64_t attached_bytes) {
   std::lock_guard<std::mutex> lock(cma_mutex_);
   ++(cma ? cma_teams_ : cma_off_);
-  if (!cma && cma_note_.empty()) cma_note_ = note;
+  if (note != "on" && cma_note_.empty()) cma_note_ = note;  // off, or for allgathers alone: why
   cma_bytes_ += attached_bytes;
 }
 

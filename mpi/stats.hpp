@@ -14,8 +14,9 @@
 // (MPIX_Allreduce_init, ...) under "nonblocking" and "persistent", each
 // {"served": {...}, "passed": {...}} named by their blocking collective,
 // and cross-memory attach (mpi.cma) over the process's Teams: how many read
-// large messages from their node peers' memory, how many did not (`note`:
-// why, for the first), and the bytes this process read that way.
+// large messages from their node peers' memory (some for allgathers alone),
+// how many did not (`note`: why not, or why allgathers alone, for the
+// first such Team), and the bytes this process read that way.
 
 #include <array>
 #include <atomic>

@@ -90,12 +90,12 @@ void MpiRank::allreduce(const void* send, void* recv, std::size_t count, const R
   const std::size_t eb = op.element_bytes;
   bool warmup = false;
   const ArrivalKey* key = arrive(warmup);  // plan/arrival_monitor.hpp
-  in_pieces(count, piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, piece(Collective::allreduce, eb, count), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::allreduce, count, n, op.dtype, eb, &op, 0, warmup, key);
     // The user's receive buffer is the working vector, the input read from
     // send where it is not yet written (none in place).
     std::byte* y = bytes_of(recv) + at * eb;
-    run(e.steps, y, op, Collective::allreduce, input_of(bytes_of(send) + at * eb, y, n));
+    run(e, y, op, Collective::allreduce, input_of(bytes_of(send) + at * eb, y, n));
   });
   returned(Collective::allreduce);
 }
@@ -103,11 +103,11 @@ void MpiRank::allreduce(const void* send, void* recv, std::size_t count, const R
 void MpiRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
   if (reduce_direct(send, recv, count, op, root)) return;
   const std::size_t eb = op.element_bytes;
-  in_pieces(count, piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, piece(Collective::reduce, eb, count), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
     // The root works in its receive buffer, the others in private memory.
     std::byte* y = rank == root ? bytes_of(recv) + at * eb : work_vector(n * eb);
-    run(e.steps, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n, rank == root));
+    run(e, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n, rank == root));
   });
   returned(Collective::reduce);
 }
@@ -116,9 +116,9 @@ void MpiRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
   const std::size_t eb = dtype_size(dtype);
   if (bcast_direct(buffer, count, eb, root)) return;
   const ReduceOp op = data_op(dtype, eb);
-  in_pieces(count, piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, piece(Collective::bcast, eb, count), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::bcast, count, n, dtype, eb, nullptr, root);
-    run(e.steps, bytes_of(buffer) + at * eb, op, Collective::bcast);
+    run(e, bytes_of(buffer) + at * eb, op, Collective::bcast);
   });
   returned(Collective::bcast);
 }
@@ -127,7 +127,7 @@ void MpiRank::barrier() {
   if (barrier_direct()) return;
   // One element of zero bytes: the schedule's messages carry no data.
   auto& e = entry(Collective::barrier, 1, 1, DType::uint8, 0, nullptr, 0);
-  run(e.steps, work_vector(0), data_op(DType::uint8, 0), Collective::barrier);
+  run(e, work_vector(0), data_op(DType::uint8, 0), Collective::barrier);
   returned(Collective::barrier);
 }
 
@@ -139,14 +139,14 @@ void MpiRank::allgather(const void* send, void* recv, std::size_t count, DType d
   const auto me = static_cast<std::size_t>(rank);
   // In place: the contribution is already at its block of recv.
   const std::byte* mine = send == recv ? bytes_of(recv) + me * count * eb : bytes_of(send);
-  in_pieces(count, block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, block_piece(Collective::allgather, eb, count), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::allgather, count, n, dtype, eb, nullptr, 0);
     // Blocks sit in the schedule's order in the working vector: the user's
     // receive buffer when that is its order and the call runs in one piece.
     const bool into_recv = n == count && (team->contiguous || !e.over_internal);
     std::byte* y = into_recv ? bytes_of(recv) : work_vector(p * n * eb);
     copy_bytes(y + e.block_at(*team, rank, n), mine + at * eb, n * eb);
-    run(e.steps, y, op, Collective::allgather);
+    run(e, y, op, Collective::allgather);
     if (!into_recv)
       for (std::size_t v = 0; v < p; ++v)
         copy_bytes(bytes_of(recv) + (v * count + at) * eb, y + e.block_at(*team, static_cast<int>(v), n), n * eb);
@@ -157,11 +157,11 @@ void MpiRank::allgather(const void* send, void* recv, std::size_t count, DType d
 void MpiRank::reduce_scatter_blocks(const std::byte* in, std::byte* out, const BlockCounts& b, const ReduceOp& op) {
   const std::size_t eb = op.element_bytes;
   const auto me = static_cast<std::size_t>(rank);
-  in_pieces(b.block, block_piece(eb), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(b.block, block_piece(Collective::reduce_scatter, eb, b.block), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(Collective::reduce_scatter, b.block, n, op.dtype, eb, &op, 0);
     std::byte* y = work_vector(b.counts.size() * n * eb);
     b.pack(in, y, at, n, eb, [&](int v) { return e.block_at(*team, v, n); });
-    run(e.steps, y, op, Collective::reduce_scatter);
+    run(e, y, op, Collective::reduce_scatter);
     // In place, this overwrites input only where this piece has read it.
     copy_bytes(out + at * eb, y + e.block_at(*team, rank, n), b.real(me, at, n) * eb);
   });
@@ -176,11 +176,11 @@ void MpiRank::move(Collective c, const void* send, void* recv, std::size_t count
   if (c == Collective::alltoall) root = 0;
   const ReduceOp op = data_op(dtype, eb);
   const MovedBlocks blocks{c, team->ranks, rank, root, count, eb};
-  in_pieces(count, block_piece(eb, blocks.areas()), [&](std::uint64_t at, std::uint64_t n) {
+  in_pieces(count, block_piece(c, eb, count, blocks.areas()), [&](std::uint64_t at, std::uint64_t n) {
     auto& e = entry(c, count, n, dtype, eb, nullptr, root);
     std::byte* y = work_vector(blocks.vector(n) * eb);
     blocks.load(send, recv, y, at, n);
-    run(e.steps, y, op, c);
+    run(e, y, op, c);
     blocks.store(y, send, recv, at, n);
   });
   returned(c);

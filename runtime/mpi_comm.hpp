@@ -93,12 +93,16 @@ struct CommOptions : CommOptionsBase {
   // pieces for the window's sake. `on`: wherever a probe at set-up finds
   // every process of the communicator able to read its node peers' memory
   // (the kernel may forbid it: Yama's ptrace_scope, containers, other
-  // users). `automatic`: there, and only if the probe also finds the
-  // kernel's copy of 1 MiB taking at most 1.5 times a local memcpy (it
-  // replaces the window's two copies, one often made in parallel by the
-  // sender; on some virtual machines it is several times slower). `off`: every message goes through the window.
-  // Team::cross_memory_attach says which, and why not.
-  enum class Attach { automatic, on, off };
+  // users). `allgather`: there, for an allgather's sends of 256 KiB and
+  // more alone, when some node holds more ranks than cores or the vector
+  // exceeds half a window (runtime/mpi_team_state.hpp's AttachUse says
+  // why). `automatic`: as `on` where the probe also finds the kernel's copy
+  // of 1 MiB taking at most 1.5 times a local memcpy (it replaces the
+  // window's two copies, one often made in parallel by the sender; on some
+  // virtual machines it is several times slower), else as `allgather`.
+  // `off`: every message goes through the window. Team::cross_memory_attach
+  // says whether any collective uses it, and its note which and why not.
+  enum class Attach { automatic, on, allgather, off };
   Attach cross_memory_attach = Attach::automatic;
   std::size_t plan_cache = 64;  // shapes kept per Comm (least recently used go first)
   // A form this communicator's nodes cannot take -- lanes on nodes of

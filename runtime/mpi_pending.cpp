@@ -32,7 +32,7 @@ class MpiCall final : public PendingCall {
     const Collective c = a_.collective;
     const bool moves = MovedBlocks::moves(c);
     const bool blocks = c == Collective::allgather || c == Collective::reduce_scatter || moves;
-    piece_ = blocks ? r_.block_piece(eb(), moves ? moved().areas() : 1) : r_.piece(eb());
+    piece_ = blocks ? r_.block_piece(c, eb(), b_.count(), moves ? moved().areas() : 1) : r_.piece(c, eb(), b_.count());
   }
   bool progress(bool wait) override;
   void restart() override { stage_ = Stage::piece, at_ = 0; }
@@ -143,7 +143,8 @@ bool MpiCall::progress(bool wait) {
 void MpiCall::begin_piece() {
   const std::span<const int> slots = slot_of();
   running_ = b_.load(at_, n_, r_.work_vector(b_.work_bytes(n_, slots)), slots);
-  r_.start_run(run_, entry_->steps, running_.y, r_.scratch.data(), b_.op(), a_.collective, &r_.mpi, running_.input);
+  r_.start_run(run_, entry_->steps, running_.y, r_.scratch.data(), b_.op(), a_.collective, &r_.mpi, running_.input,
+               entry_->attach_from);
 }
 
 // A v-variant (PaddedCall, runtime/pending.hpp): the largest count and

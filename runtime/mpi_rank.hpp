@@ -35,6 +35,11 @@ constexpr int kCallFields = 7;
 // MPI's int counts for messages between nodes, and the private working
 // copies (reduce's non-roots, allgather and reduce_scatter) stay this small.
 constexpr std::size_t kAttachedPieceBytes = std::size_t{256} << 20;
+// Where cross-memory attach serves allgathers alone (TeamState::AttachUse),
+// the fewest bytes of a send it reads: smaller blocks still go through the
+// windows, whose copies stay in the cache (np 4 on 2 cores, 64 KiB a rank,
+// by median: Open MPI's time over copse's 0.90 with the read, 1.02 without).
+constexpr std::size_t kAllgatherAttachFromBytes = std::size_t{256} << 10;
 
 // ---- MpiRank -----------------------------------------------------------------------
 
@@ -48,6 +53,7 @@ struct MpiRank final : RankCore {
     std::size_t element_bytes;
     std::shared_ptr<const CompiledPlan> plan;  // as agreed (Team::compiled_plan)
     std::vector<Step> steps;
+    std::uint64_t attach_from = 0;  // its runs' LinkRank::attach_from (MpiRank::attaches)
     // Where rank v's block of `n` elements sits in the window's vector.
     std::size_t block_at(const TeamState& t, int v, std::uint64_t n) const {
       const int at = over_internal ? t.internal(v) : v;
@@ -57,8 +63,7 @@ struct MpiRank final : RankCore {
 
   TeamState* team;
   MpiLink mpi;
-  std::byte* window;        // in the node's segment: this rank's stage (LinkConfig::staged_sends)
-  std::size_t piece_bytes;  // pieces keep every vector within this: half a window, or kAttachedPieceBytes
+  std::byte* window;  // in the node's segment: this rank's stage (LinkConfig::staged_sends)
   // Private working memory: the working vector where the user's buffer
   // cannot serve (allgather's and reduce_scatter's block order, reduce's
   // non-roots), and the executor's scratch.
@@ -72,7 +77,6 @@ struct MpiRank final : RankCore {
         team(t),
         mpi(*t->channel, t->layout, r),
         window(t->window_of(r)),
-        piece_bytes(t->cma ? kAttachedPieceBytes : t->window_stride / 2),
         cache(t->options.plan_cache, t->options.arrival.plans) {
     if (t->arrival_aware) arrivals.emplace(*t->channel, t->layout, r);
     t->engine->set_stage(r, window, t->window_stride);
@@ -128,8 +132,8 @@ struct MpiRank final : RankCore {
     }
   }
 
-  void run(const std::vector<Step>& steps, std::byte* y, const ReduceOp& op, Collective c, RunInput input = {}) {
-    RankCore::run(steps, y, scratch.data(), op, c, &mpi, input);
+  void run(const Entry& e, std::byte* y, const ReduceOp& op, Collective c, RunInput input = {}) {
+    RankCore::run(e.steps, y, scratch.data(), op, c, &mpi, input, e.attach_from);
   }
 
   // Fails the whole team with `error` (recorded, every rank aborted), then throws it.
@@ -150,7 +154,7 @@ struct MpiRank final : RankCore {
       const CallKey internal = internal_key(key, hierarchical);
       Agreement a;
       agree_begin(a, c, total, dtype, planner_of(hierarchical), internal);
-      run(agree_steps, reinterpret_cast<std::byte*>(a.got), a.record, c);
+      RankCore::run(agree_steps, reinterpret_cast<std::byte*>(a.got), scratch.data(), a.record, c, &mpi);
       return make_entry(agree_end(a, c, planner_of(hierarchical), internal), hierarchical, c, eb);
     });
   }
@@ -177,7 +181,10 @@ struct MpiRank final : RankCore {
   }
   Entry make_entry(CompiledPlan plan, bool hierarchical, Collective c, std::size_t eb) {
     Entry e{hierarchical, eb, std::make_shared<const CompiledPlan>(std::move(plan)), {}};
-    compile(e.plan->plan, hierarchical, vector_elements(c, e.plan->shape), eb, e.steps);
+    const std::uint64_t elements = vector_elements(c, e.plan->shape);
+    compile(e.plan->plan, hierarchical, elements, eb, e.steps);
+    if (team->attach_use == TeamState::AttachUse::allgather && attaches(c, elements * eb))
+      e.attach_from = kAllgatherAttachFromBytes;  // the link's own bound is kNeverAttach then
     return e;
   }
 
@@ -195,18 +202,35 @@ struct MpiRank final : RankCore {
                    const CallKey& key);
   CompiledPlan agree_end(Agreement& a, Collective c, const Planner& planner, CallKey key);
 
-  // Elements of `eb` bytes per piece of a vector, and per block of a piece
-  // of p blocks
-  std::uint64_t piece(std::size_t eb) const {
-    if (eb > piece_bytes)
+  // Whether the runs of collective `c` over a vector of `bytes` (all its
+  // blocks) send by cross-memory attach (TeamState::AttachUse): an
+  // allgather's where the team keeps it to those, when some node is
+  // oversubscribed (every copy then takes a core from a peer) or the vector
+  // would not fit one piece of the window.
+  bool attaches(Collective c, std::uint64_t bytes) const {
+    switch (team->attach_use) {
+      case TeamState::AttachUse::none: return false;
+      case TeamState::AttachUse::every: return true;
+      case TeamState::AttachUse::allgather:
+        return c == Collective::allgather && (team->oversubscribed || bytes > team->window_stride / 2);
+    }
+    return false;
+  }
+  // Pieces keep every vector within this: half a window, or kAttachedPieceBytes.
+  std::size_t piece_bytes(bool attach) const { return attach ? kAttachedPieceBytes : team->window_stride / 2; }
+  // Elements of `eb` bytes per piece of a call's vector of `count`, and per
+  // block of a piece of p blocks of `count`
+  std::uint64_t piece(Collective c, std::size_t eb, std::uint64_t count) const {
+    const std::size_t most = piece_bytes(attaches(c, count * eb));
+    if (eb > most)
       throw UsageError("an element of " + std::to_string(eb) + " bytes does not fit a piece of " +
-                       std::to_string(piece_bytes) + " bytes");
-    return eb == 0 ? 1 : piece_bytes / eb;
+                       std::to_string(most) + " bytes");
+    return eb == 0 ? 1 : most / eb;
   }
   // (`areas` vectors of p blocks: alltoall's two).
-  std::uint64_t block_piece(std::size_t eb, std::uint64_t areas = 1) const {
+  std::uint64_t block_piece(Collective c, std::size_t eb, std::uint64_t count, std::uint64_t areas = 1) const {
     const std::uint64_t blocks = areas * static_cast<std::uint64_t>(team->ranks);
-    const std::uint64_t per = eb == 0 ? 1 : piece_bytes / (eb * blocks);
+    const std::uint64_t per = eb == 0 ? 1 : piece_bytes(attaches(c, count * eb * blocks)) / (eb * blocks);
     if (per == 0)
       throw UsageError("a window of " + std::to_string(team->window_stride) + " bytes is too small for blocks of " +
                        std::to_string(eb) + "-byte elements from " + std::to_string(team->ranks) +

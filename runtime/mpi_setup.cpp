@@ -100,15 +100,16 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   channel = std::make_unique<MpiChannel>(dup, max_threads);
   start_watches();
   open_segment();
-  probe_cross_memory_attach();
+  const int concurrent = agree_concurrent_ranks(node_comm, thread_count, ranks_on_host);  // the masks
+  probe_cross_memory_attach(concurrent);
 
   LinkConfig link;
   link.members = node_members;
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
-  link.cross_memory_attach = cma;
-  link.attach_from_bytes = kAttachFromBytes;
+  link.cross_memory_attach = attach_use != AttachUse::none;
+  link.attach_from_bytes = attach_use == AttachUse::every ? kAttachFromBytes : kNeverAttach;
   link.ranks_on_host = ranks_on_host;
-  link.concurrent_ranks = agree_concurrent_ranks(node_comm, thread_count, ranks_on_host);  // the masks
+  link.concurrent_ranks = concurrent;
   const auto* root = arena->at<SegmentRoot>(arena->root());
   engine = std::make_unique<LinkEngine>(
       *arena, root->link,
@@ -274,7 +275,7 @@ Team::~Team() = default;
 int Team::size() const { return impl_->ranks; }
 const RankMap& Team::layout() const { return impl_->layout; }
 const HierarchyPlan& Team::plan() const { return *impl_->plan; }
-bool Team::cross_memory_attach() const { return impl_->cma; }
+bool Team::cross_memory_attach() const { return impl_->attach_use != TeamState::AttachUse::none; }
 const std::string& Team::cross_memory_attach_note() const { return impl_->cma_note; }
 std::uint64_t Team::attached_bytes() const { return impl_->engine->attached_bytes(); }
 

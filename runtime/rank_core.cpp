@@ -78,18 +78,19 @@ void RankCore::check_call(const CallKey& key, const ReduceOp* op) const {
 }
 
 void RankCore::run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
-                   Link* remote, RunInput input) {
+                   Link* remote, RunInput input, std::uint64_t attach_from) {
   StepRun r;
-  start_run(r, steps, y, scratch, op, c, remote, input);
+  start_run(r, steps, y, scratch, op, c, remote, input, attach_from);
   advance_run(r, remote, true);
 }
 
 void RankCore::start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
-                         Collective c, Link* remote, RunInput input) {
+                         Collective c, Link* remote, RunInput input, std::uint64_t attach_from) {
   LinkEngine& engine = *core_team.engine;
   if (engine.aborted()) core_team.rethrow_failure();
   link.round = calls++;
   link.activity = to_string(c);
+  link.attach_from = attach_from;
   link.clock.reset();
   StepExecutor(engine, remote).start(r, link, steps, y, scratch, op, nullptr, input);
 }

@@ -129,12 +129,13 @@ class RankCore {
   // Runs `steps` on the working vector `y` (input read from `input` where y
   // is not yet written) over the team's engine and the `remote` link;
   // failures rethrow the team's first.
+  // `attach_from`: the run's LinkRank::attach_from (0: the engine's bound).
   void run(std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op, Collective c,
-           Link* remote = nullptr, RunInput input = {});
+           Link* remote = nullptr, RunInput input = {}, std::uint64_t attach_from = 0);
   // The same run in parts (StepExecutor::start, advance): run() is
   // start_run, then advance_run waiting.
   void start_run(StepRun& r, std::span<const Step> steps, std::byte* y, std::byte* scratch, const ReduceOp& op,
-                 Collective c, Link* remote = nullptr, RunInput input = {});
+                 Collective c, Link* remote = nullptr, RunInput input = {}, std::uint64_t attach_from = 0);
   bool advance_run(StepRun& r, Link* remote, bool wait);
   // The direct paths: true when the call ran through the direct reduce
   // (and returned). Only where the configuration leaves the algorithm to

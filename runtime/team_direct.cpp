@@ -99,8 +99,10 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
 }
 
 void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
-  // Processes whose memory the engine reads by cross-memory attach: so may the broadcast.
-  const bool attach = engine_.config().cross_memory_attach;
+  // Processes whose memory the engine reads by cross-memory attach for every
+  // collective (not for an allgather's alone: kNeverAttach): so may the broadcast.
+  const LinkConfig& link = engine_.config();
+  const bool attach = link.cross_memory_attach && link.attach_from_bytes != kNeverAttach;
   guarded(Collective::bcast,
           [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach); });
 }

@@ -118,7 +118,10 @@ TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config
   config.set("mpi.cma", "on");
   CHECK(config.options().mpi.cma == copse::CmaMode::on);
   CHECK(config.value_text("mpi.cma") == "on");
-  CHECK_THROWS_WITH(config.set("mpi.cma", "yes"), Catch::Contains("expected auto, on or off"));
+  config.set("mpi.cma", "allgather");
+  CHECK(config.options().mpi.cma == copse::CmaMode::allgather);
+  CHECK(config.value_text("mpi.cma") == "allgather");
+  CHECK_THROWS_WITH(config.set("mpi.cma", "yes"), Catch::Contains("expected auto, on, allgather or off"));
 }
 
 TEST_CASE("config: wait_timeout takes a time or none", "[config]") {

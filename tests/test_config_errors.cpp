@@ -154,7 +154,7 @@ TEST_CASE("config: every invalid file value names key, value, file and line", "[
       {"mpi.max_bytes", "1.5", "expected a size in bytes (got a floating-point number)"},
       {"mpi.max_bytes", "\"1.5\"", "not a whole number"},
       {"mpi.stats", "true", "expected a string (got a boolean)"},
-      {"mpi.cma", "false", "expected auto, on or off"},
+      {"mpi.cma", "false", "expected auto, on, allgather or off"},
   };
   for (const auto& c : cases) {
     const auto dot = c.key.find('.');

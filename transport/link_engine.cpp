@@ -82,7 +82,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
   // MPI 4.2-7.3 us; 2 hosts x 2 ranks, each host pinned to one core of two:
   // 13 ms per call with the 2 ms spin the online count chose).
   const int cores = config_.concurrent_ranks > 0 ? config_.concurrent_ranks : std::max(1, cpu_count(process_cpus()));
-  const bool fits = std::max(slots(), config_.ranks_on_host) <= cores;
+  const bool fits = ranks_fit_cores(slots(), config_.ranks_on_host, cores);
   spin_.spin = std::chrono::milliseconds(fits ? 2 : 0);
   spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
   // Threads of one process (a thread Team, a small emulation): while the

@@ -32,6 +32,7 @@
 // counter), then kStageSlots outboxes, one inbox and one progress record per
 // rank, each on its own cache line(s).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -52,6 +53,16 @@
 #include "transport/arena.hpp"
 
 namespace copse {
+
+// LinkConfig::attach_from_bytes when no send goes by cross-memory attach
+// unless its run asks (LinkRank::attach_from).
+constexpr std::size_t kNeverAttach = ~std::size_t{0};
+
+// Whether every rank of a host can run at once on a core of its own: `ranks`
+// of one engine, `ranks_on_host` of every engine on the host (0: those
+// alone), `cores` that run at once. The engine's waits follow it, and so
+// does the MPI team's use of cross-memory attach.
+inline bool ranks_fit_cores(int ranks, int ranks_on_host, int cores) { return std::max(ranks, ranks_on_host) <= cores; }
 
 // What only the shared-memory transport needs, beside the run's
 // ExecutorConfig (common/link.hpp): which ranks its arena serves and how
@@ -83,6 +94,9 @@ struct LinkConfig {
   // must know that every member's process may read every other's memory
   // (the MPI layer probes it once per team, runtime/mpi_comm.cpp); a read the
   // kernel refuses anyway fails the engine with a SystemError.
+  // A run may set its own bound instead (LinkRank::attach_from): the MPI
+  // team attaches only an allgather's sends where the kernel's read is
+  // slow (runtime/mpi_team_state.hpp), with kNeverAttach here.
   bool cross_memory_attach = false;
   std::size_t attach_from_bytes = std::size_t{16} << 10;
   // Ranks running on this machine, of this engine and others (virtual nodes

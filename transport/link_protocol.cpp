@@ -48,7 +48,8 @@ bool LinkEngine::eager(const LinkRank& c, const Transfer& send) const {
 bool LinkEngine::attached(const LinkRank& c, const Transfer& send) const {
   if (!config_.cross_memory_attach) return false;
   const std::uint64_t bytes = send.count * c.eb;
-  return bytes > kEagerBytes && (bytes >= config_.attach_from_bytes || bytes > own(c).stage_bytes);
+  const std::uint64_t from = c.attach_from ? c.attach_from : config_.attach_from_bytes;
+  return bytes > kEagerBytes && (bytes >= from || bytes > own(c).stage_bytes);
 }
 
 int LinkEngine::busy_outbox(const LinkRank& c, int* take) const {

@@ -84,6 +84,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
   const int cores = config_.concurrent_ranks > 0 ? config_.concurrent_ranks : std::max(1, cpu_count(process_cpus()));
   const bool fits = ranks_fit_cores(slots(), config_.ranks_on_host, cores);
   spin_.spin = std::chrono::milliseconds(fits ? 2 : 0);
+  stream_copies_ = fits && config_.staged_sends;
   spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
   // Threads of one process (a thread Team, a small emulation): while the
   // engine's ranks fit the process's cores, the same long spin -- a copy of

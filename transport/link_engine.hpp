@@ -271,6 +271,9 @@ class LinkEngine final : public Link {
   // process (LinkConfig::cross_memory_attach).
   bool attached(const LinkRank& c, const Transfer& send) const;
   void read_attached(LinkRank& c, const Outbox& ob);
+  // A copy in the sender's stage into the receive's target: a streamed one
+  // chunk by chunk as its sender writes it (link_words.hpp).
+  void read_copy(LinkRank& c, const Outbox& ob);
   bool try_pull(LinkRank& c);
   void pull(LinkRank& c, Outbox& ob);
   void ring(Inbox& inbox);
@@ -297,6 +300,7 @@ class LinkEngine final : public Link {
   FutexScope scope_;
   SpinPolicy spin_;
   bool thread_spin_ = false;
+  bool stream_copies_ = false;  // copies into the stage are streamed (link_words.hpp): the ranks fit the cores
   // Messages of at least this many bytes are always moved by their receiver
   // (0: by whichever side arrives second); see deliver_if_waited_for.
   std::uint64_t receiver_moves_from_ = 0;

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "common/error.hpp"
@@ -100,20 +103,23 @@ bool LinkEngine::try_post(LinkRank& c) {
   const auto bytes = static_cast<std::size_t>(send.count * c.eb);
   const bool copied = eager(c, send);
   const bool attach = !copied && attached(c, send);
+  // Streamed (link_words.hpp): posted first, written after.
+  const bool stream = copied && stream_copies_ && bytes > kStreamChunkBytes && bytes / kStreamChunkBytes < kWholeCopy;
+  std::byte* copy = ob.eager;
   if (copied) {
-    std::byte* copy = ob.eager;
     if (bytes > kEagerBytes) {
       const bool whole = bytes > me.part_bytes;
       copy = whole ? me.stage : me.stage + static_cast<std::size_t>(k) * me.part_bytes;
       me.whole = whole ? k : -1;  // busy_outbox saw the previous whole post's outbox idle
     }
-    if (bytes > 0) std::memcpy(copy, me.send_data, bytes);
+    if (bytes > 0 && !stream) std::memcpy(copy, me.send_data, bytes);
     ob.data = arena_.offset_of(copy);
   } else {
     ob.data = attach ? reinterpret_cast<std::uintptr_t>(me.send_data) : arena_.offset_of(me.send_data);
   }
   ob.copied = copied;
   ob.attached = attach;
+  ob.streamed.store(stream ? 0 : kWholeCopy, std::memory_order_relaxed);  // published by the post below
   ob.count = send.count;
   ob.sender_ready = settings_.virtual_clock ? c.clock.send_ready() : 0;
   if (stage_slots_ > 1) ob.seq = ++me.sent[slot(send.peer)];
@@ -123,6 +129,10 @@ bool LinkEngine::try_post(LinkRank& c) {
   me.staged_to[k] = send.peer;
   if (copied) {
     ring(inbox_[slot(send.peer)]);
+    for (std::size_t at = 0; stream && at < bytes; at += kStreamChunkBytes) {
+      std::memcpy(copy + at, me.send_data + at, std::min(kStreamChunkBytes, bytes - at));
+      ob.streamed.fetch_add(1, std::memory_order_release);
+    }
     c.send_done = true;
   } else if (attach) {
     ring(inbox_[slot(send.peer)]);  // receivers of staged sends never post: it will find ours and ack
@@ -214,7 +224,7 @@ void LinkEngine::pull(LinkRank& c, Outbox& ob) {
     if (ob.attached)
       read_attached(c, ob);
     else
-      apply_received(c, c.recv_target, arena_.address(ob.data), recv.count, c.recv_side);
+      read_copy(c, ob);
   } catch (...) {
     fail(std::current_exception());  // first, so that the sender does not take the release for an ack
     release();
@@ -245,6 +255,39 @@ int cross_memory_read(int pid, std::uint64_t address, void* to, std::size_t byte
     bytes -= static_cast<std::size_t>(got);
   }
   return 0;
+}
+
+void LinkEngine::read_copy(LinkRank& c, const Outbox& ob) {
+  const Transfer& recv = c.receiving;
+  const std::byte* from = arena_.address(ob.data);
+  const std::uint64_t bytes = recv.count * c.eb;
+  std::uint64_t done = 0;  // elements
+  auto written = [&] {
+    const std::uint16_t chunks = ob.streamed.load(std::memory_order_acquire);
+    return chunks == kWholeCopy ? bytes : std::min<std::uint64_t>(chunks * std::uint64_t{kStreamChunkBytes}, bytes);
+  };
+  auto last = std::chrono::steady_clock::now();
+  for (std::uint64_t polls = 0; done < recv.count; ++polls) {
+    const std::uint64_t ready = c.eb == 0 ? recv.count : written() / c.eb;
+    if (ready > done) {
+      apply_received(c, c.recv_target + done * c.eb, from + done * c.eb, ready - done, c.recv_side);
+      done = ready;
+      polls = 0;
+      continue;
+    }
+    if (aborted()) throw LinkAborted{};
+    if (polls % 64 == 63) std::this_thread::yield();
+    if (polls % 4096 != 4095) continue;
+    // Stalled: a sender that copies on its own core writes a chunk in microseconds.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::milliseconds(100)) continue;
+    last = now;
+    if (settings_.peer_gone)
+      if (const std::string gone = settings_.peer_gone(recv.peer); !gone.empty())
+        throw SystemError(settings_.layout.describe(c.rank) + " was reading the " + std::to_string(bytes) +
+                          "-byte message of " + settings_.layout.describe(recv.peer) +
+                          " while it was written into its stage: " + gone);
+  }
 }
 
 // Reads an attached send (cross-memory attach) into the receive's target.

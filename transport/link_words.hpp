@@ -82,6 +82,17 @@ namespace copse {
 // abort waits while its outbox is claimed (the receiver may still be
 // reading its buffer), as for any post that is not a copy.
 //
+// Streamed copies (staged sends, while the node's ranks fit its cores): a
+// copy of more than kStreamChunkBytes into the stage is posted first and
+// written after, a chunk at a time, each counted in outbox.streamed; its
+// receiver, claiming it at once, copies (or combines) each chunk as soon as
+// it is counted, so that the two copies of a message overlap on two cores
+// instead of following each other (np 2, an exchange of 512 KiB: each
+// rank's send copy, then its receive copy). The receiver waits only for a
+// sender that is copying on a core of its own, so it spins, yielding now
+// and then, and checks that the sender's process still lives when the
+// count stalls. The send is done once written, as any copy.
+//
 // kAbortBit is sticky: once a run fails it is OR-ed into every outbox state and
 // barrier word, so every CAS of the protocol fails and every sleeper wakes.
 // Data pointers in the words are arena offsets (see arena.hpp), but for an
@@ -110,11 +121,16 @@ constexpr std::size_t kEagerBytes = 16;
 // chunks of this size into a private bounce buffer, and combines each chunk
 // while it is still in the cache.
 constexpr std::size_t kAttachChunkBytes = 64 << 10;
+// Streamed copies (above) are written and counted in chunks of this size;
+// a stage holds at most 2^14 of them (1 GiB), below kWholeCopy.
+constexpr std::size_t kStreamChunkBytes = 64 << 10;
+constexpr std::uint16_t kWholeCopy = 0xFFFF;
 constexpr std::uint32_t posted(int peer) { return (static_cast<std::uint32_t>(peer) << 2) | 1U; }
 constexpr bool is_posted(std::uint32_t s) { return (s & 3U) == 1U; }
 
-static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free &&
-                  std::atomic<std::int64_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+static_assert(std::atomic<std::uint16_t>::is_always_lock_free && std::atomic<std::uint32_t>::is_always_lock_free &&
+                  std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int64_t>::is_always_lock_free &&
+                  std::atomic<bool>::is_always_lock_free,
               "link words live in shared memory: their atomics must be lock-free");
 
 }  // namespace link_words
@@ -136,6 +152,10 @@ struct alignas(64) LinkEngine::Outbox {
   // process, to be read by cross-memory attach, rather than an arena offset.
   bool copied = false;
   bool attached = false;
+  // A copy into the stage: how many kStreamChunkBytes of it the sender has
+  // written (a streamed copy, posted before it is written: see "Streamed
+  // copies" above), or kWholeCopy for a copy written before its post.
+  std::atomic<std::uint16_t> streamed{kWholeCopy};
   // Written by the sender before posting, with staged sends: the post's
   // number among the sender's posts to its receiver (1, 2, ...; see
   // "Stage slots" above), so that the receiver takes them in order.

@@ -93,8 +93,12 @@ void ProgressLine::phase(std::string text, std::string unit) {
 
 void ProgressLine::advance(std::uint64_t done, std::uint64_t total) {
   std::lock_guard lock(mutex_);
+  const bool first_count = total_ == 0 && total > 0;
   done_ = done;
   total_ = total;
+  // The count's first appearance at once, as a new phase's: a study of a
+  // quarter second would otherwise end before the next redraw shows it.
+  if (first_count && drawn_ && !stop_) draw();
 }
 
 void ProgressLine::above(const std::function<void()>& print) {

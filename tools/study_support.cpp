@@ -15,6 +15,7 @@ namespace copse {
 void for_each_point(std::size_t count, const std::function<void(std::size_t)>& run, const ProgressCallback& progress,
                     bool parallel) {
   std::atomic<std::size_t> done{0};
+  if (progress) progress(0, count);  // the total at once, before the first point ends
   const auto point = [&](std::size_t i) {
     run(i);
     if (progress) progress(++done, count);

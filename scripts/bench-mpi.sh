@@ -31,7 +31,7 @@
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
 #                             [--collectives LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
-#                             [--out FILE] [--no-copse] [--han]
+#                             [--out FILE] [--no-copse] [--noise] [--han]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
@@ -47,7 +47,13 @@
 #              .stats-<config>.jsonl (COPSE_MPI_STATS: calls served and passed)
 #   --no-copse both sides plain Open MPI ("tuned" and "tuned2"), without
 #              libcopse_mpi.so: the ratios then show the noise floor
-#   --han      a third side, "han": plain Open MPI with --mca
+#   --noise    a further side, "tuned2": plain Open MPI again, so that every
+#              cell's tuned/tuned2 (the noise floor of that cell, in the same
+#              run) stands beside tuned/copse; under oversubscription the
+#              small sizes' medians swing by 2x between launches of the same
+#              program, and a ratio below 0.95 means something only where
+#              tuned/tuned2 stays near 1
+#   --han      a further side, "han": plain Open MPI with --mca
 #              coll_han_priority 100 (its hierarchical component; Open MPI
 #              4.1 declines it for a communicator of one host, so on the npP
 #              configurations it runs as tuned does)
@@ -71,6 +77,7 @@ sizes=""
 timeout_s=""
 out=""
 copse=1
+noise=0
 han=0
 need_value() { (($# >= 2)) || { echo "bench-mpi.sh: $1 needs a value (try --help)" >&2; exit 2; }; }
 while (($#)); do
@@ -84,6 +91,7 @@ while (($#)); do
     --timeout) need_value "$@"; timeout_s="$2"; shift ;;
     --out) need_value "$@"; out="$2"; shift ;;
     --no-copse) copse=0 ;;
+    --noise) noise=1 ;;
     --han) han=1 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-mpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
@@ -138,6 +146,7 @@ cores=$(nproc)
 failed=0
 sides=(tuned copse)
 ((copse)) || sides=(tuned tuned2)
+((copse && noise)) && sides+=(tuned2)
 ((han)) && sides+=(han)
 
 # hNxK configurations run on mh's hosts (made once, removed at the end
@@ -198,7 +207,8 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
 main() {
   echo "# mpi_collectives: Open MPI's collectives (tuned) vs the same program with LD_PRELOAD=libcopse_mpi.so (copse)"
   ((copse)) || echo "# --no-copse: both sides plain Open MPI (tuned, tuned2): an A/A run, the ratios are noise"
-  ((han)) && echo "# --han: a third side, Open MPI's HAN (--mca coll_han_priority 100)"
+  ((copse && noise)) && echo "# --noise: a side tuned2, plain Open MPI again: tuned/tuned2 is each cell's noise floor"
+  ((han)) && echo "# --han: a side han, Open MPI's HAN (--mca coll_han_priority 100)"
   ((hosts_needed)) && echo "# hosts:    hNxK on mh's hosts (TCP between them), each host pinned to one core"
   echo "# date:     $(date -Is)"
   echo "# commit:   $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')"

@@ -147,6 +147,11 @@ class Team {
   const std::string& cross_memory_attach_note() const;
   // Bytes this process's ranks have read by cross-memory attach so far.
   std::uint64_t attached_bytes() const;
+  // Whether some node holds more ranks than can run at once (agreed at
+  // set-up from the processes' affinity masks): waits then give up their
+  // core, and a broadcast streams through the node's ring rather than being
+  // read where cross-memory attach serves allgathers alone.
+  bool oversubscribed() const;
   // The calling thread must act as this thread rank of this process.
   Comm& comm(int thread = 0);
   // The Team's duplicate of its communicator, which copse's own messages

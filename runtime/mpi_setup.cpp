@@ -108,6 +108,9 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
   link.cross_memory_attach = attach_use != AttachUse::none;
   link.attach_from_bytes = attach_use == AttachUse::every ? kAttachFromBytes : kNeverAttach;
+  link.bcast_attach_up_to_bytes = attach_use == AttachUse::every                          ? ~std::size_t{0}
+                                  : attach_use == AttachUse::allgather && !oversubscribed ? kBcastAttachUpToBytes
+                                                                                          : 0;
   link.ranks_on_host = ranks_on_host;
   link.concurrent_ranks = concurrent;
   const auto* root = arena->at<SegmentRoot>(arena->root());
@@ -278,6 +281,7 @@ const HierarchyPlan& Team::plan() const { return *impl_->plan; }
 bool Team::cross_memory_attach() const { return impl_->attach_use != TeamState::AttachUse::none; }
 const std::string& Team::cross_memory_attach_note() const { return impl_->cma_note; }
 std::uint64_t Team::attached_bytes() const { return impl_->engine->attached_bytes(); }
+bool Team::oversubscribed() const { return impl_->oversubscribed; }
 
 Comm& Team::comm(int thread) {
   impl_->check_thread(thread);

@@ -158,7 +158,14 @@ struct TeamState : CoreTeam {
   // 3.0 ms -- while a broadcast's or a reduction's sender copies in parallel
   // with its receiver, and the read lost (np 2, 1 MiB: bcast 1.6 against 1.0
   // times Open MPI's time, reduce 1.25 against 0.7).
+  // Except for a broadcast up to kBcastAttachUpToBytes, while every process
+  // has a core (LinkConfig::bcast_attach_up_to_bytes): there the direct
+  // broadcast's ring, two copies of a vector the caches hold, took twice
+  // Open MPI's single read (np 2 bound, tuned/copse by median, 32 KiB-512 KiB:
+  // 0.52-0.55 through the ring, 1.04-1.36 read; 1 MiB 0.82 against 1.01;
+  // from 1.5 MiB the ring wins, 1.15-1.23 against 1.00).
   enum class AttachUse : std::uint8_t { none, allgather, every };
+  static constexpr std::size_t kBcastAttachUpToBytes = std::size_t{1} << 20;
   AttachUse attach_use = AttachUse::none;
   std::string cma_note;         // Team::cross_memory_attach_note
   bool oversubscribed = false;  // some node holds more ranks than can run at once (agreed)

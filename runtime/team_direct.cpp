@@ -99,12 +99,14 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
 }
 
 void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
-  // Processes whose memory the engine reads by cross-memory attach for every
-  // collective (not for an allgather's alone: kNeverAttach): so may the broadcast.
+  // Processes that may read each other's memory, up to the size the team
+  // set for broadcasts (the same on every rank: the bytes agree).
   const LinkConfig& link = engine_.config();
-  const bool attach = link.cross_memory_attach && link.attach_from_bytes != kNeverAttach;
-  guarded(Collective::bcast,
-          [&] { reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach); });
+  const bool attach = link.cross_memory_attach && bytes <= link.bcast_attach_up_to_bytes;
+  guarded(Collective::bcast, [&] {
+    if (const std::size_t read = reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach))
+      engine_.count_attached(read);
+  });
 }
 
 void TeamDirectReduce::allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes) {

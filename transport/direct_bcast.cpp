@@ -64,15 +64,17 @@ void await_sequence(DirectRank& me, const std::atomic<std::uint32_t>& word, std:
   me.waiting_for = -1;
 }
 
-void DirectBcast::bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
-                        bool attach) {
+std::size_t DirectBcast::bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+                               bool attach) {
+  std::size_t attached = 0;
   if (me.rank == root)
     write(me, buffer, bytes, attach, policy);
   else
-    read(me, buffer, bytes, root, policy);
+    attached = read(me, buffer, bytes, root, policy);
   Reader& mine = readers_[me.rank];
   mine.done.store(me.bcast_chunks, std::memory_order_release);
   wake_all(mine.done, scope_, &mine.sleepers);
+  return attached;
 }
 
 DirectBcast::Chunk& DirectBcast::claim(DirectRank& me, std::uint32_t c, const WaitPolicy& policy) {
@@ -114,18 +116,20 @@ void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t byt
   } while (at < bytes);
 }
 
-void DirectBcast::read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const {
+std::size_t DirectBcast::read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const {
   if (scope_ == FutexScope::process) {
     std::memcpy(buffer, chunk.source, bytes);
-    return;
+    return 0;
   }
   const int error = cross_memory_read(chunk.pid, reinterpret_cast<std::uintptr_t>(chunk.source), buffer, bytes);
   if (error != 0)
     throw SystemError("direct bcast: reading " + std::to_string(bytes) + " bytes of root " + std::to_string(root) +
                       " (process " + std::to_string(chunk.pid) + ") by process_vm_readv: " + std::strerror(error));
+  return bytes;
 }
 
-void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy) {
+std::size_t DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root,
+                              const WaitPolicy& policy) {
   std::size_t at = 0;
   do {
     const std::uint32_t c = ++me.bcast_chunks;
@@ -136,10 +140,7 @@ void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int
       throw ScheduleError("mismatched broadcasts: rank " + std::to_string(me.rank) + " expects " +
                           std::to_string(bytes) + " bytes from root " + std::to_string(root) + ", rank " +
                           std::to_string(chunk.root) + " broadcasts " + std::to_string(chunk.call_bytes) + " bytes");
-    if (chunk.source) {  // by address: all of it, from the root's buffer
-      read_source(chunk, buffer, bytes, root);
-      return;
-    }
+    if (chunk.source) return read_source(chunk, buffer, bytes, root);  // by address: all of it, from the root's buffer
     const std::size_t n = std::min(kChunkBytes, bytes - at);
     if (n > 0) std::memcpy(buffer + at, data_ + slot * kChunkBytes, n);
     // Tells a root waiting for this slot (only the last chunk of a call
@@ -151,6 +152,7 @@ void DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int
     }
     at += n;
   } while (at < bytes);
+  return 0;
 }
 
 }  // namespace copse

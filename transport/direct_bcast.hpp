@@ -79,8 +79,9 @@ class DirectBcast {
   // the ring's count is then out of step). Waits under `policy`. `attach`:
   // the ranks are processes that may read each other's memory (every rank
   // must pass the same); a read the kernel refuses is a SystemError.
-  void bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
-             bool attach = false);
+  // Returns the bytes this rank read from another process by that read.
+  std::size_t bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+                    bool attach = false);
 
  private:
   struct Chunk;
@@ -89,9 +90,10 @@ class DirectBcast {
     return (attach || scope_ == FutexScope::process) && bytes >= kByAddressFromBytes;
   }
   void write(DirectRank& me, const std::byte* buffer, std::size_t bytes, bool attach, const WaitPolicy& policy);
-  void read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
+  // Both return the bytes read from another process by cross-memory attach.
+  std::size_t read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy);
   // By address: the whole vector from the root's buffer that `chunk` names.
-  void read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const;
+  std::size_t read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const;
   // The next chunk's slot, once every rank other than `me` is done with the
   // chunk it held before.
   Chunk& claim(DirectRank& me, std::uint32_t c, const WaitPolicy& policy);

@@ -151,10 +151,11 @@ class DirectReduce {
 
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come
-  // between the reductions in any order.
-  void bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
-             bool attach = false) {
-    bcast_.bcast(me, buffer, bytes, root, policy, attach);
+  // between the reductions in any order. Returns the bytes this rank read
+  // from another process by cross-memory attach.
+  std::size_t bcast(DirectRank& me, std::byte* buffer, std::size_t bytes, int root, const WaitPolicy& policy,
+                    bool attach = false) {
+    return bcast_.bcast(me, buffer, bytes, root, policy, attach);
   }
 
  private:

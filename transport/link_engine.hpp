@@ -99,6 +99,12 @@ struct LinkConfig {
   // slow (runtime/mpi_team_state.hpp), with kNeverAttach here.
   bool cross_memory_attach = false;
   std::size_t attach_from_bytes = std::size_t{16} << 10;
+  // With cross_memory_attach, the direct broadcast (transport/direct_bcast.hpp)
+  // of a node's processes reads the root's vector by address for vectors of
+  // DirectBcast::kByAddressFromBytes up to this many bytes; larger ones stream
+  // through its ring. The MPI team sets it from its probe
+  // (runtime/mpi_team_state.hpp).
+  std::size_t bcast_attach_up_to_bytes = ~std::size_t{0};
   // Ranks running on this machine, of this engine and others (virtual nodes
   // of one host each have an engine): with more than its cores, waiting
   // processes poll, yielding the core, instead of spinning. 0: the engine's
@@ -224,6 +230,8 @@ class LinkEngine final : public Link {
   // Bytes this process's ranks have read from other processes by
   // cross-memory attach (LinkConfig::cross_memory_attach), so far.
   std::uint64_t attached_bytes() const { return attached_bytes_.load(std::memory_order_relaxed); }
+  // Bytes read by cross-memory attach beside the engine's links (the direct broadcast's), counted with theirs.
+  void count_attached(std::uint64_t bytes) { attached_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
 
  private:
   struct Outbox;

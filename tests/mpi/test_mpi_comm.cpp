@@ -230,6 +230,27 @@ void check_arrival(MPI_Comm comm, const Args& a) {
 // copies), or off with the probe's reason (refused). Off, every message
 // goes through the window. Right results every way, on vectors that the
 // window alone cuts into pieces.
+// Where cross-memory attach serves allgathers alone, a one-node team's
+// direct broadcast still reads a vector of up to 1 MiB from the root's
+// memory while every process has a core (TeamState::kBcastAttachUpToBytes),
+// and streams a larger one through its ring. Each rank but the root reads.
+void check_bcast_reads(Comm& c, const Team& team) {
+  for (const std::size_t bytes : {std::size_t{256} << 10, std::size_t{4} << 20}) {
+    std::vector<std::uint8_t> v(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) v[i] = c.rank() == 0 ? static_cast<std::uint8_t>(i * 7 + 3) : 0;
+    const std::uint64_t before = team.attached_bytes();
+    c.bcast(v.data(), bytes, DType::uint8, 0);
+    const bool read = team.attached_bytes() > before;
+    bool right = true;
+    for (std::size_t i = 0; i < bytes; ++i) right = right && v[i] == static_cast<std::uint8_t>(i * 7 + 3);
+    expect(right, where(c, "bcast of " + std::to_string(bytes) + " bytes: wrong bytes"));
+    const bool expected = c.rank() != 0 && bytes <= (std::size_t{1} << 20) && !team.oversubscribed();
+    expect(read == expected, where(c, "bcast of " + std::to_string(bytes) + " bytes " + (read ? "" : "not ") +
+                                          "read by cross-memory attach" +
+                                          (team.oversubscribed() ? " (oversubscribed)" : " (a core each)")));
+  }
+}
+
 void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
   using Attach = CommOptions::Attach;
   for (Attach mode : {Attach::on, Attach::allgather, Attach::automatic, Attach::off}) {
@@ -266,6 +287,9 @@ void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
       check_allreduce(c, builtin_op("sum", DType::float32), (std::uint64_t{1} << 20) + 3, true);
       expect(team.attached_bytes() == after,
              where(c, "cross-memory attach for allgathers alone read an allreduce's messages"));
+      bool one_node = true;
+      for (int r = 0; r < layout.ranks(); ++r) one_node = one_node && layout.node(r) == layout.node(0);
+      if (one_node) check_bcast_reads(c, team);
     }
   }
 }

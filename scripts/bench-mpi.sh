@@ -30,13 +30,16 @@
 # --bind-to none --mca mpi_yield_when_idle 1.
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
-#                             [--collectives LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
+#                             [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
 #                             [--out FILE] [--no-copse] [--noise] [--han]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
 #   --rounds   rounds per configuration (default 2); the sides' order alternates
 #   --collectives  those to time, e.g. "scatter,gather,alltoall" (default: all)
+#   --forms    call forms, e.g. "blocking,nonblocking" (MPI_I<collective> +
+#              MPI_Wait; persistent: MPIX_<collective>_init, then MPI_Start +
+#              MPI_Wait); default blocking
 #   --roots    roots of reduce, bcast, scatter and gather, e.g. "0,last" (default 0)
 #   --sizes    bytes per rank, e.g. "8,16KiB,4MiB" (default: the full sweep)
 #   --timeout  seconds one mpirun may take before it is killed and counted as
@@ -73,6 +76,7 @@ configs="np2 np4 np8 np4-vn2"
 rounds=2
 roots=""
 collectives=""
+forms=""
 sizes=""
 timeout_s=""
 out=""
@@ -87,6 +91,7 @@ while (($#)); do
     --rounds) need_value "$@"; rounds="$2"; shift ;;
     --roots) need_value "$@"; roots="$2"; shift ;;
     --collectives) need_value "$@"; collectives="$2"; shift ;;
+    --forms) need_value "$@"; forms="$2"; shift ;;
     --sizes) need_value "$@"; sizes="$2"; shift ;;
     --timeout) need_value "$@"; timeout_s="$2"; shift ;;
     --out) need_value "$@"; out="$2"; shift ;;
@@ -192,6 +197,7 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
   [[ -n "$quick" ]] && program+=(--quick)
   [[ -n "$roots" ]] && program+=(--roots "$roots")
   [[ -n "$collectives" ]] && program+=(--collectives "$collectives")
+  [[ -n "$forms" ]] && program+=(--forms "$forms")
   [[ -n "$sizes" ]] && program+=(--sizes "$sizes")
   {
     echo "== $config $side round $3: ${mpirun[*]} ${program[*]}"
@@ -215,7 +221,7 @@ main() {
   echo "# machine:  $(hostname), $cores cores, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB"
   echo "# load:     $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
   echo "# mpi:      $(mpirun --version | head -1), --mca btl self,vader"
-  echo "# configs:  $configs; rounds: $rounds${quick:+; quick}${roots:+; roots $roots}${sizes:+; sizes $sizes}"
+  echo "# configs:  $configs; rounds: $rounds${quick:+; quick}${roots:+; roots $roots}${sizes:+; sizes $sizes}${forms:+; forms $forms}"
   local env_copse
   env_copse=$(env | grep '^COPSE_' | tr '\n' ' ' || true)
   [[ -n "$env_copse" ]] && echo "# copse environment (the copse side inherits it): $env_copse"

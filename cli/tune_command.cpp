@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string_view>
 
 #include "cli/options.hpp"
 #include "cli/tune_run.hpp"
@@ -55,6 +57,22 @@ std::string now_text(const char* format) {
   char text[64];
   std::strftime(text, sizeof text, format, std::gmtime(&t));
   return text;
+}
+
+// The provenance lines of an existing table's header, by shape: its
+// leading comment lines "# measured SHAPE: ..." (what run_tune writes per
+// shape, with anything a person added to the line), so that a merge keeps
+// where the rows of the shapes it does not measure came from.
+std::map<std::string, std::string> provenance_lines(const std::string& path) {
+  std::map<std::string, std::string> lines;
+  std::ifstream in(path);
+  constexpr std::string_view prefix = "# measured ";
+  for (std::string line; std::getline(in, line) && (line.empty() || line[0] == '#');) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const std::size_t colon = line.find(':', prefix.size());
+    if (colon != std::string::npos) lines[line.substr(prefix.size(), colon - prefix.size())] = line.substr(2);
+  }
+  return lines;
 }
 
 // The pieces of a list given with commas or spaces.
@@ -188,7 +206,16 @@ int run_tune(const TuneArgs& a) {
       unmeasured +
       " (the library's\nnonblocking path is other code than its blocking one). Each row's note "
       "gives\nthe ratios it stands for.";
-  if (!kept.empty()) header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
+  // Where each shape's rows come from: this run for the shapes it measured,
+  // the earlier table's own line for each shape it keeps.
+  for (const auto& [shape, by_collective] : ratios)
+    header += "\nmeasured " + shape + ": " + now_text("%Y-%m-%d %H:%M UTC") + ", " + command_line();
+  if (!kept.empty()) {
+    const std::map<std::string, std::string> earlier = provenance_lines(a.out);
+    for (const std::string& shape : kept)
+      if (const auto it = earlier.find(shape); it != earlier.end()) header += "\n" + it->second;
+    header += "\nShapes kept from the earlier table (measured before): " + join(kept, ", ") + ".";
+  }
   const std::string text = write_decision_table(table, header);
   parse_decision_table(text, a.out);  // what is written reads back
   const std::string temporary = a.out + ".tmp";

@@ -77,6 +77,8 @@ checks=$((checks + 1))
 awk -F, 'NR == 1 || $1 == "np4" { if (NR > 1 && $6 == "copse") $13 = "2.0000"; print }' OFS=, \
   "$fixture/bench.csv" >np4.csv
 cp t.toml merged.toml
+# Each shape's provenance line, with words added by hand, travels with its rows.
+sed -i 's/^# measured np2: .*/& (quiet host, said by hand)/' merged.toml
 expect 0 tune --from np4.csv --out merged.toml && stdout_has "kept np2, np4-vn2"
 table_json t.toml
 cp "$out" before.json
@@ -87,6 +89,13 @@ json_check 'all(r["use"] == "copse" for r in d["decision_table"]["rows"] if r["s
 json_check '[r["shape"] for r in d["decision_table"]["rows"]].count("np4") == 21' "np4: one row per collective and form now"
 grep -q "Shapes kept from the earlier table (measured before): np2, np4-vn2" merged.toml ||
   fail "the header does not say which shapes were kept"
+checks=$((checks + 1))
+grep -q '^# measured np2: .*--from .*bench.csv.*(quiet host, said by hand)$' merged.toml &&
+  grep -q '^# measured np4-vn2: .*--from .*bench.csv' merged.toml ||
+  fail "the kept shapes' provenance lines were not carried over: $(grep '^# measured' merged.toml)"
+checks=$((checks + 1))
+[ "$(grep -c '^# measured np4: ' merged.toml)" = 1 ] && grep -q '^# measured np4: .*--from np4.csv' merged.toml ||
+  fail "np4's provenance is not this run's alone: $(grep '^# measured' merged.toml)"
 # A new shape np8: np4's rows now end at 7 ranks, np8's start at 8.
 sed 's/^np4,4,/np8,8,/' np4.csv >np8.csv
 expect 0 tune --from np8.csv --out merged.toml

@@ -10,14 +10,16 @@
 
 namespace copse {
 
-// Called with `done` of `total` units of work (points of a study, rows of a
-// table, repetitions, ranks) each time more are done, and with 0 of `total`
-// at the start where the total is known then; `done` never exceeds `total`. It may be called from several threads at
-// once: the listener synchronises. An empty callback means nobody listens. The environment variable that says after how
-// long the CLI's progress line appears (cli/progress.hpp). The configuration (config/) leaves it alone: it is not a
-// configuration key but the terminal user's preference.
+// The environment variable that says after how long the CLI's progress line
+// appears (cli/progress.hpp). The configuration (config/) leaves it alone:
+// it is not a configuration key but the terminal user's preference.
 inline constexpr std::string_view kProgressAfterEnv = "COPSE_PROGRESS_AFTER";
 
+// Called with `done` of `total` units of work (points of a study, rows of a
+// table, repetitions, ranks) each time more are done, and with 0 of `total`
+// at the start where the total is known then; `done` never exceeds `total`.
+// It may be called from several threads at once: the listener synchronises.
+// An empty callback means nobody listens.
 using ProgressCallback = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 }  // namespace copse

@@ -220,16 +220,6 @@ void check_arrival(MPI_Comm comm, const Args& a) {
   }
 }
 
-// Cross-memory attach (CommOptions::cross_memory_attach). On, a process
-// with node peers in other processes reads their large messages out of
-// their memory -- the bytes it read say so, so that a silent fallback to the
-// window fails here -- unless the kernel refuses it (the note then names
-// process_vm_readv). For allgathers, the same for an allgather of a vector
-// larger than half a window, and no other collective's. Automatic, as on,
-// or for allgathers with the probe's reason (slower than the window's
-// copies), or off with the probe's reason (refused). Off, every message
-// goes through the window. Right results every way, on vectors that the
-// window alone cuts into pieces.
 // Where cross-memory attach serves allgathers alone, a one-node team's
 // direct broadcast still reads a vector of up to 1 MiB from the root's
 // memory while every process has a core (TeamState::kBcastAttachUpToBytes),
@@ -251,6 +241,17 @@ void check_bcast_reads(Comm& c, const Team& team) {
   }
 }
 
+// Cross-memory attach (CommOptions::cross_memory_attach). On, a process
+// with node peers in other processes reads their large messages out of
+// their memory -- the bytes it read say so, so that a silent fallback to the
+// window fails here -- unless the kernel refuses it (the note then names
+// process_vm_readv). For allgathers, the same for an allgather of a vector
+// larger than half a window, and no other collective's but a one-node
+// team's broadcast (check_bcast_reads). Automatic, as on,
+// or for allgathers with the probe's reason (slower than the window's
+// copies), or off with the probe's reason (refused). Off, every message
+// goes through the window. Right results every way, on vectors that the
+// window alone cuts into pieces.
 void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
   using Attach = CommOptions::Attach;
   for (Attach mode : {Attach::on, Attach::allgather, Attach::automatic, Attach::off}) {

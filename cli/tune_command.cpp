@@ -192,12 +192,15 @@ int run_tune(const TuneArgs& a) {
       if (!r.shape.empty() && !ratios.contains(r.shape) && (kept.empty() || kept.back() != r.shape))
         kept.push_back(r.shape);
     }
+  std::vector<std::string> shapes;  // measured by this run
+  for (const auto& [shape, by_collective] : ratios) shapes.push_back(shape);
+  const std::string command = command_line();
   char threshold[32], noise[32], unmeasured[32];
   std::snprintf(threshold, sizeof threshold, "%g", a.threshold);
   std::snprintf(noise, sizeof noise, "%g", a.noise);
   std::snprintf(unmeasured, sizeof unmeasured, "%g", a.threshold * a.unmeasured);
   std::string header =
-      "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command_line() + " (" +
+      "copse's decision table (config/decision_table.hpp), written by copse tune\n" + command + " (" +
       now_text("%Y-%m-%d") + ")\ncopse serves a call where tuned/copse by median >= " + threshold +
       " at the nearest measured\nshape and size (a lone size within the noise, " + noise +
       ", of that follows its two\nneighbours when they agree); the MPI library serves the rest. Rows are by call\n"
@@ -208,8 +211,8 @@ int run_tune(const TuneArgs& a) {
       "gives\nthe ratios it stands for.";
   // Where each shape's rows come from: this run for the shapes it measured,
   // the earlier table's own line for each shape it keeps.
-  for (const auto& [shape, by_collective] : ratios)
-    header += "\nmeasured " + shape + ": " + now_text("%Y-%m-%d %H:%M UTC") + ", " + command_line();
+  for (const std::string& shape : shapes)
+    header += "\nmeasured " + shape + ": " + now_text("%Y-%m-%d %H:%M UTC") + ", " + command;
   if (!kept.empty()) {
     const std::map<std::string, std::string> earlier = provenance_lines(a.out);
     for (const std::string& shape : kept)
@@ -224,8 +227,6 @@ int run_tune(const TuneArgs& a) {
     if (!(file << text) || !file.flush()) throw SystemError("cannot write " + temporary);
   }
   std::filesystem::rename(temporary, a.out);
-  std::vector<std::string> shapes;
-  for (const auto& [shape, by_collective] : ratios) shapes.push_back(shape);
   std::size_t served = 0;
   for (const DecisionRow& r : table.rows) served += r.use == Provider::copse;
   std::cout << "decision table: " << a.out << ": " << table.rows.size() << " rows (" << served

@@ -31,7 +31,7 @@
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
 #                             [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
-#                             [--out FILE] [--no-copse] [--noise] [--han]
+#                             [--out FILE] [--no-copse] [--noise] [--han] [--against LIB]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
@@ -60,6 +60,11 @@
 #              coll_han_priority 100 (its hierarchical component; Open MPI
 #              4.1 declines it for a communicator of one host, so on the npP
 #              configurations it runs as tuned does)
+#   --against  a further side, "before": the same program with LD_PRELOAD=LIB,
+#              another build of libcopse_mpi.so (e.g. an older commit's, built
+#              in a worktree with the release preset), with copse's environment:
+#              a regression run, this build against that one in the same
+#              rotation; the report's tuned/before beside tuned/copse
 # COPSE_* variables in the environment reach the copse side, e.g.
 # COPSE_MPI_SERVE=allreduce,reduce,bcast,allgather,reduce_scatter_block times
 # copse's collectives between Open MPI's barriers (the timing loop's barrier
@@ -83,6 +88,7 @@ out=""
 copse=1
 noise=0
 han=0
+against=""
 need_value() { (($# >= 2)) || { echo "bench-mpi.sh: $1 needs a value (try --help)" >&2; exit 2; }; }
 while (($#)); do
   case "$1" in
@@ -98,6 +104,7 @@ while (($#)); do
     --no-copse) copse=0 ;;
     --noise) noise=1 ;;
     --han) han=1 ;;
+    --against) need_value "$@"; against="$2"; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-mpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -105,6 +112,11 @@ while (($#)); do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-mpi.sh: --rounds wants a whole number >= 1, not '$rounds'" >&2; exit 2; }
 [[ -z "$timeout_s" || "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "bench-mpi.sh: --timeout wants seconds, not '$timeout_s'" >&2; exit 2; }
+if [[ -n "$against" ]]; then
+  [[ -f "$against" ]] || { echo "bench-mpi.sh: --against: no library '$against'" >&2; exit 2; }
+  ((copse)) || { echo "bench-mpi.sh: --against compares two builds of copse; it cannot go with --no-copse" >&2; exit 2; }
+  against=$(realpath "$against")
+fi
 timeout_s=${timeout_s:-$([[ -n "$quick" ]] && echo 300 || echo 1800)}
 hosts_needed=0
 for c in $configs; do
@@ -142,7 +154,7 @@ raw="$base.jsonl"
 log="$base.log"
 : >"$raw"
 : >"$log"
-rm -f "$base".stats-*.jsonl
+rm -f "$base".stats-*.jsonl "$base".before-stats-*.jsonl
 
 if [[ $(id -u) == 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -153,6 +165,7 @@ sides=(tuned copse)
 ((copse)) || sides=(tuned tuned2)
 ((copse && noise)) && sides+=(tuned2)
 ((han)) && sides+=(han)
+[[ -n "$against" ]] && sides+=(before)
 
 # hNxK configurations run on mh's hosts (made once, removed at the end
 # whatever happens), through the launcher the multi-host tests use.
@@ -189,8 +202,10 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
   # parameter twice.)
   ((np > cores)) && [[ "$config" != h* ]] && mpirun+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
   [[ "$side" == han ]] && mpirun+=(--mca coll_han_priority 100)
-  if [[ "$side" == copse ]]; then
-    mpirun+=(-x "LD_PRELOAD=$lib" -x "COPSE_MPI_STATS=$base.stats-$config.jsonl")
+  if [[ "$side" == copse || "$side" == before ]]; then
+    local preload=$lib stats=$base.stats-$config.jsonl
+    [[ "$side" == before ]] && preload=$against stats=$base.before-stats-$config.jsonl
+    mpirun+=(-x "LD_PRELOAD=$preload" -x "COPSE_MPI_STATS=$stats")
     [[ -n "$vn" ]] && mpirun+=(-x "COPSE_HIERARCHY_RANKS_PER_NODE=$vn")
   fi
   local program=("$bin/mpi_collectives" --label "$side" --config "$config" --json "$raw")
@@ -215,6 +230,7 @@ main() {
   ((copse)) || echo "# --no-copse: both sides plain Open MPI (tuned, tuned2): an A/A run, the ratios are noise"
   ((copse && noise)) && echo "# --noise: a side tuned2, plain Open MPI again: tuned/tuned2 is each cell's noise floor"
   ((han)) && echo "# --han: a side han, Open MPI's HAN (--mca coll_han_priority 100)"
+  [[ -n "$against" ]] && echo "# --against: a side before, LD_PRELOAD=$against"
   ((hosts_needed)) && echo "# hosts:    hNxK on mh's hosts (TCP between them), each host pinned to one core"
   echo "# date:     $(date -Is)"
   echo "# commit:   $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')"

@@ -13,7 +13,9 @@
 //
 // Method (Träff's mpicroscope): for each collective, root and size, one
 // verified call, two untimed warm-up calls, then `reps` repetitions of
-// { MPI_Barrier; t0; call; t1 }, then a second verified call. Each rank keeps
+// { MPI_Barrier; t0; call; t1 }, then a second verified call (--sync p2p: a
+// line-up of point-to-point messages instead of MPI_Barrier, see
+// mpi_collectives_forms.hpp). Each rank keeps
 // its own t1 - t0; per repetition the slowest rank's time counts (the
 // collective is done when its last rank is), and min and median over
 // repetitions are reported. `reps` fills about half a second at the slowest
@@ -41,7 +43,7 @@
 //
 // Output: rank 0 prints a table per collective and root as it goes, and with
 // --json FILE appends one JSON object per line per (collective, root, size):
-//   {"config", "label", "collective", "form", "root" (null if unrooted), "np", "bytes",
+//   {"config", "label", "collective", "form", "sync", "root" (null if unrooted), "np", "bytes",
 //    "count", "reps", "warmup", "verified", "failure", "min", "median",
 //    "times" (seconds, the slowest rank per repetition)}
 //
@@ -74,7 +76,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,38 +126,12 @@ float sum_of_inputs(int ranks, std::size_t i) {
   return static_cast<float>(ranks * (ranks + 1) / 2 * static_cast<int>(i % 8 + 1) + ranks * static_cast<int>(i % 251));
 }
 
-// ---- text helpers -------------------------------------------------------------
-
-// "8", "16KiB", "1.5MiB", "64M": bytes; 0 on a malformed size.
-std::size_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return 0;
-  const std::string unit(end);
-  if (unit == "K" || unit == "KiB")
-    v *= 1024;
-  else if (unit == "M" || unit == "MiB")
-    v *= 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB")
-    v *= 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B")
-    return 0;
-  return static_cast<std::size_t>(v);
-}
-
-std::vector<std::string> split(const std::string& list, char sep = ',') {
-  std::vector<std::string> items;
-  std::istringstream in(list);
-  for (std::string item; std::getline(in, item, sep);)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
 // ---- measure mode --------------------------------------------------------------
 
 struct Options {
   std::vector<const Collective*> collectives;
   std::vector<Form> forms{Form::blocking};
+  Sync sync = Sync::barrier;
   std::vector<std::string> roots{"0"};  // integers or "last"
   std::vector<std::size_t> sizes;
   bool quick = false;
@@ -290,10 +265,10 @@ class Runner {
   }
 
   // Times `reps` calls; returns this rank's time of each.
-  std::vector<double> timed(const Case& k, int reps) {
+  std::vector<double> timed(const Case& k, int reps, Sync sync) {
     std::vector<double> mine(static_cast<std::size_t>(reps));
     for (double& t : mine) {
-      MPI_Barrier(MPI_COMM_WORLD);
+      line_up(sync, rank_, ranks_);
       const double t0 = MPI_Wtime();
       call(k);
       t = MPI_Wtime() - t0;
@@ -401,7 +376,7 @@ bool measure_case(const Options& o, Runner& runner, const Case& k, int rank, int
   for (int w = 0; w < kWarmup; ++w) runner.call(k);
   const int reps = agree(rank, ranks, (MPI_Wtime() - w0) / kWarmup,
                          [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
-  std::vector<double> mine = runner.timed(k, reps);
+  std::vector<double> mine = runner.timed(k, reps, o.sync);
   // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
   const std::string last_failure = runner.verified_call(k, "last call");
   runner.release();
@@ -419,6 +394,7 @@ bool measure_case(const Options& o, Runner& runner, const Case& k, int rank, int
                        {"label", o.label},
                        {"collective", k.c->name},
                        {"form", form_name(k.form)},
+                       {"sync", sync_name(o.sync)},
                        {"root", k.c->rooted ? json(k.root) : json(nullptr)},
                        {"np", ranks},
                        {"bytes", k.bytes},
@@ -482,8 +458,8 @@ int run_measure(const Options& o, int rank, int ranks) {
 
 const char* kUsage =
     "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST]\n"
-    "                                          [--sizes LIST] [--quick] [--label NAME] [--config NAME]\n"
-    "                                          [--json FILE]\n"
+    "                                          [--sizes LIST] [--quick] [--sync barrier|p2p] [--label NAME]\n"
+    "                                          [--config NAME] [--json FILE]\n"
     "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
     "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,\n"
     "                 scatter,gather,alltoall\n"
@@ -494,6 +470,8 @@ const char* kUsage =
     "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
     "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
     "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
+    "  --sync         before each timed call: MPI_Barrier, or p2p, a dissemination barrier of\n"
+    "                 MPI_Sendrecv no collective library replaces (default: barrier)\n"
     "  --label        this run's name in the output, e.g. tuned or copse (default: mpi)\n"
     "  --config       the configuration's name (default: np<P>)\n"
     "  --json         append one JSON line per collective, root and size to FILE\n"
@@ -546,6 +524,8 @@ std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks
           return "not a size in whole floats: " + s;
         o.sizes.push_back(bytes);
       }
+    } else if (arg == "--sync") {
+      if (!sync_named(value, o.sync)) return "unknown line-up: " + value + " (barrier or p2p)";
     } else if (arg == "--label") {
       o.label = value;
     } else if (arg == "--config") {

@@ -58,8 +58,10 @@ inline constexpr Collective kCollectives[] = {
 
 const Collective* collective_named(const std::string& name);  // null: no such collective
 
-std::string human(std::size_t bytes);       // "8 B", "16 KiB", "1 MiB"
-std::string us(double seconds, int width);  // microseconds, right-aligned
+std::string human(std::size_t bytes);             // "8 B", "16 KiB", "1 MiB"
+std::size_t parse_size(const std::string& text);  // "8", "16KiB", "1.5MiB", "64M": bytes; 0 on a malformed size
+std::vector<std::string> split(const std::string& list, char sep = ',');  // the non-empty items
+std::string us(double seconds, int width);                                // microseconds, right-aligned
 double min_of(const std::vector<double>& v);
 double median_of(std::vector<double> v);
 

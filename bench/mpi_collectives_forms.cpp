@@ -79,4 +79,28 @@ bool has_persistent() { return false; }
 int init_persistent(const CallBuffers&, MPI_Request*) { return MPI_ERR_OTHER; }
 #endif
 
+const char* sync_name(Sync sync) { return sync == Sync::p2p ? "p2p" : "barrier"; }
+
+bool sync_named(const std::string& name, Sync& sync) {
+  for (Sync s : {Sync::barrier, Sync::p2p})
+    if (name == sync_name(s)) {
+      sync = s;
+      return true;
+    }
+  return false;
+}
+
+void line_up(Sync sync, int rank, int ranks) {
+  if (sync == Sync::barrier) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  // Round k: a word to rank + 2^k, one from rank - 2^k; after ceil(log2 p)
+  // rounds every rank has heard, through some chain, from every other.
+  constexpr int kLineUpTag = 7106;  // beside mpi_collectives.cpp's 7101-7105
+  for (int d = 1; d < ranks; d *= 2)
+    MPI_Sendrecv(nullptr, 0, MPI_BYTE, (rank + d) % ranks, kLineUpTag, nullptr, 0, MPI_BYTE, (rank - d + ranks) % ranks,
+                 kLineUpTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
 }  // namespace mpi_collectives

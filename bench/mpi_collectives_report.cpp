@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -41,6 +43,30 @@ std::string human(std::size_t bytes) {
 }
 
 // Microseconds with about three significant figures, right-aligned.
+std::size_t parse_size(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || v < 0) return 0;
+  const std::string unit(end);
+  if (unit == "K" || unit == "KiB")
+    v *= 1024;
+  else if (unit == "M" || unit == "MiB")
+    v *= 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    v *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    return 0;
+  return static_cast<std::size_t>(v);
+}
+
+std::vector<std::string> split(const std::string& list, char sep) {
+  std::vector<std::string> items;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
 std::string us(double seconds, int width) {
   char buf[48];
   const double v = seconds * 1e6;
@@ -129,6 +155,7 @@ int load_results(const std::vector<std::string>& files, Results& r) {
   auto remember = [](std::vector<std::string>& list, const std::string& item) {
     if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
   };
+  std::map<std::string, std::string> sync_of;  // "config label" -> its line-up
   for (const std::string& path : files) {
     std::ifstream in(path);
     if (!in) {
@@ -147,6 +174,11 @@ int load_results(const std::vector<std::string>& files, Results& r) {
         const int root = j.at("root").is_null() ? -1 : j.at("root").get<int>();
         const std::string config = j.at("config").get<std::string>(), label = j.at("label").get<std::string>();
         const std::string form = j.contains("form") ? j.at("form").get<std::string>() : "blocking";
+        // Pooled times must have started from the same line-up (--sync).
+        const std::string sync = j.contains("sync") ? j.at("sync").get<std::string>() : "barrier";
+        if (const auto [it, fresh] = sync_of.try_emplace(config + " " + label, sync); !fresh && it->second != sync)
+          throw std::runtime_error(config + " " + label + " measured with --sync " + it->second + " and " + sync +
+                                   ": label the two apart");
         Pooled& p = r.data[{config, index, form, root, j.at("bytes").get<std::size_t>()}][label];
         const auto times = j.at("times").get<std::vector<double>>();
         p.times.insert(p.times.end(), times.begin(), times.end());

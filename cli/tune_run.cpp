@@ -120,6 +120,7 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
   if (!m.sizes.empty()) argv.insert(argv.end(), {"--sizes", m.sizes});
   if (!m.collectives.empty()) argv.insert(argv.end(), {"--collectives", m.collectives});
   if (!m.forms.empty()) argv.insert(argv.end(), {"--forms", m.forms});
+  if (!m.sync.empty()) argv.insert(argv.end(), {"--sync", m.sync});
   return argv;
 }
 

@@ -46,6 +46,7 @@ struct TuneMeasurement {
   std::string sizes;        // mpi_collectives --sizes LIST; empty: its full sweep
   std::string collectives;  // mpi_collectives --collectives LIST; empty: every one
   std::string forms;        // mpi_collectives --forms LIST; empty: its default (blocking)
+  std::string sync;         // mpi_collectives --sync barrier|p2p; empty: its default (barrier)
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun

@@ -31,6 +31,7 @@
 #
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
 #                             [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
+#                             [--sync barrier|p2p]
 #                             [--out FILE] [--no-copse] [--noise] [--han] [--against LIB]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
@@ -41,6 +42,11 @@
 #              MPI_Wait; persistent: MPIX_<collective>_init, then MPI_Start +
 #              MPI_Wait); default blocking
 #   --roots    roots of reduce, bcast, scatter and gather, e.g. "0,last" (default 0)
+#   --sync     how the ranks line up before each timed call (mpi_collectives
+#              --sync): barrier, MPI_Barrier -- on the copse side copse's own,
+#              whose exit order moves time into or out of the next call -- or
+#              p2p, point-to-point messages the same on every side (default
+#              barrier)
 #   --sizes    bytes per rank, e.g. "8,16KiB,4MiB" (default: the full sweep)
 #   --timeout  seconds one mpirun may take before it is killed and counted as
 #              failed (default 1800; --quick 300)
@@ -82,6 +88,7 @@ rounds=2
 roots=""
 collectives=""
 forms=""
+sync=""
 sizes=""
 timeout_s=""
 out=""
@@ -98,6 +105,7 @@ while (($#)); do
     --roots) need_value "$@"; roots="$2"; shift ;;
     --collectives) need_value "$@"; collectives="$2"; shift ;;
     --forms) need_value "$@"; forms="$2"; shift ;;
+    --sync) need_value "$@"; sync="$2"; shift ;;
     --sizes) need_value "$@"; sizes="$2"; shift ;;
     --timeout) need_value "$@"; timeout_s="$2"; shift ;;
     --out) need_value "$@"; out="$2"; shift ;;
@@ -213,6 +221,7 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
   [[ -n "$roots" ]] && program+=(--roots "$roots")
   [[ -n "$collectives" ]] && program+=(--collectives "$collectives")
   [[ -n "$forms" ]] && program+=(--forms "$forms")
+  [[ -n "$sync" ]] && program+=(--sync "$sync")
   [[ -n "$sizes" ]] && program+=(--sizes "$sizes")
   {
     echo "== $config $side round $3: ${mpirun[*]} ${program[*]}"
@@ -237,7 +246,7 @@ main() {
   echo "# machine:  $(hostname), $cores cores, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB"
   echo "# load:     $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
   echo "# mpi:      $(mpirun --version | head -1), --mca btl self,vader"
-  echo "# configs:  $configs; rounds: $rounds${quick:+; quick}${roots:+; roots $roots}${sizes:+; sizes $sizes}${forms:+; forms $forms}"
+  echo "# configs:  $configs; rounds: $rounds${quick:+; quick}${roots:+; roots $roots}${sizes:+; sizes $sizes}${forms:+; forms $forms}${sync:+; sync $sync}"
   local env_copse
   env_copse=$(env | grep '^COPSE_' | tr '\n' ' ' || true)
   [[ -n "$env_copse" ]] && echo "# copse environment (the copse side inherits it): $env_copse"

@@ -37,7 +37,7 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --forms --rounds --refine --threshold --noise --unmeasured --from --mpirun \
+for opt in --out --replace --shapes --sizes --forms --sync --rounds --refine --threshold --noise --unmeasured --from --mpirun \
   --host --hostfile --bench --library --work --timeout; do stdout_has "$opt"; done
 stdout_has "blocking,nonblocking"
 stdout_has "npP-vnK"
@@ -156,6 +156,7 @@ expect 2 tune --shapes np4-h2 && stderr_has "--host"
 expect 2 tune --sizes 8,6 && stderr_has "6 is not a positive multiple of 4"
 expect 2 tune --rounds 0 && stderr_has "--rounds"
 expect 2 tune --forms blocking,immediate && stderr_has "--forms: 'immediate' is not a form"
+expect 2 tune --sync fence && stderr_has "--sync: 'fence' is not barrier or p2p"
 expect 2 tune --from "$fixture/bench.csv" --out x.toml --unmeasured 0 && stderr_has "--unmeasured: expected a ratio in (0, 1]"
 expect 2 tune --mpirun /nonexistent/mpirun && stderr_has "cannot find the launcher"
 expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot find the benchmark mpi_collectives at /nonexistent/bench"
@@ -164,7 +165,7 @@ expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot fin
 expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.csv" --shapes np512 --sizes 8 \
   --rounds 1 --work "$tmp/w" --out x.toml && stderr_has "np512 tuned wrote no results" && stderr_has "$tmp/w/runs.log"
 checks=$((checks + 1))
-grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8 --forms blocking,nonblocking$" \
+grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8 --forms blocking,nonblocking --sync p2p$" \
   "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
 
 # ------------------------------------------------------------------ copse config --stats: the calls per row

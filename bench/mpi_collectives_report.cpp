@@ -42,7 +42,6 @@ std::string human(std::size_t bytes) {
   return buf;
 }
 
-// Microseconds with about three significant figures, right-aligned.
 std::size_t parse_size(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
@@ -67,6 +66,7 @@ std::vector<std::string> split(const std::string& list, char sep) {
   return items;
 }
 
+// Microseconds with about three significant figures, right-aligned.
 std::string us(double seconds, int width) {
   char buf[48];
   const double v = seconds * 1e6;

@@ -125,6 +125,7 @@ if [[ -n "$against" ]]; then
   ((copse)) || { echo "bench-mpi.sh: --against compares two builds of copse; it cannot go with --no-copse" >&2; exit 2; }
   against=$(realpath "$against")
 fi
+[[ -z "$sync" || "$sync" == barrier || "$sync" == p2p ]] || { echo "bench-mpi.sh: --sync wants barrier or p2p, not '$sync'" >&2; exit 2; }
 timeout_s=${timeout_s:-$([[ -n "$quick" ]] && echo 300 || echo 1800)}
 hosts_needed=0
 for c in $configs; do

@@ -78,7 +78,10 @@ Json table_json(const std::optional<DecisionTable>& table, const std::vector<std
                     {"max_ranks", bound(r.max_ranks, std::numeric_limits<int>::max())},
                     {"min_nodes", r.min_nodes},
                     {"max_nodes", bound(r.max_nodes, std::numeric_limits<int>::max())},
+                    {"min_hosts", r.min_hosts},
+                    {"max_hosts", bound(r.max_hosts, std::numeric_limits<int>::max())},
                     {"use", std::string(to_string(r.use))},
+                    {"hierarchy", r.hierarchy ? Json(std::string(to_string(*r.hierarchy))) : Json(nullptr)},
                     {"note", r.note},
                     {"shape", r.shape}});
   Json out = {{"source", table->source}, {"default", std::string(to_string(table->fallback))}, {"rows", rows}};

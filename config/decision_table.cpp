@@ -24,7 +24,7 @@ constexpr std::string_view kBuiltinTable =
 
 constexpr std::string_view kRowKeys[] = {"collective", "form",      "min_bytes", "max_bytes", "min_ranks",
                                          "max_ranks",  "min_nodes", "max_nodes", "min_hosts", "max_hosts",
-                                         "use",        "note",      "shape"};
+                                         "use",        "hierarchy", "note",      "shape"};
 
 class Reader {
  public:
@@ -69,6 +69,15 @@ class Reader {
     fail(&node, "form must be \"blocking\", \"nonblocking\" or \"persistent\" (absent: every form)");
   }
 
+  Form hierarchy(const toml::node& node) const {
+    if (const auto text = node.value<std::string>()) try {
+        return parse_form(*text);
+      } catch (const UsageError& e) {
+        fail(&node, std::string("hierarchy: ") + e.what());
+      }
+    fail(&node, "hierarchy must be a string: flat, leader, multi-leader, lanes or auto");
+  }
+
   std::optional<MpiCollective> collective(const toml::node& node) const {
     const auto text = node.value<std::string>();
     if (text == "*") return std::nullopt;
@@ -84,13 +93,17 @@ class Reader {
     r.line = static_cast<int>(table.source().begin.line);
     for (const auto& [key, node] : table)
       if (std::find(std::begin(kRowKeys), std::end(kRowKeys), key.str()) == std::end(kRowKeys))
-        fail(&node,
-             "unknown key '" + std::string(key.str()) +
-                 "' in a row (known: collective, form, min_bytes, "
-                 "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, note, shape)");
+        fail(&node, "unknown key '" + std::string(key.str()) +
+                        "' in a row (known: collective, form, min_bytes, "
+                        "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, hierarchy, "
+                        "note, shape)");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");
+    if (const auto* n = table.get("hierarchy")) {
+      if (r.use != Provider::copse) fail(n, "hierarchy is the form copse plans in: only with use = \"copse\"");
+      r.hierarchy = hierarchy(*n);
+    }
     if (const auto* n = table.get("collective")) r.collective = collective(*n);
     if (const auto* n = table.get("form")) r.form = form(*n);
     if (const auto* n = table.get("min_bytes")) r.min_bytes = bytes(*n, "min_bytes");
@@ -196,7 +209,8 @@ std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) con
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
       << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int)
       << range<int>("hosts", r.min_hosts, r.max_hosts, std::numeric_limits<int>::max(), show_int) << " -> "
-      << to_string(r.use) << (r.note.empty() ? "" : "  # " + r.note) << "\n";
+      << to_string(r.use) << (r.hierarchy ? " (" + std::string(to_string(*r.hierarchy)) + ")" : std::string())
+      << (r.note.empty() ? "" : "  # " + r.note) << "\n";
   }
   o << "no row matches" << counted(rows.size()) << " -> " << to_string(fallback) << "\n";
   return o.str();
@@ -252,6 +266,7 @@ std::string write_decision_table(const DecisionTable& table, std::string_view he
     if (r.min_hosts) o << "min_hosts = " << r.min_hosts << "\n";
     if (r.max_hosts != none) o << "max_hosts = " << r.max_hosts << "\n";
     o << "use = \"" << to_string(r.use) << "\"\n";
+    if (r.hierarchy) o << "hierarchy = \"" << to_string(*r.hierarchy) << "\"\n";
     if (!r.note.empty()) o << "note = " << json_string(r.note) << "\n";
     if (!r.shape.empty()) o << "shape = " << json_string(r.shape) << "\n";
   }

@@ -28,12 +28,21 @@
 //                                #   (MPI_Iallreduce) or "persistent" (MPI_Allreduce_init,
 //                                #   MPIX_Allreduce_init + MPI_Start); absent: every form
 //   use = "mpi"                  # "copse" or "mpi"
+//   hierarchy = "lanes"          # with use = "copse": the hierarchy form copse plans
+//                                #   these calls in (flat, leader, multi-leader, lanes or
+//                                #   auto; hierarchy.form's names); absent: hierarchy.form
 //   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
 //   shape = "np4"                # the measured shape the row stands for (written
 //                                #   by `copse tune`, which replaces a shape's rows
 //                                #   when it measures the shape again)
 //
-// Every bound is optional (absent: any). The form matters because the MPI
+// Every bound is optional (absent: any). `hierarchy` exists because across
+// nodes no one form is fastest for every collective and size: at 2 hosts x
+// 2 a 1 MiB bcast took 1211 us in the leader form and 581 in lanes, while
+// allreduce ran best in the leader form. A collective that takes no form
+// (scatter, gather, alltoall), lanes on nodes of unequal size and a form the
+// configured algorithm cannot run keep the configured form
+// (Comm::set_form). The form matters because the MPI
 // library's nonblocking and persistent collectives are other code than its
 // blocking ones (Open MPI's libnbc against its tuned component): a blocking
 // call's measurement does not decide them (`copse tune` measures them apart;
@@ -49,6 +58,7 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "config/config.hpp"
 
 namespace copse {
@@ -82,6 +92,7 @@ struct DecisionRow {
   int min_nodes = 0, max_nodes = std::numeric_limits<int>::max();
   int min_hosts = 0, max_hosts = std::numeric_limits<int>::max();
   Provider use = Provider::mpi;
+  std::optional<Form> hierarchy;  // use copse: the form it plans in; none: the configured one
   std::string note;
   std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
   int line = 0;       // in the file (0: made in code)

@@ -51,6 +51,16 @@ struct Record {
     return table_rows[static_cast<std::size_t>(form)][static_cast<std::size_t>(c)];
   }
   std::unique_ptr<Team> team;  // made at the first served call
+  // The hierarchy form the deciding row names for the call being decided
+  // (State::table_serves), taken by the call's start (take_form).
+  std::optional<Form> call_form;
+  // The Team's Comm, set to plan in call_form (none: the configured form);
+  // call_form is cleared, so that no later call inherits it.
+  Comm& take_form() {
+    Comm& ours = team->comm(0);
+    ours.set_form(std::exchange(call_form, std::nullopt));
+    return ours;
+  }
 };
 
 struct State {
@@ -71,15 +81,18 @@ struct State {
   }
   // Whether the decision table (if any) gives a call of `bytes` per process
   // in `form` on the record's communicator to copse; the deciding row is
-  // counted.
-  bool table_serves(MpiCollective c, std::uint64_t bytes, const Record& r, CallForm form = CallForm::blocking) {
+  // counted, and its hierarchy form kept for the call (Record::call_form).
+  bool table_serves(MpiCollective c, std::uint64_t bytes, Record& r, CallForm form = CallForm::blocking) {
+    r.call_form.reset();
     if (!table) return true;
     const std::size_t row = table->find(r.rows(form, c), bytes);
     stats.decided(row);
-    return (row < table->rows.size() ? table->rows[row].use : table->fallback) == Provider::copse;
+    if (row == table->rows.size()) return table->fallback == Provider::copse;
+    r.call_form = table->rows[row].hierarchy;
+    return table->rows[row].use == Provider::copse;
   }
   // Both, for the collectives whose bytes need the communicator's size.
-  bool serves(MpiCollective c, std::uint64_t bytes, const Record& r, CallForm form = CallForm::blocking) {
+  bool serves(MpiCollective c, std::uint64_t bytes, Record& r, CallForm form = CallForm::blocking) {
     return in_bounds(bytes) && table_serves(c, bytes, r, form);
   }
 
@@ -170,7 +183,7 @@ int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
   try {
     if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
     finish_outstanding(r.team->comm(0));
-    body(r.team->comm(0));
+    body(r.take_form());
     return MPI_SUCCESS;
   } catch (...) {
     return fail_current(call, r);

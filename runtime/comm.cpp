@@ -85,11 +85,6 @@ struct TeamState : CoreTeam {
     return plans.insert({key, DType::uint8, nullptr, made}).value;
   }
 
-  CallKey key_of(Collective c, std::uint64_t count, std::size_t element_bytes, const ReduceOp* op, int root,
-                 bool warmup = false) const {
-    return options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
-  }
-
   [[noreturn]] void rethrow_failure() override {
     failure.rethrow_if_any();
     throw LinkAborted();
@@ -140,7 +135,7 @@ struct ThreadRank final : RankCore {
   Entry make_entry(const CallKey& key) {
     const Collective c = key.collective;
     Entry e;
-    e.shared = team->compiled(key);
+    e.shared = plan_in_call_form(key, [&](const CallKey& k) { return team->compiled(k); });
     e.keyed = key.arrival.has_value();
     const std::uint64_t elements = vector_elements(c, e.shared->shape);
     const std::uint64_t staging = compile_steps(e.shared->plan, rank, team->ranks, elements, e.steps);
@@ -217,7 +212,8 @@ class ThreadCall final : public PendingCall {
  private:
   static ThreadRank::Entry& entry_of(ThreadRank& r, const CallBuffers& b) {
     const CallArgs& a = b.args();
-    return r.entry(r.team->key_of(a.collective, b.count(), b.element_bytes(), a.op, a.root), a.dtype, a.op);
+    return r.entry(r.call_key(r.team->options, a.collective, b.count(), b.element_bytes(), a.op, a.root), a.dtype,
+                   a.op);
   }
 
   ThreadRank& r_;
@@ -237,7 +233,7 @@ void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, cons
   if (allreduce_direct(send, recv, count, op)) return;
   bool warmup = false;
   const ArrivalKey* arrival = arrive(warmup);  // plan/arrival_monitor.hpp
-  CallKey key = team->key_of(Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
+  CallKey key = call_key(team->options, Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
   if (arrival) key.arrival = *arrival;
   run({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, &entry(key, op.dtype, &op));
 }

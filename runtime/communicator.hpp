@@ -18,8 +18,10 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "common/cost_model.hpp"
 #include "common/reduce_op.hpp"
 #include "runtime/request.hpp"
@@ -88,6 +90,12 @@ class Comm {
   // Calls in this rank's plan cache (an MPI Comm's: at most
   // CommOptions::plan_cache).
   std::size_t cached_plans() const;
+  // The hierarchy form of this rank's calls from now on (none: the team's
+  // configured one), for the collectives that take one; every rank of the
+  // team sets the same before a call. Lanes on nodes of unequal size keep
+  // the configured form. The interposer sets a decision-table row's form
+  // (config/decision_table.hpp) before each call it serves.
+  void set_form(std::optional<Form> form);
 
   // Progress report for the next allreduce (Proficz 2018, §3): this rank has
   // done `fraction` (in (0, 1]) of its computation phase -- the time since

@@ -47,7 +47,7 @@ void MpiRank::agree_begin(Agreement& a, Collective c, std::uint64_t total, DType
   std::memcpy(a.mine, mine, sizeof mine);
   if (rank == 0) {
     try {
-      a.plan = planner.plan(key);
+      a.plan = plan_in_call_form(key, [&](const CallKey& k) { return planner.plan(k); });
       a.mine[7] = static_cast<std::int64_t>(a.plan->form);
       a.mine[8] = a.plan->algorithm - algorithms().data();
       a.mine[9] = a.plan->shape.blocks;

@@ -169,7 +169,7 @@ struct MpiRank final : RankCore {
     // a collective planned flat in every form (has_hierarchy) is planned
     // over that order too, so that its blocks need no renumbering.
     hierarchical = (team->contiguous || !reduces || commutative) && has_hierarchy(c);
-    CallKey key = team->options.call_key(c, count, eb, commutative, root, warmup);
+    CallKey key = call_key(team->options, c, count, eb, op, root, warmup);
     if (!hierarchical && has_hierarchy(c)) key.form = Form::flat;
     if (arrival && hierarchical) key.arrival = *arrival;
     return key;

@@ -22,6 +22,7 @@ int Comm::rank() const { return core_->rank; }
 int Comm::size() const { return core_->core_team.ranks; }
 Picos Comm::virtual_time() const { return core_->last_time; }
 std::size_t Comm::cached_plans() const { return core_->cached_plans(); }
+void Comm::set_form(std::optional<Form> form) { core_->call_form = form; }
 void Comm::edge(double fraction) { core_->edge(fraction); }
 const std::vector<Picos>& Comm::planned_arrival() const { return core_->planned; }
 
@@ -64,6 +65,13 @@ RankCore::RankCore(CoreTeam& team, int r)
       if (o.leaves_choice(c)) direct_choices_ |= 1u << static_cast<unsigned>(c);
   }
   monitor.returned(now(), false);  // the first phase begins
+}
+
+CallKey RankCore::call_key(const PlanOptions& options, Collective c, std::uint64_t count, std::size_t element_bytes,
+                           const ReduceOp* op, int root, bool warmup) const {
+  CallKey key = options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
+  if (call_form && has_hierarchy(c)) key.form = *call_form;
+  return key;
 }
 
 void RankCore::check_call(const CallKey& key, const ReduceOp* op) const {

@@ -100,6 +100,28 @@ class RankCore {
   }
   virtual std::size_t cached_plans() const = 0;
 
+  // Comm::set_form's.
+  std::optional<Form> call_form;
+  // The key `options` give a call of `c`, in call_form where it applies.
+  CallKey call_key(const PlanOptions& options, Collective c, std::uint64_t count, std::size_t element_bytes,
+                   const ReduceOp* op, int root, bool warmup = false) const;
+  // plan(key); when the key is in call_form and that form cannot plan the
+  // call (a UsageError: lanes on nodes of unequal size, an algorithm the
+  // form does not take), plan(key) in the configured form instead -- the
+  // call is served as it would have been without call_form.
+  template <class Plan>
+  auto plan_in_call_form(const CallKey& key, Plan&& plan) const {
+    try {
+      return plan(key);
+    } catch (const UsageError&) {
+      const Form configured = core_team.settings->form_in_effect();
+      if (!call_form || key.form != *call_form || key.form == configured) throw;
+      CallKey fallback = key;
+      fallback.form = configured;
+      return plan(fallback);
+    }
+  }
+
   // The collectives (Comm's (runtime/communicator.hpp)), over the runtime's buffers.
   virtual void allreduce(const void* send, void* recv, std::size_t count, const ReduceOp& op) = 0;
   virtual void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) = 0;

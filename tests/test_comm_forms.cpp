@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,4 +87,59 @@ TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3
               for (const RankLog& log : logs) CHECK(log.allreduce == logs[0].allreduce);  // bitwise
           }
     }
+}
+
+// Comm::set_form: the form the interposer's decision-table rows name. A call
+// in a set form plans as a team configured with that form (the same virtual
+// time, on a virtual clock), and a form that cannot plan a call -- lanes on
+// nodes of unequal size, or beyond what the configured algorithms take --
+// gives way to the configured one: every collective is still served, right.
+TEST_CASE("concurrency: comm forms: a form set for the calls plans as that form configured, or keeps the configured",
+          "[comm][planner]") {
+  const ReduceOp sum = builtin_op("sum", DType::float32);
+  const std::uint64_t n = 1000;
+  // Each rank's virtual time after a bcast and after an allreduce.
+  auto times = [&](Team& team, std::optional<Form> set) {
+    std::vector<Picos> out(2 * static_cast<std::size_t>(team.size()));
+    std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
+    every_rank(team, logs, [&](Comm& comm, RankLog& log) {
+      comm.set_form(set);
+      const auto at = static_cast<std::size_t>(comm.rank()) * 2;
+      if (!testing::check_collective(comm, Collective::bcast, sum, n, log.allreduce)) log.wrong.push_back("bcast");
+      out[at] = comm.virtual_time();
+      if (!testing::check_collective(comm, Collective::allreduce, sum, n, log.allreduce)) log.wrong.push_back("sum");
+      out[at + 1] = comm.virtual_time();
+    });
+    for (std::size_t r = 0; r < logs.size(); ++r)
+      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+    return out;
+  };
+  auto clocked = [](Form form) {
+    TeamOptions o = form_options({2, 2, 2}, form);
+    o.bcast = "binary-tree";  // the runtime's default, as the interposer runs it
+    o.allreduce = "dual-root";
+    o.virtual_clock = true;
+    return o;
+  };
+  for (Form form : {Form::lanes, Form::flat, Form::automatic}) {
+    INFO(to_string(form));
+    Team leader(clocked(Form::leader)), configured(clocked(form));
+    const std::vector<Picos> as_leader = times(leader, std::nullopt);
+    const std::vector<Picos> set = times(leader, form);
+    CHECK(set == times(configured, std::nullopt));
+    if (form == Form::lanes) CHECK(set != as_leader);  // the check can tell the forms apart
+  }
+
+  // Unequal nodes: lanes cannot plan; every collective still runs, right.
+  Team unequal(form_options({3, 2}, Form::leader));
+  for (Collective c : all_collectives()) {
+    std::vector<RankLog> logs(static_cast<std::size_t>(unequal.size()));
+    every_rank(unequal, logs, [&](Comm& comm, RankLog& log) {
+      comm.set_form(Form::lanes);
+      if (!testing::check_collective(comm, c, sum, 37, log.allreduce)) log.wrong.push_back("wrong result");
+    });
+    INFO(to_string(c));
+    for (std::size_t r = 0; r < logs.size(); ++r)
+      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+  }
 }

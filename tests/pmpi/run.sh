@@ -12,10 +12,17 @@
 #                               lines against the calls it expected copse to
 #                               serve and to pass (one node: with
 #                               COPSE_MPI_CMA=on, and bytes read so)
-#   run.sh table NP             collectives.c with a decision table (mpi.table)
-#                               that leaves every bcast to MPI: the stats show
-#                               bcast passed, the table's row counting them and
-#                               every served call counted as matching no row
+#   run.sh table NP [K]         collectives.c with a decision table (mpi.table)
+#                               that leaves every bcast to MPI and names the
+#                               hierarchy form of allreduce (lanes), reduce
+#                               (multi-leader) and allgather (flat), on virtual
+#                               nodes of K ranks when given: the results are
+#                               right (a form that cannot plan a call, such as
+#                               lanes on a sub-communicator's uneven nodes,
+#                               keeps the configured one), the stats show
+#                               bcast passed, each row counting its
+#                               collective's calls, and the other served calls
+#                               counted as matching no row
 #   run.sh fortran NP           tests/pmpi/fortran.f90 under LD_PRELOAD, and its
 #                               stats: the Fortran bindings' calls were served,
 #                               the nonblocking and persistent ones too
@@ -137,7 +144,11 @@ case "$what" in
     ;;
   table)
     export COPSE_MPI_STATS="$tmp/stats.jsonl" COPSE_MPI_MAX_BYTES=8MiB COPSE_MPI_TABLE="$tmp/table.toml"
+    ((k > 0)) && export COPSE_HIERARCHY_RANKS_PER_NODE=$k
     printf 'default = "copse"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n' >"$tmp/table.toml"
+    for row in allreduce:lanes reduce:multi-leader allgather:flat; do
+      printf '[[row]]\ncollective = "%s"\nuse = "copse"\nhierarchy = "%s"\n' "${row%%:*}" "${row#*:}"
+    done >>"$tmp/table.toml"
     preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
     check_stats "$tmp/expect.jsonl" || exit 1
@@ -149,15 +160,21 @@ for line in map(json.loads, open(sys.argv[1])):
     if t is None:
         bad.append(f"rank {line['rank']}: no table counts in its stats line")
         continue
-    # Every bcast the table saw went to MPI by its one row; every call copse
+    # Every bcast the table saw went to MPI by its first row; the allreduces,
+    # reduces and allgathers were served by theirs; every other call copse
     # served passed the table unmatched (the default, copse).
     if t.get("source") != sys.argv[2]:
         bad.append(f"rank {line['rank']}: the counts name the table {t.get('source')!r}, not {sys.argv[2]!r}")
-    if len(t["rows"]) != 1 or not 0 < t["rows"][0] <= line["passed"]["bcast"]:
-        bad.append(f"rank {line['rank']}: row counts {t['rows']}, bcasts passed {line['passed']['bcast']}")
-    if t["unmatched"] != sum(line["served"].values()):
-        bad.append(f"rank {line['rank']}: {t['unmatched']} calls matched no row, {sum(line['served'].values())} served")
-print("\n".join(bad) if bad else "table: the row deferred the bcasts, the default served the rest")
+    served = line["served"]
+    formed = [served["allreduce"], served["reduce"], served["allgather"]]
+    if len(t["rows"]) != 4 or not 0 < t["rows"][0] <= line["passed"]["bcast"] or t["rows"][1:] != formed \
+            or 0 in formed:
+        bad.append(f"rank {line['rank']}: row counts {t['rows']}, bcasts passed {line['passed']['bcast']}, "
+                   f"allreduce, reduce, allgather served {formed}")
+    if t["unmatched"] != sum(served.values()) - sum(formed):
+        bad.append(f"rank {line['rank']}: {t['unmatched']} calls matched no row, {sum(served.values())} served")
+print("\n".join(bad) if bad else "table: the first row deferred the bcasts, the rows naming forms served theirs, "
+      "the default served the rest")
 sys.exit(1 if bad else 0)
 EOF
     ;;

@@ -34,6 +34,7 @@ struct TuneArgs {
   std::string sizes = "8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,16MiB";
   std::string forms = "blocking,nonblocking";
   std::string sync = "p2p";
+  std::string hierarchy_forms = "lanes,auto";
   int rounds = 2;
   int refine = 1;
   double threshold = 0.95;
@@ -113,6 +114,12 @@ TuneMeasurement measurement(const TuneArgs& a) {
   m.forms = join(forms, ",");
   if (a.sync != "barrier" && a.sync != "p2p") throw UsageError("--sync: '" + a.sync + "' is not barrier or p2p");
   m.sync = a.sync;
+  if (a.hierarchy_forms != "none")
+    for (const std::string& item : list_items(a.hierarchy_forms)) {
+      const Form form = option_value("--hierarchy-forms", [&] { return parse_form(item); });
+      if (std::find(m.hierarchy_forms.begin(), m.hierarchy_forms.end(), form) == m.hierarchy_forms.end())
+        m.hierarchy_forms.push_back(form);
+    }
   require_at_least("--rounds", a.rounds, 1);
   m.rounds = a.rounds;
   require_at_least("--refine", a.refine, 0);
@@ -210,8 +217,9 @@ int run_tune(const TuneArgs& a) {
       "form; a nonblocking or persistent form not measured follows nonblocking's\n(persistent) or "
       "the blocking call's ratios with copse from " +
       unmeasured +
-      " (the library's\nnonblocking path is other code than its blocking one). Each row's note "
-      "gives\nthe ratios it stands for.";
+      " (the library's\nnonblocking path is other code than its blocking one). On several nodes a row\n"
+      "names copse's hierarchy form where one measured beat the configured form by\nmore than the noise. "
+      "Each row's note gives the ratios it stands for.";
   // Where each shape's rows come from: this run for the shapes it measured,
   // the earlier table's own line for each shape it keeps.
   for (const std::string& shape : shapes)
@@ -280,7 +288,15 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
                   "43 against 20 us, level with p2p)")
       ->type_name("barrier|p2p")
       ->capture_default_str();
-  cmd->add_option("--rounds", a->rounds, "rounds per shape, the two sides' order alternating")
+  cmd->add_option("--hierarchy-forms", a->hierarchy_forms,
+                  "on shapes of several nodes (npP-vnK, npP-hN), copse is also measured planning in each of these "
+                  "hierarchy forms (flat, leader, multi-leader, lanes, auto; none: only the configured form), and a "
+                  "size where one beats the configured form by more than --noise gets a row naming it: across two "
+                  "hosts a bcast of 64 KiB-1 MiB took 36-582 us in lanes against 106-1211 in the leader form. Each "
+                  "form adds a measurement of those shapes as long as copse's")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "rounds per shape, the sides' order rotating")
       ->type_name("N")
       ->capture_default_str();
   cmd->add_option("--refine", a->refine,
@@ -313,7 +329,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->excludes(cmd->get_option("--rounds"))
       ->excludes(cmd->get_option("--refine"))
       ->excludes(cmd->get_option("--forms"))
-      ->excludes(cmd->get_option("--sync"));
+      ->excludes(cmd->get_option("--sync"))
+      ->excludes(cmd->get_option("--hierarchy-forms"));
   cmd->add_option("--mpirun", a->mpirun, "the launcher, with words of its own (it takes -np, -x and --mca)")
       ->type_name("COMMAND")
       ->capture_default_str();
@@ -332,7 +349,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->capture_default_str();
   cmd->footer(
       "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
-      "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call), --rounds times each; the rounds "
+      "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call; on several nodes once more per "
+      "--hierarchy-forms form), --rounds times each; the rounds "
       "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
       "band within --noise of it follows its two neighbours when they agree). A "
       "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "

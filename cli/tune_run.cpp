@@ -98,9 +98,25 @@ std::string stats_file(const std::string& raw, const TuneShape& shape) {
   return (fs::path(raw).parent_path() / ("stats-" + shape.name + ".jsonl")).string();
 }
 
+// One side of the rotation: the library alone, or copse (planning in a
+// hierarchy form of its own when one is named).
+struct Side {
+  bool copse = false;
+  std::optional<Form> form;
+  std::string label() const { return !copse ? "tuned" : form ? "copse-" + std::string(to_string(*form)) : "copse"; }
+};
+
+std::vector<Side> sides_of(const TuneMeasurement& m, const TuneShape& shape) {
+  std::vector<Side> sides = {{false, std::nullopt}, {true, std::nullopt}};
+  if (shape.multi_node())
+    for (Form form : m.hierarchy_forms) sides.push_back({true, form});
+  return sides;
+}
+
 // One side's run of one shape: the launcher's command line.
 std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasurement& m, const TuneShape& shape,
-                                      bool copse, const std::string& raw) {
+                                      const Side& side, const std::string& raw) {
+  const bool copse = side.copse;
   std::vector<std::string> argv = p.mpirun;
   argv.insert(argv.end(), {"-np", std::to_string(shape.ranks)});
   argv.insert(argv.end(), m.launcher_args.begin(), m.launcher_args.end());
@@ -115,8 +131,9 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
                              "COPSE_MPI_STATS=" + stats_file(raw, shape)});
     if (shape.ranks_per_node)
       argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_RANKS_PER_NODE=" + std::to_string(shape.ranks_per_node)});
+    if (side.form) argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_FORM=" + std::string(to_string(*side.form))});
   }
-  argv.insert(argv.end(), {p.bench, "--label", copse ? "copse" : "tuned", "--config", shape.name, "--json", raw});
+  argv.insert(argv.end(), {p.bench, "--label", side.label(), "--config", shape.name, "--json", raw});
   if (!m.sizes.empty()) argv.insert(argv.end(), {"--sizes", m.sizes});
   if (!m.collectives.empty()) argv.insert(argv.end(), {"--collectives", m.collectives});
   if (!m.forms.empty()) argv.insert(argv.end(), {"--forms", m.forms});
@@ -166,30 +183,31 @@ std::string measure_for_tune(const TunePrograms& programs, const TuneMeasurement
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
-  for (const TuneShape& shape : m.shapes)
+  for (const TuneShape& shape : m.shapes) {
+    const std::vector<Side> sides = sides_of(m, shape);
     for (int round = 0; round < m.rounds; ++round)
-      for (int k = 0; k < 2; ++k) {
-        const bool copse = (k + round) % 2 == 1;  // tuned first in round 1, copse first in round 2, ...
-        const std::vector<std::string> argv = side_command(programs, m, shape, copse, raw);
-        std::ofstream(log, std::ios::app) << "== " << shape.name << (copse ? " copse" : " tuned") << " round "
-                                          << round + 1 << ": " << join(argv, " ") << "\n";
+      for (std::size_t k = 0; k < sides.size(); ++k) {
+        // Rotated: tuned first in round 1, copse first in round 2, ...
+        const Side& side = sides[(k + static_cast<std::size_t>(round)) % sides.size()];
+        const std::string name = shape.name + " " + side.label();
+        const std::vector<std::string> argv = side_command(programs, m, shape, side, raw);
+        std::ofstream(log, std::ios::app) << "== " << name << " round " << round + 1 << ": " << join(argv, " ") << "\n";
         const auto results_before = fs::exists(raw) ? fs::file_size(raw) : 0;
         const auto start = std::chrono::steady_clock::now();
         const int status = run_logged(argv, log, m.timeout_seconds);
         const auto seconds =
             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
-        say("  " + shape.name + (copse ? " copse" : " tuned") + " round " + std::to_string(round + 1) + ": " +
-            std::to_string(seconds) + " s" + (status == 0 ? "" : ", exit status " + std::to_string(status)));
+        say("  " + name + " round " + std::to_string(round + 1) + ": " + std::to_string(seconds) + " s" +
+            (status == 0 ? "" : ", exit status " + std::to_string(status)));
         if (status == 124)
-          throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " timed out after " +
-                           std::to_string(m.timeout_seconds) + " s (see " + log + ")");
+          throw RunFailure(name + " timed out after " + std::to_string(m.timeout_seconds) + " s (see " + log + ")");
         if (status != 0)
-          throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " failed with exit status " +
-                           std::to_string(status) + " (see " + log + ")");
+          throw RunFailure(name + " failed with exit status " + std::to_string(status) + " (see " + log + ")");
         if (fs::file_size(raw) == results_before)
-          throw RunFailure(shape.name + (copse ? " copse" : " tuned") + " wrote no results to " + raw +
+          throw RunFailure(name + " wrote no results to " + raw +
                            " (did the launcher run the program? rank 0 must see that folder; see " + log + ")");
       }
+  }
   // The report says how many calls copse served and passed on: ratios of
   // calls it passed compare the library with itself.
   std::vector<std::string> report = {programs.bench, "--report", raw, "--csv", csv, "--stats"};

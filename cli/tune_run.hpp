@@ -4,7 +4,9 @@
 // shape and round -- on the MPI library alone ("tuned") and with
 // LD_PRELOAD=libcopse_mpi.so and no decision table, so that copse serves
 // every call ("copse") -- the two sides' order rotated from round to round,
-// then its report mode pooling the rounds into the CSV the rules read. It is
+// then its report mode pooling the rounds into the CSV the rules read. On a
+// shape of several nodes a further copse side per hierarchy form to try
+// ("copse-lanes": COPSE_HIERARCHY_FORM=lanes) joins the rotation. It is
 // scripts/bench-mpi.sh's method, without the build and the report's extras.
 //
 // Files in `work` (created if absent): raw.jsonl (every run's results),
@@ -43,10 +45,11 @@ TunePrograms locate_tune_programs(const std::string& self, const std::string& mp
 
 struct TuneMeasurement {
   std::vector<TuneShape> shapes;
-  std::string sizes;        // mpi_collectives --sizes LIST; empty: its full sweep
-  std::string collectives;  // mpi_collectives --collectives LIST; empty: every one
-  std::string forms;        // mpi_collectives --forms LIST; empty: its default (blocking)
-  std::string sync;         // mpi_collectives --sync barrier|p2p; empty: its default (barrier)
+  std::string sizes;                  // mpi_collectives --sizes LIST; empty: its full sweep
+  std::string collectives;            // mpi_collectives --collectives LIST; empty: every one
+  std::string forms;                  // mpi_collectives --forms LIST; empty: its default (blocking)
+  std::string sync;                   // mpi_collectives --sync barrier|p2p; empty: its default (barrier)
+  std::vector<Form> hierarchy_forms;  // copse's further sides on shapes of several nodes
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun

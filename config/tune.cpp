@@ -35,6 +35,7 @@ std::uint64_t integer_sqrt(std::uint64_t n) {
 }
 
 double ratios_median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -75,28 +76,45 @@ std::string ratio_text(double x) {
   return text;
 }
 
-// One collective's rows at one shape: bands by geometric mean, a lone band
-// within the noise following its neighbours, adjacent bands that decide
-// alike merged (the header's "Sizes", "Noise" and "Barrier" rules).
-std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& measured, bool barrier,
-                                         double threshold, double noise) {
+// Every size's ratios, one median per form: barrier's one band.
+TuneRatio median_ratio(const TuneSizes& measured) {
+  std::vector<double> configured;
+  std::map<Form, std::vector<double>> forms;
+  for (const auto& [bytes, r] : measured) {
+    if (r.configured > 0) configured.push_back(r.configured);
+    for (const auto& [form, x] : r.forms) forms[form].push_back(x);
+  }
+  TuneRatio out{ratios_median(configured), {}};
+  for (const auto& [form, xs] : forms) out.forms[form] = ratios_median(xs);
+  return out;
+}
+
+// One collective's rows at one shape: bands by geometric mean, each in its
+// chosen hierarchy form, a lone band within the noise following its
+// neighbours, adjacent bands that decide alike merged (the header's "Sizes",
+// "Hierarchy forms", "Noise" and "Barrier" rules).
+std::vector<DecisionRow> collective_rows(const TuneSizes& measured, bool barrier, double threshold, double noise) {
   struct Band {
     std::uint64_t lo, hi;
     std::vector<double> ratios;
+    std::optional<Form> hierarchy;
+    std::vector<double> configured;  // the configured form's, when another was chosen
+  };
+  const auto band = [noise](std::uint64_t lo, std::uint64_t hi, const TuneRatio& r) {
+    const auto [form, x] = r.chosen(noise);
+    return Band{lo, hi, {x}, form, form ? std::vector<double>{r.configured} : std::vector<double>{}};
   };
   std::vector<Band> bands;
   if (barrier) {
-    std::vector<double> all;
-    for (const auto& [bytes, r] : measured) all.push_back(r);
-    bands.push_back({0, std::numeric_limits<std::uint64_t>::max(), {ratios_median(all)}});
+    bands.push_back(band(0, std::numeric_limits<std::uint64_t>::max(), median_ratio(measured)));
   } else {
     std::uint64_t previous = 0;
     for (auto it = measured.begin(); it != measured.end(); ++it) {
       const auto next = std::next(it);
-      bands.push_back(
-          {it == measured.begin() ? 0 : integer_sqrt(previous * it->first) + 1,
-           next == measured.end() ? std::numeric_limits<std::uint64_t>::max() : integer_sqrt(it->first * next->first),
-           {it->second}});
+      bands.push_back(band(
+          it == measured.begin() ? 0 : integer_sqrt(previous * it->first) + 1,
+          next == measured.end() ? std::numeric_limits<std::uint64_t>::max() : integer_sqrt(it->first * next->first),
+          it->second));
       previous = it->first;
     }
   }
@@ -116,28 +134,38 @@ std::vector<DecisionRow> collective_rows(const std::map<std::uint64_t, double>& 
     }
     decided.push_back(copse ? Provider::copse : Provider::mpi);
   }
+  // A deferred band names no form: the library runs it.
+  for (std::size_t i = 0; i < bands.size(); ++i)
+    if (decided[i] == Provider::mpi) bands[i].hierarchy.reset(), bands[i].configured.clear();
   std::vector<DecisionRow> rows;
-  std::vector<std::vector<double>> ratios;
+  std::vector<Band> merged;  // each row's ratios
   for (std::size_t i = 0; i < bands.size(); ++i) {
     const Band& b = bands[i];
     const Provider use = decided[i];
-    if (!rows.empty() && rows.back().use == use) {
+    if (!rows.empty() && rows.back().use == use && rows.back().hierarchy == b.hierarchy) {
       rows.back().max_bytes = b.hi;
-      ratios.back().push_back(b.ratios.front());
+      merged.back().ratios.push_back(b.ratios.front());
+      merged.back().configured.insert(merged.back().configured.end(), b.configured.begin(), b.configured.end());
       continue;
     }
     DecisionRow r;
     r.min_bytes = b.lo;
     r.max_bytes = b.hi;
     r.use = use;
+    r.hierarchy = b.hierarchy;
     rows.push_back(r);
-    ratios.push_back(b.ratios);
+    merged.push_back(b);
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::string> shown;
-    for (double x : ratios[i]) shown.push_back(ratio_text(x));
-    rows[i].note = "tuned/copse " + join(shown, ", ") + " by median";
-  }
+  const auto shown = [](const std::vector<double>& xs) {
+    std::vector<std::string> out;
+    for (double x : xs) out.push_back(ratio_text(x));
+    return join(out, ", ");
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i].note = rows[i].hierarchy ? "tuned/copse " + shown(merged[i].ratios) + " by median in " +
+                                           std::string(to_string(*rows[i].hierarchy)) +
+                                           " (the configured form: " + shown(merged[i].configured) + ")"
+                                     : "tuned/copse " + shown(merged[i].ratios) + " by median";
   return rows;
 }
 
@@ -195,6 +223,19 @@ std::vector<DecisionRow> shape_rows(const std::string& shape,
 
 }  // namespace
 
+std::pair<std::optional<Form>, double> TuneRatio::chosen(double noise) const {
+  std::pair<std::optional<Form>, double> best_form{std::nullopt, configured};
+  for (const auto& [form, x] : forms)
+    if (x > (best_form.first ? best_form.second : configured / noise)) best_form = {form, x};
+  return best_form;
+}
+
+double TuneRatio::best() const {
+  double x = configured;
+  for (const auto& [form, r] : forms) x = std::max(x, r);
+  return x;
+}
+
 TuneShape parse_tune_shape(std::string_view name) {
   TuneShape s;
   s.name = std::string(name);
@@ -250,7 +291,17 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
       throw fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
     const auto call_form = form < f.size() ? call_form_named(f[form]) : CallForm::blocking;
     if (!call_form) throw fail("unknown form '" + f[form] + "' (blocking, nonblocking or persistent)");
-    if (f[label] != "copse" || !(f[root].empty() || f[root] == "0")) continue;
+    // "copse", or "copse-FORM": copse planning in hierarchy form FORM.
+    if (!f[label].starts_with("copse") || !(f[root].empty() || f[root] == "0")) continue;
+    std::optional<Form> hierarchy;
+    if (f[label] != "copse") {
+      if (!f[label].starts_with("copse-")) continue;
+      try {
+        hierarchy = parse_form(std::string_view(f[label]).substr(6));
+      } catch (const UsageError& e) {
+        throw fail("label '" + f[label] + "': " + e.what());
+      }
+    }
     if (f[verified] != "true")
       throw RunFailure("measurements " + source + ", line " + std::to_string(number) + ": " + f[config] + " " +
                        f[collective] + (form < f.size() && f[form] != "blocking" ? " " + f[form] : "") + " " +
@@ -267,7 +318,8 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
     const auto [ratio_end, ratio_error] = std::from_chars(f[ratio].data(), f[ratio].data() + f[ratio].size(), r);
     if (ratio_error != std::errc() || ratio_end != f[ratio].data() + f[ratio].size() || !(r > 0) || !std::isfinite(r))
       throw fail("ratio '" + f[ratio] + "' is not a positive number");
-    out[f[config]][*c][*call_form][n] = r;
+    TuneRatio& cell = out[f[config]][*c][*call_form][n];
+    (hierarchy ? cell.forms[*hierarchy] : cell.configured) = r;
   }
   if (out.empty()) throw UsageError("measurements " + source + ": no copse rows with ratios");
   return out;
@@ -319,7 +371,7 @@ std::map<std::string, TuneRefinement> tune_refinements(const TuneRatios& ratios,
         if (collective == MpiCollective::barrier) continue;  // one band: no edge to move
         for (auto it = measured.begin(); it != measured.end() && std::next(it) != measured.end(); ++it) {
           const auto next = std::next(it);
-          if ((it->second >= threshold) == (next->second >= threshold)) continue;
+          if ((it->second.best() >= threshold) == (next->second.best() >= threshold)) continue;
           // The band edge (integer_sqrt of the two, as collective_rows draws
           // it), as whole floats; none when the two sizes are that close.
           const std::uint64_t middle = integer_sqrt(it->first * next->first) / 4 * 4;
@@ -336,7 +388,11 @@ void merge_tune_ratios(TuneRatios& into, const TuneRatios& from) {
   for (const auto& [shape, by_collective] : from)
     for (const auto& [collective, by_form] : by_collective)
       for (const auto& [form, measured] : by_form)
-        for (const auto& [bytes, ratio] : measured) into[shape][collective][form][bytes] = ratio;
+        for (const auto& [bytes, ratio] : measured) {
+          TuneRatio& cell = into[shape][collective][form][bytes];
+          if (ratio.configured > 0) cell.configured = ratio.configured;
+          for (const auto& [hierarchy, x] : ratio.forms) cell.forms[hierarchy] = x;
+        }
 }
 
 }  // namespace copse

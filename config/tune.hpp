@@ -34,6 +34,16 @@
 //    band deferred between two served ones (or the reverse) is more likely
 //    that swing than the library. noise 1 turns the rule off; a band
 //    further off stays as measured, the first and last bands too.
+//  - Hierarchy forms. On a shape of several nodes copse may also be measured
+//    planning in other hierarchy forms (labels copse-FORM: `copse tune
+//    --hierarchy-forms`, hierarchy.form set on that side). A size takes the
+//    fastest of them where it beats copse's configured form (label copse) by
+//    more than the noise (its ratio above the configured one's / noise), and
+//    its row names the form (`hierarchy`); elsewhere the configured form, and
+//    no `hierarchy` key. The size's ratio is then that form's, for every rule
+//    here. Across two hosts of two processes a bcast of 64 KiB to 1 MiB took
+//    36-582 us in lanes against 106-1211 in the leader form, while no other
+//    form helped allreduce there.
 //  - Barrier has no bytes: one row per shape, by the median of its ratios.
 //  - MPI_Reduce_scatter (unequal counts), when not measured, repeats
 //    reduce_scatter_block's rows: their bytes (the whole input per process)
@@ -92,15 +102,28 @@ struct TuneShape {
 // Reads a shape's name; a UsageError says what is wrong with it.
 TuneShape parse_tune_shape(std::string_view name);
 
-// tuned/copse by median: shape name -> collective -> form -> bytes -> ratio.
-using TuneSizes = std::map<std::uint64_t, double>;
+// tuned/copse by median at one size: copse in its configured hierarchy form
+// (label "copse"; 0: not measured) and in the other forms measured (labels
+// "copse-FORM").
+struct TuneRatio {
+  double configured = 0;
+  std::map<Form, double> forms;
+  // The form the "Hierarchy forms" rule chooses (none: the configured one)
+  // and its ratio.
+  std::pair<std::optional<Form>, double> chosen(double noise) const;
+  // The best ratio of any form measured.
+  double best() const;
+};
+// tuned/copse by median: shape name -> collective -> call form -> bytes -> ratios.
+using TuneSizes = std::map<std::uint64_t, TuneRatio>;
 using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<CallForm, TuneSizes>>>;
 
 // The unmeasured forms' factor on the threshold (the header's "Forms" rule).
 inline constexpr double kTuneUnmeasured = 0.7;
 
-// The copse rows of a pooled CSV (label "copse", root 0 or none; the rows of
-// other labels and roots are not decisions). A malformed file or line is a
+// The copse rows of a pooled CSV (labels "copse" and "copse-FORM", FORM a
+// hierarchy form's name; root 0 or none; the rows of other labels and roots
+// are not decisions). A malformed file or line is a
 // UsageError naming `source`, the line and the reason; a copse row whose
 // result was wrong (verified false) is a RunFailure.
 TuneRatios read_tune_csv(std::istream& in, const std::string& source);
@@ -113,7 +136,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, double nois
 
 // Where a measurement between two measured sizes would move a band edge
 // (`copse tune --refine`): per shape, the collectives with two neighbouring
-// sizes (of one measured form)
+// sizes (of one measured form; each size by its best hierarchy form's ratio)
 // on either side of `threshold`, and for each such pair the size the
 // edge between them sits at (their integer geometric mean, whole floats),
 // when it lies strictly between them. Measured, it decides the half band up

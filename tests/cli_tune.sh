@@ -37,7 +37,7 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --forms --sync --rounds --refine --threshold --noise --unmeasured --from --mpirun \
+for opt in --out --replace --shapes --sizes --forms --sync --hierarchy-forms --rounds --refine --threshold --noise --unmeasured --from --mpirun \
   --host --hostfile --bench --library --work --timeout; do stdout_has "$opt"; done
 stdout_has "blocking,nonblocking"
 stdout_has "npP-vnK"
@@ -126,6 +126,25 @@ same_rows forms.toml "$fixture/expected.toml" "a form column of blocking rows: t
 table_json forms.toml
 json_check '[(r["form"], r["use"], r["note"]) for r in d["decision_table"]["rows"] if r["shape"] == "np2" and r["collective"] == "allreduce" and r["form"] != "blocking"] == [("nonblocking", "copse", "np2: tuned/copse 3.00, 3.00, 3.00, 3.00, 3.00, 3.00, 3.00 by median"), ("persistent", "copse", "np2: tuned/copse 3.00, 3.00, 3.00, 3.00, 3.00, 3.00, 3.00 by median; persistent not measured: nonblocking'"'"'s")]' \
   "np2 allreduce: nonblocking as measured, persistent repeats it"
+# ------------------------------------------------------------------ hierarchy forms measured
+# np4-vn2's bcast also measured in lanes, 3x tuned at every size: its rows name
+# lanes and serve; a form only within the noise of the configured one is not named.
+awk -F, 'NR == 1 { print; next } { print }
+  $1 == "np4-vn2" && $3 == "bcast" && $6 == "copse" { $6 = "copse-lanes"; $13 = "3.0000"; print }
+  $1 == "np4-vn2" && $3 == "allreduce" && $6 == "copse" { $6 = "copse-auto"; $13 = $13 * 1.1; print }' OFS=, \
+  "$fixture/bench.csv" >hier.csv
+expect 0 tune --from hier.csv --out hier.toml
+table_json hier.toml
+json_check '[(r["use"], r["hierarchy"]) for r in d["decision_table"]["rows"] if r["shape"] == "np4-vn2" and r["collective"] == "bcast" and r["form"] == "blocking"] == [("copse", "lanes")]' \
+  "np4-vn2 bcast: one row, served in lanes"
+json_check 'all(r["hierarchy"] is None for r in d["decision_table"]["rows"] if r["collective"] != "bcast")' \
+  "auto 1.1x the configured form, within the noise: no row names it"
+checks=$((checks + 1))
+grep -q 'hierarchy = "lanes"' hier.toml && grep -q 'by median in lanes (the configured form: ' hier.toml ||
+  fail "the table does not name lanes with its ratios: $(grep -m3 lanes hier.toml)"
+sed '3s/,copse,/,copse-tree,/' "$fixture/bench.csv" >badlabel.csv
+expect 2 tune --from badlabel.csv --out x.toml && stderr_has "line 3: label 'copse-tree': unknown hierarchy form"
+
 sed '2s/,blocking$/,immediate/' forms.csv >badform.csv
 expect 2 tune --from badform.csv --out x.toml && stderr_has "line 2: unknown form 'immediate'"
 
@@ -157,6 +176,7 @@ expect 2 tune --sizes 8,6 && stderr_has "6 is not a positive multiple of 4"
 expect 2 tune --rounds 0 && stderr_has "--rounds"
 expect 2 tune --forms blocking,immediate && stderr_has "--forms: 'immediate' is not a form"
 expect 2 tune --sync fence && stderr_has "--sync: 'fence' is not barrier or p2p"
+expect 2 tune --hierarchy-forms lanes,tree && stderr_has "--hierarchy-forms" && stderr_has "unknown hierarchy form \"tree\""
 expect 2 tune --from "$fixture/bench.csv" --out x.toml --unmeasured 0 && stderr_has "--unmeasured: expected a ratio in (0, 1]"
 expect 2 tune --mpirun /nonexistent/mpirun && stderr_has "cannot find the launcher"
 expect 2 tune --mpirun true --bench /nonexistent/bench && stderr_has "cannot find the benchmark mpi_collectives at /nonexistent/bench"

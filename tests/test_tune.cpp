@@ -1,6 +1,7 @@
 // copse tune's rules (config/tune.hpp) on small inputs whose rows are worked
 // out by hand; tests/cli_tune.sh checks them against the Python script's rows
 // on a larger CSV.
+#include <array>
 #include <catch2/catch.hpp>
 #include <sstream>
 
@@ -20,9 +21,9 @@ TuneRatios ratios_of(const std::string& body) {
 }
 
 std::string csv_row(const std::string& config, const std::string& collective, std::uint64_t bytes, double ratio,
-                    const std::string& root = "") {
-  return config + ",2," + collective + "," + root + "," + std::to_string(bytes) + ",copse,1,10,true,1e-6,1e-6,1," +
-         std::to_string(ratio) + "\n";
+                    const std::string& root = "", const std::string& label = "copse") {
+  return config + ",2," + collective + "," + root + "," + std::to_string(bytes) + "," + label +
+         ",1,10,true,1e-6,1e-6,1," + std::to_string(ratio) + "\n";
 }
 
 // The rows of one call form, in order.
@@ -171,7 +172,8 @@ TEST_CASE("tune: refinement asks for the size between two neighbours that decide
   TuneRatios more = r;
   merge_tune_ratios(more, ratios_of(csv_row("np2", "allreduce", 1048576, 0.49) + csv_row("np2", "allreduce", 8, 1.3)));
   CHECK(more.at("np2").at(MpiCollective::allreduce).at(CallForm::blocking).size() == 6);
-  CHECK(more.at("np2").at(MpiCollective::allreduce).at(CallForm::blocking).at(8) == Approx(1.3));  // the newer
+  CHECK(more.at("np2").at(MpiCollective::allreduce).at(CallForm::blocking).at(8).configured ==
+        Approx(1.3));  // the newer
   const DecisionTable t = tune_table(more, 0.95, 1.0, std::nullopt);
   std::uint64_t served_up_to = 0;
   for (const DecisionRow& row : t.rows)
@@ -228,4 +230,44 @@ TEST_CASE("tune: rows by call form, an unmeasured one from nonblocking's or from
   CHECK_THROWS_WITH(read_tune_csv(bad, "f.csv"),
                     "measurements f.csv, line 2: unknown form 'immediate' (blocking, nonblocking or persistent)");
   CHECK(ratios_of(csv_row("np2", "bcast", 8, 1.0)).at("np2").at(MpiCollective::bcast).contains(CallForm::blocking));
+}
+
+TEST_CASE("tune: a size takes the hierarchy form that beats the configured one by more than the noise") {
+  // bcast at np4-h2, tuned/copse by median, configured form (leader) / lanes / auto:
+  //   8 B      1.00 / 0.50 / 1.10   auto within the noise of leader (1.10 < 1.00 / 0.8): leader
+  //   64 KiB   0.57 / 1.69 / 1.60   lanes, the fastest, far ahead: copse in lanes
+  //   1 MiB    0.62 / 1.29 / 1.40   auto: copse in auto
+  //   16 MiB   0.60 / 0.90 / 0.70   lanes is faster but below the threshold: the library
+  std::string csv;
+  const std::pair<std::uint64_t, std::array<double, 3>> sizes[] = {
+      {8, {1.0, 0.5, 1.1}}, {65536, {0.57, 1.69, 1.6}}, {1048576, {0.62, 1.29, 1.4}}, {16777216, {0.6, 0.9, 0.7}}};
+  for (const auto& [bytes, x] : sizes)
+    csv += csv_row("np4-h2", "bcast", bytes, x[0]) + csv_row("np4-h2", "bcast", bytes, x[1], "", "copse-lanes") +
+           csv_row("np4-h2", "bcast", bytes, x[2], "", "copse-auto");
+  // A barrier's one band: each form's median over its sizes (leader 0.9, lanes 2.0).
+  csv += csv_row("np4-h2", "barrier", 0, 0.9) + csv_row("np4-h2", "barrier", 0, 2.0, "", "copse-lanes");
+  const TuneRatios r = ratios_of(csv);
+  const TuneRatio& at64k = r.at("np4-h2").at(MpiCollective::bcast).at(CallForm::blocking).at(65536);
+  CHECK(at64k.configured == Approx(0.57));
+  CHECK(at64k.forms.at(Form::lanes) == Approx(1.69));
+  CHECK(at64k.best() == Approx(1.69));
+  const DecisionTable t = tune_table(r, 0.95, 0.8, std::nullopt);
+  std::string got;
+  for (const DecisionRow& row : rows_of(t, CallForm::blocking))
+    if (row.collective == MpiCollective::bcast)
+      got += std::to_string(row.min_bytes) + (row.use == Provider::copse ? "c" : "m") +
+             (row.hierarchy ? std::string(to_string(*row.hierarchy)) : "") + " ";
+  CHECK(got == "0c 725clanes 262145cauto 4194305m ");  // 725: isqrt(8 * 64 KiB) + 1
+  for (const DecisionRow& row : rows_of(t, CallForm::blocking)) {
+    if (row.collective == MpiCollective::bcast && row.hierarchy == Form::lanes)
+      CHECK(row.note == "np4-h2: tuned/copse 1.69 by median in lanes (the configured form: 0.57)");
+    if (row.collective == MpiCollective::barrier) CHECK((row.use == Provider::copse && row.hierarchy == Form::lanes));
+  }
+  // Written and read back, the forms stay.
+  const DecisionTable back = parse_decision_table(write_decision_table(t, "h"), "w.toml");
+  REQUIRE(back.rows.size() == t.rows.size());
+  for (std::size_t i = 0; i < t.rows.size(); ++i) CHECK(back.rows[i].hierarchy == t.rows[i].hierarchy);
+  // A label naming no form is refused, with its line.
+  CHECK_THROWS_WITH(ratios_of(csv_row("np4-h2", "bcast", 8, 1.0, "", "copse-tree")),
+                    Catch::Contains("line 2: label 'copse-tree': unknown hierarchy form"));
 }

@@ -67,10 +67,10 @@ RankCore::RankCore(CoreTeam& team, int r)
   monitor.returned(now(), false);  // the first phase begins
 }
 
-CallKey RankCore::call_key(const PlanOptions& options, Collective c, std::uint64_t count, std::size_t element_bytes,
-                           const ReduceOp* op, int root, bool warmup) const {
+CallKey RankCore::call_key(const PlanOptions& options, std::optional<Form> form, Collective c, std::uint64_t count,
+                           std::size_t element_bytes, const ReduceOp* op, int root, bool warmup) {
   CallKey key = options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
-  if (call_form && has_hierarchy(c)) key.form = *call_form;
+  if (form && has_hierarchy(c)) key.form = *form;
   return key;
 }
 

@@ -100,25 +100,33 @@ class RankCore {
   }
   virtual std::size_t cached_plans() const = 0;
 
-  // Comm::set_form's.
+  // Comm::set_form's: the form of the calls this rank starts from now on. A
+  // call keeps the form it started with (a nonblocking one plans its pieces
+  // as it progresses, maybe after the next call has set another).
   std::optional<Form> call_form;
-  // The key `options` give a call of `c`, in call_form where it applies.
-  CallKey call_key(const PlanOptions& options, Collective c, std::uint64_t count, std::size_t element_bytes,
-                   const ReduceOp* op, int root, bool warmup = false) const;
-  // plan(key); when the key is in call_form and that form cannot plan the
-  // call (a UsageError: lanes on nodes of unequal size, an algorithm the
-  // form does not take), plan(key) in the configured form instead -- the
-  // call is served as it would have been without call_form.
+  // The key `options` give a call of `c`, in `form` (call_form when it
+  // started) where the collective takes one.
+  static CallKey call_key(const PlanOptions& options, std::optional<Form> form, Collective c, std::uint64_t count,
+                          std::size_t element_bytes, const ReduceOp* op, int root, bool warmup = false);
+  // plan(key); when the key's form is not the configured one (a form set by
+  // Comm::set_form) and cannot plan the call (a UsageError: lanes on nodes
+  // of unequal size, an algorithm the form does not take), plan(key) in the
+  // configured form instead -- the call is served as it would have been
+  // without the set form. If that fails too, the first error stands.
   template <class Plan>
   auto plan_in_call_form(const CallKey& key, Plan&& plan) const {
     try {
       return plan(key);
     } catch (const UsageError&) {
       const Form configured = core_team.settings->form_in_effect();
-      if (!call_form || key.form != *call_form || key.form == configured) throw;
+      if (key.form == configured) throw;
       CallKey fallback = key;
       fallback.form = configured;
-      return plan(fallback);
+      try {
+        return plan(fallback);
+      } catch (const UsageError&) {
+      }
+      throw;
     }
   }
 

@@ -183,8 +183,14 @@ int run_tune(const TuneArgs& a) {
     const TunePrograms programs =
         locate_tune_programs(std::filesystem::read_symlink("/proc/self/exe", error).string(), a.mpirun, a.bench,
                              a.library, {COPSE_INSTALL_LIBDIR, COPSE_INSTALL_LIBEXECDIR});
+    std::vector<std::string> forms;
+    for (Form form : m.hierarchy_forms) forms.emplace_back(to_string(form));
+    const bool several =
+        std::any_of(m.shapes.begin(), m.shapes.end(), [](const TuneShape& s) { return s.multi_node(); });
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
-              << " round(s) of the MPI library and copse alternated; measurements in " << m.work << "\n"
+              << " round(s) of the MPI library and copse"
+              << (several && !forms.empty() ? " (on several nodes also copse in " + join(forms, ", ") + ")" : "")
+              << " rotated; measurements in " << m.work << "\n"
               << std::flush;
     const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
     std::vector<std::string> files = {measure_for_tune(programs, m, say)};

@@ -224,10 +224,13 @@ std::vector<DecisionRow> shape_rows(const std::string& shape,
 }  // namespace
 
 std::pair<std::optional<Form>, double> TuneRatio::chosen(double noise) const {
-  std::pair<std::optional<Form>, double> best_form{std::nullopt, configured};
-  for (const auto& [form, x] : forms)
-    if (x > (best_form.first ? best_form.second : configured / noise)) best_form = {form, x};
-  return best_form;
+  // Worked, noise 0.8: configured 0.57, lanes 1.69, auto 1.60: lanes (1.69 >
+  // 0.57 / 0.8; auto is not above 1.69 / 0.8); configured 0.60, lanes 0.90,
+  // auto 1.40: auto (1.40 > 0.90 / 0.8).
+  std::pair<std::optional<Form>, double> choice{std::nullopt, configured};
+  for (const auto& [form, x] : forms)  // in Form's order: flat, leader, multi-leader, lanes, auto
+    if (x > choice.second / noise) choice = {form, x};
+  return choice;
 }
 
 double TuneRatio::best() const {

@@ -36,11 +36,15 @@
 //    further off stays as measured, the first and last bands too.
 //  - Hierarchy forms. On a shape of several nodes copse may also be measured
 //    planning in other hierarchy forms (labels copse-FORM: `copse tune
-//    --hierarchy-forms`, hierarchy.form set on that side). A size takes the
-//    fastest of them where it beats copse's configured form (label copse) by
-//    more than the noise (its ratio above the configured one's / noise), and
-//    its row names the form (`hierarchy`); elsewhere the configured form, and
-//    no `hierarchy` key. The size's ratio is then that form's, for every rule
+//    --hierarchy-forms`, hierarchy.form set on that side). A size takes a
+//    form where it beats copse's configured form (label copse) by more than
+//    the noise (its ratio above the configured one's / noise), a later form
+//    (in the order flat, leader, multi-leader, lanes, auto) replacing an
+//    earlier one only where it beats that by more than the noise too -- auto
+//    often chooses lanes itself, and two forms within the noise of each
+//    other would otherwise alternate from size to size -- and its row names
+//    the form (`hierarchy`); elsewhere the configured form, and no
+//    `hierarchy` key. The size's ratio is then that form's, for every rule
 //    here. Across two hosts of two processes a bcast of 64 KiB to 1 MiB took
 //    36-582 us in lanes against 106-1211 in the leader form, while no other
 //    form helped allreduce there.

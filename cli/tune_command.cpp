@@ -176,7 +176,9 @@ int run_tune(const TuneArgs& a) {
   std::optional<DecisionTable> previous;
   if (!a.replace && std::filesystem::exists(a.out)) previous = load_decision_table(a.out);
   TuneRatios ratios;
-  std::string measured;
+  // What a measurement ran with, defaults included, for the provenance
+  // lines: the line-up, and on several nodes copse's forms (none: --from).
+  std::optional<std::pair<std::string, std::string>> settings;
   if (a.from.empty()) {
     const TuneMeasurement m = measurement(a);
     std::error_code error;
@@ -192,6 +194,7 @@ int run_tune(const TuneArgs& a) {
               << (several && !forms.empty() ? " (on several nodes also copse in " + join(forms, ", ") + ")" : "")
               << " rotated; measurements in " << m.work << "\n"
               << std::flush;
+    settings.emplace(m.sync, join(forms, ", "));
     const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
     std::vector<std::string> files = {measure_for_tune(programs, m, say)};
     merge_tune_ratios(ratios, read_measurements(files.back()));
@@ -226,10 +229,18 @@ int run_tune(const TuneArgs& a) {
       " (the library's\nnonblocking path is other code than its blocking one). On several nodes a row\n"
       "names copse's hierarchy form where one measured beat the configured form by\nmore than the noise. "
       "Each row's note gives the ratios it stands for.";
+  // What a shape measured now ran with, defaults included (nothing for --from).
+  const auto ran_with = [&](const std::string& shape) -> std::string {
+    if (!settings) return "";
+    std::string text = " (line-up " + settings->first;
+    if (parse_tune_shape(shape).multi_node())
+      text += "; copse in its configured form" + (settings->second.empty() ? "" : ", " + settings->second);
+    return text + ")";
+  };
   // Where each shape's rows come from: this run for the shapes it measured,
   // the earlier table's own line for each shape it keeps.
   for (const std::string& shape : shapes)
-    header += "\nmeasured " + shape + ": " + now_text("%Y-%m-%d %H:%M UTC") + ", " + command;
+    header += "\nmeasured " + shape + ": " + now_text("%Y-%m-%d %H:%M UTC") + ", " + command + ran_with(shape);
   if (!kept.empty()) {
     const std::map<std::string, std::string> earlier = provenance_lines(a.out);
     for (const std::string& shape : kept)

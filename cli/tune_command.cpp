@@ -133,6 +133,13 @@ TuneMeasurement measurement(const TuneArgs& a) {
   return m;
 }
 
+// The hierarchy forms copse is measured in besides its configured one: "lanes, auto".
+std::string forms_text(const TuneMeasurement& m) {
+  std::vector<std::string> names;
+  for (Form form : m.hierarchy_forms) names.emplace_back(to_string(form));
+  return join(names, ", ");
+}
+
 TuneRatios read_measurements(const std::string& csv) {
   std::ifstream in(csv);
   if (!in) throw UsageError("cannot read measurements " + csv);
@@ -176,25 +183,21 @@ int run_tune(const TuneArgs& a) {
   std::optional<DecisionTable> previous;
   if (!a.replace && std::filesystem::exists(a.out)) previous = load_decision_table(a.out);
   TuneRatios ratios;
-  // What a measurement ran with, defaults included, for the provenance
-  // lines: the line-up, and on several nodes copse's forms (none: --from).
-  std::optional<std::pair<std::string, std::string>> settings;
+  std::optional<TuneMeasurement> measured;  // none: --from
   if (a.from.empty()) {
-    const TuneMeasurement m = measurement(a);
+    const TuneMeasurement& m = measured.emplace(measurement(a));
     std::error_code error;
     const TunePrograms programs =
         locate_tune_programs(std::filesystem::read_symlink("/proc/self/exe", error).string(), a.mpirun, a.bench,
                              a.library, {COPSE_INSTALL_LIBDIR, COPSE_INSTALL_LIBEXECDIR});
-    std::vector<std::string> forms;
-    for (Form form : m.hierarchy_forms) forms.emplace_back(to_string(form));
     const bool several =
         std::any_of(m.shapes.begin(), m.shapes.end(), [](const TuneShape& s) { return s.multi_node(); });
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
               << " round(s) of the MPI library and copse"
-              << (several && !forms.empty() ? " (on several nodes also copse in " + join(forms, ", ") + ")" : "")
+              << (several && !m.hierarchy_forms.empty() ? " (on several nodes also copse in " + forms_text(m) + ")"
+                                                        : "")
               << " rotated; measurements in " << m.work << "\n"
               << std::flush;
-    settings.emplace(m.sync, join(forms, ", "));
     const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
     std::vector<std::string> files = {measure_for_tune(programs, m, say)};
     merge_tune_ratios(ratios, read_measurements(files.back()));
@@ -231,10 +234,11 @@ int run_tune(const TuneArgs& a) {
       "Each row's note gives the ratios it stands for.";
   // What a shape measured now ran with, defaults included (nothing for --from).
   const auto ran_with = [&](const std::string& shape) -> std::string {
-    if (!settings) return "";
-    std::string text = " (line-up " + settings->first;
+    if (!measured) return "";
+    std::string text = " (line-up " + measured->sync;
     if (parse_tune_shape(shape).multi_node())
-      text += "; copse in its configured form" + (settings->second.empty() ? "" : ", " + settings->second);
+      text +=
+          "; copse in its configured form" + (measured->hierarchy_forms.empty() ? "" : ", " + forms_text(*measured));
     return text + ")";
   };
   // Where each shape's rows come from: this run for the shapes it measured,

@@ -295,10 +295,10 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
     const auto call_form = form < f.size() ? call_form_named(f[form]) : CallForm::blocking;
     if (!call_form) throw fail("unknown form '" + f[form] + "' (blocking, nonblocking or persistent)");
     // "copse", or "copse-FORM": copse planning in hierarchy form FORM.
-    if (!f[label].starts_with("copse") || !(f[root].empty() || f[root] == "0")) continue;
+    const bool configured = f[label] == "copse";
+    if ((!configured && !f[label].starts_with("copse-")) || !(f[root].empty() || f[root] == "0")) continue;
     std::optional<Form> hierarchy;
-    if (f[label] != "copse") {
-      if (!f[label].starts_with("copse-")) continue;
+    if (!configured) {
       try {
         hierarchy = parse_form(std::string_view(f[label]).substr(6));
       } catch (const UsageError& e) {

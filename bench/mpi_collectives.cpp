@@ -56,7 +56,7 @@
 //
 // Usage:
 //   mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST]
-//                                      [--quick] [--label NAME] [--config NAME] [--json FILE]
+//                                      [--min-size SIZE] [--quick] [--label NAME] [--config NAME] [--json FILE]
 //   mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]
 // Exit status: 0 when every result verified, 1 on a wrong result (in report
 // mode: a line that recorded one), 2 on bad usage.
@@ -134,6 +134,7 @@ struct Options {
   Sync sync = Sync::barrier;
   std::vector<std::string> roots{"0"};  // integers or "last"
   std::vector<std::size_t> sizes;
+  std::size_t min_size = 0;  // --min-size: smaller sizes, and collectives without data, left out
   bool quick = false;
   std::string label = "mpi";
   std::string config;  // default: "np<P>"
@@ -458,8 +459,8 @@ int run_measure(const Options& o, int rank, int ranks) {
 
 const char* kUsage =
     "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST]\n"
-    "                                          [--sizes LIST] [--quick] [--sync barrier|p2p] [--label NAME]\n"
-    "                                          [--config NAME] [--json FILE]\n"
+    "                                          [--sizes LIST] [--min-size SIZE] [--quick] [--sync barrier|p2p]\n"
+    "                                          [--label NAME] [--config NAME] [--json FILE]\n"
     "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
     "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,\n"
     "                 scatter,gather,alltoall\n"
@@ -470,6 +471,7 @@ const char* kUsage =
     "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
     "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
     "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
+    "  --min-size     leave out the sizes below SIZE, and the collectives without data (barrier)\n"
     "  --sync         before each timed call: MPI_Barrier, or p2p, a dissemination barrier of\n"
     "                 MPI_Sendrecv no collective library replaces (default: barrier)\n"
     "  --label        this run's name in the output, e.g. tuned or copse (default: mpi)\n"
@@ -524,6 +526,9 @@ std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks
           return "not a size in whole floats: " + s;
         o.sizes.push_back(bytes);
       }
+    } else if (arg == "--min-size") {
+      o.min_size = parse_size(value);
+      if (o.min_size == 0) return "not a size: " + value;
     } else if (arg == "--sync") {
       if (!sync_named(value, o.sync)) return "unknown line-up: " + value + " (barrier or p2p)";
     } else if (arg == "--label") {
@@ -539,6 +544,12 @@ std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks
   if (o.collectives.empty())
     for (const Collective& c : kCollectives) o.collectives.push_back(&c);
   if (o.sizes.empty()) o.sizes = default_sizes(o.quick);
+  if (o.min_size) {
+    std::erase_if(o.sizes, [&](std::size_t bytes) { return bytes < o.min_size; });
+    std::erase_if(o.collectives, [](const Collective* c) { return !c->has_data(); });
+    if (o.sizes.empty()) return "--min-size: no size of at least " + std::to_string(o.min_size) + " B to measure";
+    if (o.collectives.empty()) return "--min-size: no collective with data to measure";
+  }
   if (o.roots.empty()) return "--roots needs at least one root";
   return "";
 }

@@ -82,6 +82,7 @@ Json table_json(const std::optional<DecisionTable>& table, const std::vector<std
                     {"max_hosts", bound(r.max_hosts, std::numeric_limits<int>::max())},
                     {"use", std::string(to_string(r.use))},
                     {"hierarchy", r.hierarchy ? Json(std::string(to_string(*r.hierarchy))) : Json(nullptr)},
+                    {"blocks", r.blocks ? Json(r.blocks) : Json(nullptr)},
                     {"note", r.note},
                     {"shape", r.shape}});
   Json out = {{"source", table->source}, {"default", std::string(to_string(table->fallback))}, {"rows", rows}};

@@ -17,6 +17,7 @@
 #include "cli/options.hpp"
 #include "cli/tune_run.hpp"
 #include "common/text.hpp"
+#include "common/units.hpp"
 
 // Where `cmake --install` puts libcopse_mpi.so and mpi_collectives under the
 // prefix (CMakeLists.txt defines both).
@@ -35,6 +36,8 @@ struct TuneArgs {
   std::string forms = "blocking,nonblocking";
   std::string sync = "p2p";
   std::string hierarchy_forms = "lanes,auto";
+  std::string block_counts = "4,16,64";
+  std::string block_counts_from = "256KiB";
   int rounds = 2;
   int refine = 1;
   double threshold = 0.95;
@@ -120,6 +123,17 @@ TuneMeasurement measurement(const TuneArgs& a) {
       if (std::find(m.hierarchy_forms.begin(), m.hierarchy_forms.end(), form) == m.hierarchy_forms.end())
         m.hierarchy_forms.push_back(form);
     }
+  if (a.block_counts != "none")
+    for (const std::string& item : list_items(a.block_counts)) {
+      const int blocks = option_value("--block-counts", [&] {
+        const std::uint64_t n = size_option("--block-counts", item);
+        if (n < 1 || n > 1u << 20) throw UsageError("'" + item + "' is not a block count in 1..1048576");
+        return static_cast<int>(n);
+      });
+      if (std::find(m.block_counts.begin(), m.block_counts.end(), blocks) == m.block_counts.end())
+        m.block_counts.push_back(blocks);
+    }
+  m.block_counts_from = size_option("--block-counts-from", a.block_counts_from);
   require_at_least("--rounds", a.rounds, 1);
   m.rounds = a.rounds;
   require_at_least("--refine", a.refine, 0);
@@ -133,11 +147,17 @@ TuneMeasurement measurement(const TuneArgs& a) {
   return m;
 }
 
-// The hierarchy forms copse is measured in besides its configured one: "lanes, auto".
-std::string forms_text(const TuneMeasurement& m) {
-  std::vector<std::string> names;
+// The variants copse is measured in besides its configuration: "lanes,
+// auto; 4, 16, 64 blocks from 256 KiB" ("" for none).
+std::string variants_text(const TuneMeasurement& m) {
+  std::vector<std::string> names, counts;
   for (Form form : m.hierarchy_forms) names.emplace_back(to_string(form));
-  return join(names, ", ");
+  if (measures_block_counts(m))
+    for (int blocks : m.block_counts) counts.push_back(std::to_string(blocks));
+  std::string text = join(names, ", ");
+  if (!counts.empty())
+    text += (text.empty() ? "" : "; ") + join(counts, ", ") + " blocks from " + format_bytes(m.block_counts_from);
+  return text;
 }
 
 TuneRatios read_measurements(const std::string& csv) {
@@ -194,8 +214,8 @@ int run_tune(const TuneArgs& a) {
         std::any_of(m.shapes.begin(), m.shapes.end(), [](const TuneShape& s) { return s.multi_node(); });
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
               << " round(s) of the MPI library and copse"
-              << (several && !m.hierarchy_forms.empty() ? " (on several nodes also copse in " + forms_text(m) + ")"
-                                                        : "")
+              << (several && !variants_text(m).empty() ? " (on several nodes also copse in " + variants_text(m) + ")"
+                                                       : "")
               << " rotated; measurements in " << m.work << "\n"
               << std::flush;
     const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
@@ -230,7 +250,8 @@ int run_tune(const TuneArgs& a) {
       "the blocking call's ratios with copse from " +
       unmeasured +
       " (the library's\nnonblocking path is other code than its blocking one). On several nodes a row\n"
-      "names copse's hierarchy form where one measured beat the configured form by\nmore than the noise. "
+      "names copse's hierarchy form or block count where one measured beat the\nconfigured plan by more than "
+      "the noise. "
       "Each row's note gives the ratios it stands for.";
   // What a shape measured now ran with, defaults included (nothing for --from).
   const auto ran_with = [&](const std::string& shape) -> std::string {
@@ -238,7 +259,7 @@ int run_tune(const TuneArgs& a) {
     std::string text = " (line-up " + measured->sync;
     if (parse_tune_shape(shape).multi_node())
       text +=
-          "; copse in its configured form" + (measured->hierarchy_forms.empty() ? "" : ", " + forms_text(*measured));
+          "; copse in its configured form" + (variants_text(*measured).empty() ? "" : ", " + variants_text(*measured));
     return text + ")";
   };
   // Where each shape's rows come from: this run for the shapes it measured,
@@ -310,12 +331,21 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->type_name("barrier|p2p")
       ->capture_default_str();
   cmd->add_option("--hierarchy-forms", a->hierarchy_forms,
-                  "on shapes of several nodes (npP-vnK, npP-hN), copse is also measured planning in each of these "
-                  "hierarchy forms (flat, leader, multi-leader, lanes, auto; none: only the configured form), and a "
-                  "size where one beats the configured form by more than --noise gets a row naming it: across two "
-                  "hosts a bcast of 64 KiB-1 MiB took 36-582 us in lanes against 106-1211 in the leader form. Each "
-                  "form adds a measurement of those shapes as long as copse's")
+                  "on shapes of several nodes (npP-vnK, npP-hN) copse is also measured planning in each of these "
+                  "forms (flat, leader, multi-leader, lanes, auto; none), and a size where one beats the configured "
+                  "form by more than --noise gets a row naming it: across two hosts a bcast of 64 KiB-1 MiB took "
+                  "36-582 us in lanes, 106-1211 in the leader form. Each adds a measurement as long as copse's")
       ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--block-counts", a->block_counts,
+                  "on shapes of several nodes, copse is also measured in its configured form with each of these "
+                  "pipeline block counts (none: only its model's choice) at the sizes from --block-counts-from, and "
+                  "a size where one beats the configured plan by more than --noise gets a row naming it (across two "
+                  "hosts a 1 MiB reduce took 0.63 ms in 4 blocks, 1.3 in the model's 1)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--block-counts-from", a->block_counts_from, "the smallest size --block-counts measure")
+      ->type_name("SIZE")
       ->capture_default_str();
   cmd->add_option("--rounds", a->rounds, "rounds per shape, the sides' order rotating")
       ->type_name("N")
@@ -351,7 +381,9 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->excludes(cmd->get_option("--refine"))
       ->excludes(cmd->get_option("--forms"))
       ->excludes(cmd->get_option("--sync"))
-      ->excludes(cmd->get_option("--hierarchy-forms"));
+      ->excludes(cmd->get_option("--hierarchy-forms"))
+      ->excludes(cmd->get_option("--block-counts"))
+      ->excludes(cmd->get_option("--block-counts-from"));
   cmd->add_option("--mpirun", a->mpirun, "the launcher, with words of its own (it takes -np, -x and --mca)")
       ->type_name("COMMAND")
       ->capture_default_str();
@@ -371,7 +403,7 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->footer(
       "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
       "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call; on several nodes once more per "
-      "--hierarchy-forms form), --rounds times each; the rounds "
+      "--hierarchy-forms form and per --block-counts count), --rounds times each; the rounds "
       "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
       "band within --noise of it follows its two neighbours when they agree). A "
       "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "

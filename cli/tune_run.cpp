@@ -98,18 +98,20 @@ std::string stats_file(const std::string& raw, const TuneShape& shape) {
   return (fs::path(raw).parent_path() / ("stats-" + shape.name + ".jsonl")).string();
 }
 
-// One side of the rotation: the library alone, or copse (planning in a
-// hierarchy form of its own when one is named).
+// One side of the rotation: the library alone, or copse (as configured, or
+// in a variant: another hierarchy form, a fixed block count).
 struct Side {
   bool copse = false;
-  std::optional<Form> form;
-  std::string label() const { return !copse ? "tuned" : form ? "copse-" + std::string(to_string(*form)) : "copse"; }
+  std::optional<TuneVariant> variant;
+  std::string label() const { return !copse ? "tuned" : variant ? variant->label() : "copse"; }
 };
 
 std::vector<Side> sides_of(const TuneMeasurement& m, const TuneShape& shape) {
   std::vector<Side> sides = {{false, std::nullopt}, {true, std::nullopt}};
-  if (shape.multi_node())
-    for (Form form : m.hierarchy_forms) sides.push_back({true, form});
+  if (!shape.multi_node()) return sides;
+  for (Form form : m.hierarchy_forms) sides.push_back({true, TuneVariant{form, 0}});
+  if (measures_block_counts(m))
+    for (int blocks : m.block_counts) sides.push_back({true, TuneVariant{std::nullopt, blocks}});
   return sides;
 }
 
@@ -131,17 +133,32 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
                              "COPSE_MPI_STATS=" + stats_file(raw, shape)});
     if (shape.ranks_per_node)
       argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_RANKS_PER_NODE=" + std::to_string(shape.ranks_per_node)});
-    if (side.form) argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_FORM=" + std::string(to_string(*side.form))});
+    if (side.variant && side.variant->form)
+      argv.insert(argv.end(), {"-x", "COPSE_HIERARCHY_FORM=" + std::string(to_string(*side.variant->form))});
+    if (side.variant && side.variant->blocks)
+      argv.insert(argv.end(), {"-x", "COPSE_COLLECTIVES_BLOCKS=" + std::to_string(side.variant->blocks)});
   }
   argv.insert(argv.end(), {p.bench, "--label", side.label(), "--config", shape.name, "--json", raw});
   if (!m.sizes.empty()) argv.insert(argv.end(), {"--sizes", m.sizes});
   if (!m.collectives.empty()) argv.insert(argv.end(), {"--collectives", m.collectives});
   if (!m.forms.empty()) argv.insert(argv.end(), {"--forms", m.forms});
   if (!m.sync.empty()) argv.insert(argv.end(), {"--sync", m.sync});
+  // A block count matters where a vector has room for blocks: the smaller
+  // sizes, and barrier, are left out.
+  if (side.variant && side.variant->blocks && m.block_counts_from)
+    argv.insert(argv.end(), {"--min-size", std::to_string(m.block_counts_from)});
   return argv;
 }
 
 }  // namespace
+
+bool measures_block_counts(const TuneMeasurement& m) {
+  if (m.block_counts.empty()) return false;
+  if (m.sizes.empty()) return true;  // the benchmark's sweep, up to 64 MiB
+  for (const std::string& bytes : split(m.sizes, ','))
+    if (!bytes.empty() && std::stoull(bytes) >= m.block_counts_from) return true;
+  return false;
+}
 
 TunePrograms locate_tune_programs(const std::string& self, const std::string& mpirun, const std::string& bench,
                                   const std::string& library, const TuneInstallDirs& installed) {

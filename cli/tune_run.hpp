@@ -6,7 +6,9 @@
 // every call ("copse") -- the two sides' order rotated from round to round,
 // then its report mode pooling the rounds into the CSV the rules read. On a
 // shape of several nodes a further copse side per hierarchy form to try
-// ("copse-lanes": COPSE_HIERARCHY_FORM=lanes) joins the rotation. It is
+// ("copse-lanes": COPSE_HIERARCHY_FORM=lanes) and per block count to try
+// ("copse-b16": COPSE_COLLECTIVES_BLOCKS=16, at the sizes from
+// block_counts_from only) joins the rotation. It is
 // scripts/bench-mpi.sh's method, without the build and the report's extras.
 //
 // Files in `work` (created if absent): raw.jsonl (every run's results),
@@ -14,6 +16,7 @@
 // stats file: the calls it served and passed on), report.txt (the
 // side-by-side report, with those counts) and pooled.csv.
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,16 +48,22 @@ TunePrograms locate_tune_programs(const std::string& self, const std::string& mp
 
 struct TuneMeasurement {
   std::vector<TuneShape> shapes;
-  std::string sizes;                  // mpi_collectives --sizes LIST; empty: its full sweep
-  std::string collectives;            // mpi_collectives --collectives LIST; empty: every one
-  std::string forms;                  // mpi_collectives --forms LIST; empty: its default (blocking)
-  std::string sync;                   // mpi_collectives --sync barrier|p2p; empty: its default (barrier)
-  std::vector<Form> hierarchy_forms;  // copse's further sides on shapes of several nodes
+  std::string sizes;                    // mpi_collectives --sizes LIST; empty: its full sweep
+  std::string collectives;              // mpi_collectives --collectives LIST; empty: every one
+  std::string forms;                    // mpi_collectives --forms LIST; empty: its default (blocking)
+  std::string sync;                     // mpi_collectives --sync barrier|p2p; empty: its default (barrier)
+  std::vector<Form> hierarchy_forms;    // copse's further sides on shapes of several nodes
+  std::vector<int> block_counts;        // likewise, in the configured form ...
+  std::uint64_t block_counts_from = 0;  // ... at the sizes from this many bytes
   int rounds = 2;
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun
   std::string work;                        // the directory of the files above
 };
+
+// Whether `m` measures copse's block counts: some are given, and some size
+// is at least block_counts_from.
+bool measures_block_counts(const TuneMeasurement& m);
 
 // Runs the measurement; `say` gets one line per run as it ends. Returns the
 // pooled CSV's path. A run that fails, times out or verifies wrong is a

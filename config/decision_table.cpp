@@ -24,7 +24,7 @@ constexpr std::string_view kBuiltinTable =
 
 constexpr std::string_view kRowKeys[] = {"collective", "form",      "min_bytes", "max_bytes", "min_ranks",
                                          "max_ranks",  "min_nodes", "max_nodes", "min_hosts", "max_hosts",
-                                         "use",        "hierarchy", "note",      "shape"};
+                                         "use",        "hierarchy", "blocks",    "note",      "shape"};
 
 class Reader {
  public:
@@ -96,13 +96,17 @@ class Reader {
         fail(&node, "unknown key '" + std::string(key.str()) +
                         "' in a row (known: collective, form, min_bytes, "
                         "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, hierarchy, "
-                        "note, shape)");
+                        "blocks, note, shape)");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");
     if (const auto* n = table.get("hierarchy")) {
       if (r.use != Provider::copse) fail(n, "hierarchy is the form copse plans in: only with use = \"copse\"");
       r.hierarchy = hierarchy(*n);
+    }
+    if (const auto* n = table.get("blocks")) {
+      if (r.use != Provider::copse) fail(n, "blocks is the block count copse plans with: only with use = \"copse\"");
+      r.blocks = count(*n, "blocks");
     }
     if (const auto* n = table.get("collective")) r.collective = collective(*n);
     if (const auto* n = table.get("form")) r.form = form(*n);
@@ -195,6 +199,14 @@ std::vector<std::uint32_t> DecisionTable::rows_for(MpiCollective collective, Cal
   return out;
 }
 
+// " (lanes, 16 blocks)": what a copse row sets beyond the configuration.
+static std::string how_copse_plans(const DecisionRow& r) {
+  std::vector<std::string> set;
+  if (r.hierarchy) set.emplace_back(to_string(*r.hierarchy));
+  if (r.blocks) set.push_back(std::to_string(r.blocks) + (r.blocks == 1 ? " block" : " blocks"));
+  return set.empty() ? "" : " (" + join(set, ", ") + ")";
+}
+
 std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) const {
   std::ostringstream o;
   const auto counted = [&](std::size_t i) {
@@ -209,8 +221,7 @@ std::string DecisionTable::describe(const std::vector<std::uint64_t>& calls) con
       << range<int>("ranks", r.min_ranks, r.max_ranks, std::numeric_limits<int>::max(), show_int)
       << range<int>("nodes", r.min_nodes, r.max_nodes, std::numeric_limits<int>::max(), show_int)
       << range<int>("hosts", r.min_hosts, r.max_hosts, std::numeric_limits<int>::max(), show_int) << " -> "
-      << to_string(r.use) << (r.hierarchy ? " (" + std::string(to_string(*r.hierarchy)) + ")" : std::string())
-      << (r.note.empty() ? "" : "  # " + r.note) << "\n";
+      << to_string(r.use) << how_copse_plans(r) << (r.note.empty() ? "" : "  # " + r.note) << "\n";
   }
   o << "no row matches" << counted(rows.size()) << " -> " << to_string(fallback) << "\n";
   return o.str();
@@ -267,6 +278,7 @@ std::string write_decision_table(const DecisionTable& table, std::string_view he
     if (r.max_hosts != none) o << "max_hosts = " << r.max_hosts << "\n";
     o << "use = \"" << to_string(r.use) << "\"\n";
     if (r.hierarchy) o << "hierarchy = \"" << to_string(*r.hierarchy) << "\"\n";
+    if (r.blocks) o << "blocks = " << r.blocks << "\n";
     if (!r.note.empty()) o << "note = " << json_string(r.note) << "\n";
     if (!r.shape.empty()) o << "shape = " << json_string(r.shape) << "\n";
   }

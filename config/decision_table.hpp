@@ -31,6 +31,8 @@
 //   hierarchy = "lanes"          # with use = "copse": the hierarchy form copse plans
 //                                #   these calls in (flat, leader, multi-leader, lanes or
 //                                #   auto; hierarchy.form's names); absent: hierarchy.form
+//   blocks = 16                  # with use = "copse": the pipeline block count of these
+//                                #   calls (>= 1); absent: collectives.blocks
 //   note = "np 4: 0.01x by median"  # free text, shown by `copse config`
 //   shape = "np4"                # the measured shape the row stands for (written
 //                                #   by `copse tune`, which replaces a shape's rows
@@ -93,6 +95,7 @@ struct DecisionRow {
   int min_hosts = 0, max_hosts = std::numeric_limits<int>::max();
   Provider use = Provider::mpi;
   std::optional<Form> hierarchy;  // use copse: the form it plans in; none: the configured one
+  int blocks = 0;                 // use copse: the block count it plans with; 0: the configured one
   std::string note;
   std::string shape;  // `copse tune`'s: the measured shape ("np4", "np4-vn2"); empty: written by hand
   int line = 0;       // in the file (0: made in code)

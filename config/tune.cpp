@@ -76,33 +76,34 @@ std::string ratio_text(double x) {
   return text;
 }
 
-// Every size's ratios, one median per form: barrier's one band.
+// Every size's ratios, one median per variant: barrier's one band.
 TuneRatio median_ratio(const TuneSizes& measured) {
   std::vector<double> configured;
-  std::map<Form, std::vector<double>> forms;
+  std::map<TuneVariant, std::vector<double>> variants;
   for (const auto& [bytes, r] : measured) {
     if (r.configured > 0) configured.push_back(r.configured);
-    for (const auto& [form, x] : r.forms) forms[form].push_back(x);
+    for (const auto& [variant, x] : r.variants) variants[variant].push_back(x);
   }
   TuneRatio out{ratios_median(configured), {}};
-  for (const auto& [form, xs] : forms) out.forms[form] = ratios_median(xs);
+  for (const auto& [variant, xs] : variants) out.variants[variant] = ratios_median(xs);
   return out;
 }
 
 // One collective's rows at one shape: bands by geometric mean, each in its
-// chosen hierarchy form, a lone band within the noise following its
-// neighbours, adjacent bands that decide alike merged (the header's "Sizes",
-// "Hierarchy forms", "Noise" and "Barrier" rules).
+// chosen variant (hierarchy form, block count), a lone band within the noise
+// following its neighbours, adjacent bands that decide alike merged (the
+// header's "Sizes", "Hierarchy forms and block counts", "Noise" and
+// "Barrier" rules).
 std::vector<DecisionRow> collective_rows(const TuneSizes& measured, bool barrier, double threshold, double noise) {
   struct Band {
     std::uint64_t lo, hi;
     std::vector<double> ratios;
-    std::optional<Form> hierarchy;
-    std::vector<double> configured;  // the configured form's, when another was chosen
+    std::optional<TuneVariant> variant;
+    std::vector<double> configured;  // copse's as configured, when a variant was chosen
   };
   const auto band = [noise](std::uint64_t lo, std::uint64_t hi, const TuneRatio& r) {
-    const auto [form, x] = r.chosen(noise);
-    return Band{lo, hi, {x}, form, form ? std::vector<double>{r.configured} : std::vector<double>{}};
+    const auto [variant, x] = r.chosen(noise);
+    return Band{lo, hi, {x}, variant, variant ? std::vector<double>{r.configured} : std::vector<double>{}};
   };
   std::vector<Band> bands;
   if (barrier) {
@@ -134,15 +135,15 @@ std::vector<DecisionRow> collective_rows(const TuneSizes& measured, bool barrier
     }
     decided.push_back(copse ? Provider::copse : Provider::mpi);
   }
-  // A deferred band names no form: the library runs it.
+  // A deferred band names no variant: the library runs it.
   for (std::size_t i = 0; i < bands.size(); ++i)
-    if (decided[i] == Provider::mpi) bands[i].hierarchy.reset(), bands[i].configured.clear();
+    if (decided[i] == Provider::mpi) bands[i].variant.reset(), bands[i].configured.clear();
   std::vector<DecisionRow> rows;
   std::vector<Band> merged;  // each row's ratios
   for (std::size_t i = 0; i < bands.size(); ++i) {
     const Band& b = bands[i];
     const Provider use = decided[i];
-    if (!rows.empty() && rows.back().use == use && rows.back().hierarchy == b.hierarchy) {
+    if (!rows.empty() && rows.back().use == use && merged.back().variant == b.variant) {
       rows.back().max_bytes = b.hi;
       merged.back().ratios.push_back(b.ratios.front());
       merged.back().configured.insert(merged.back().configured.end(), b.configured.begin(), b.configured.end());
@@ -152,7 +153,7 @@ std::vector<DecisionRow> collective_rows(const TuneSizes& measured, bool barrier
     r.min_bytes = b.lo;
     r.max_bytes = b.hi;
     r.use = use;
-    r.hierarchy = b.hierarchy;
+    if (b.variant) r.hierarchy = b.variant->form, r.blocks = b.variant->blocks;
     rows.push_back(r);
     merged.push_back(b);
   }
@@ -161,11 +162,13 @@ std::vector<DecisionRow> collective_rows(const TuneSizes& measured, bool barrier
     for (double x : xs) out.push_back(ratio_text(x));
     return join(out, ", ");
   };
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    rows[i].note = rows[i].hierarchy ? "tuned/copse " + shown(merged[i].ratios) + " by median in " +
-                                           std::string(to_string(*rows[i].hierarchy)) +
-                                           " (the configured form: " + shown(merged[i].configured) + ")"
-                                     : "tuned/copse " + shown(merged[i].ratios) + " by median";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::optional<TuneVariant>& v = merged[i].variant;
+    rows[i].note = "tuned/copse " + shown(merged[i].ratios) + " by median";
+    if (v)
+      rows[i].note += " " + v->text() + (v->blocks ? " (as configured: " : " (the configured form: ") +
+                      shown(merged[i].configured) + ")";
+  }
   return rows;
 }
 
@@ -223,19 +226,51 @@ std::vector<DecisionRow> shape_rows(const std::string& shape,
 
 }  // namespace
 
-std::pair<std::optional<Form>, double> TuneRatio::chosen(double noise) const {
+std::string TuneVariant::label() const {
+  std::string text = "copse";
+  if (form) text += "-" + std::string(to_string(*form));
+  if (blocks) text += "-b" + std::to_string(blocks);
+  return text;
+}
+
+std::string TuneVariant::text() const {
+  std::string out = form ? "in " + std::string(to_string(*form)) : "";
+  if (blocks)
+    out += std::string(form ? " " : "") + "with " + std::to_string(blocks) + (blocks == 1 ? " block" : " blocks");
+  return out;
+}
+
+std::optional<TuneVariant> tune_variant_of(std::string_view label) {
+  if (label == "copse") return std::nullopt;
+  if (!label.starts_with("copse-")) throw UsageError("not a copse label (copse or copse-...)");
+  std::string_view rest = label.substr(6);
+  TuneVariant v;
+  // A trailing "bN" (alone or after the form: "b16", "lanes-b16").
+  const std::size_t dash = rest.rfind('-');
+  const std::string_view last = dash == std::string_view::npos ? rest : rest.substr(dash + 1);
+  if (last.size() > 1 && last[0] == 'b' && last.find_first_not_of("0123456789", 1) == std::string_view::npos) {
+    v.blocks = tune_number(last.substr(1));
+    if (v.blocks < 1) throw UsageError("block count '" + std::string(last.substr(1)) + "' is not a whole number >= 1");
+    rest = dash == std::string_view::npos ? std::string_view() : rest.substr(0, dash);
+  }
+  if (!rest.empty()) v.form = parse_form(rest);
+  if (!v.form && !v.blocks) throw UsageError("names neither a hierarchy form nor a block count (copse-FORM, copse-bN)");
+  return v;
+}
+
+std::pair<std::optional<TuneVariant>, double> TuneRatio::chosen(double noise) const {
   // Worked, noise 0.8: configured 0.57, lanes 1.69, auto 1.60: lanes (1.69 >
   // 0.57 / 0.8; auto is not above 1.69 / 0.8); configured 0.60, lanes 0.90,
   // auto 1.40: auto (1.40 > 0.90 / 0.8).
-  std::pair<std::optional<Form>, double> choice{std::nullopt, configured};
-  for (const auto& [form, x] : forms)  // in Form's order: flat, leader, multi-leader, lanes, auto
-    if (x > choice.second / noise) choice = {form, x};
+  std::pair<std::optional<TuneVariant>, double> choice{std::nullopt, configured};
+  for (const auto& [variant, x] : variants)  // in TuneVariant's order
+    if (x > choice.second / noise) choice = {variant, x};
   return choice;
 }
 
 double TuneRatio::best() const {
   double x = configured;
-  for (const auto& [form, r] : forms) x = std::max(x, r);
+  for (const auto& [variant, r] : variants) x = std::max(x, r);
   return x;
 }
 
@@ -294,16 +329,13 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
       throw fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
     const auto call_form = form < f.size() ? call_form_named(f[form]) : CallForm::blocking;
     if (!call_form) throw fail("unknown form '" + f[form] + "' (blocking, nonblocking or persistent)");
-    // "copse", or "copse-FORM": copse planning in hierarchy form FORM.
-    const bool configured = f[label] == "copse";
-    if ((!configured && !f[label].starts_with("copse-")) || !(f[root].empty() || f[root] == "0")) continue;
-    std::optional<Form> hierarchy;
-    if (!configured) {
-      try {
-        hierarchy = parse_form(std::string_view(f[label]).substr(6));
-      } catch (const UsageError& e) {
-        throw fail("label '" + f[label] + "': " + e.what());
-      }
+    // "copse", or "copse-...": copse planning in a variant (TuneVariant::label).
+    if ((f[label] != "copse" && !f[label].starts_with("copse-")) || !(f[root].empty() || f[root] == "0")) continue;
+    std::optional<TuneVariant> variant;
+    try {
+      variant = tune_variant_of(f[label]);
+    } catch (const UsageError& e) {
+      throw fail("label '" + f[label] + "': " + e.what());
     }
     if (f[verified] != "true")
       throw RunFailure("measurements " + source + ", line " + std::to_string(number) + ": " + f[config] + " " +
@@ -322,7 +354,7 @@ TuneRatios read_tune_csv(std::istream& in, const std::string& source) {
     if (ratio_error != std::errc() || ratio_end != f[ratio].data() + f[ratio].size() || !(r > 0) || !std::isfinite(r))
       throw fail("ratio '" + f[ratio] + "' is not a positive number");
     TuneRatio& cell = out[f[config]][*c][*call_form][n];
-    (hierarchy ? cell.forms[*hierarchy] : cell.configured) = r;
+    (variant ? cell.variants[*variant] : cell.configured) = r;
   }
   if (out.empty()) throw UsageError("measurements " + source + ": no copse rows with ratios");
   return out;
@@ -394,7 +426,7 @@ void merge_tune_ratios(TuneRatios& into, const TuneRatios& from) {
         for (const auto& [bytes, ratio] : measured) {
           TuneRatio& cell = into[shape][collective][form][bytes];
           if (ratio.configured > 0) cell.configured = ratio.configured;
-          for (const auto& [hierarchy, x] : ratio.forms) cell.forms[hierarchy] = x;
+          for (const auto& [variant, x] : ratio.variants) cell.variants[variant] = x;
         }
 }
 

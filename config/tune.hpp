@@ -34,20 +34,24 @@
 //    band deferred between two served ones (or the reverse) is more likely
 //    that swing than the library. noise 1 turns the rule off; a band
 //    further off stays as measured, the first and last bands too.
-//  - Hierarchy forms. On a shape of several nodes copse may also be measured
-//    planning in other hierarchy forms (labels copse-FORM: `copse tune
-//    --hierarchy-forms`, hierarchy.form set on that side). A size takes a
-//    form where it beats copse's configured form (label copse) by more than
-//    the noise (its ratio above the configured one's / noise), a later form
-//    (in the order flat, leader, multi-leader, lanes, auto) replacing an
-//    earlier one only where it beats that by more than the noise too -- auto
-//    often chooses lanes itself, and two forms within the noise of each
-//    other would otherwise alternate from size to size -- and its row names
-//    the form (`hierarchy`); elsewhere the configured form, and no
-//    `hierarchy` key. The size's ratio is then that form's, for every rule
-//    here. Across two hosts of two processes a bcast of 64 KiB to 1 MiB took
-//    36-582 us in lanes against 106-1211 in the leader form, while no other
-//    form helped allreduce there.
+//  - Hierarchy forms and block counts. On a shape of several nodes copse may
+//    also be measured planning in other hierarchy forms (labels copse-FORM:
+//    `copse tune --hierarchy-forms`, hierarchy.form set on that side) and,
+//    from a size up, with fixed pipeline block counts (labels copse-bN:
+//    `copse tune --block-counts`, collectives.blocks set). A size takes such
+//    a variant where it beats copse as configured (label copse) by more than
+//    the noise (its ratio above the configured one's / noise), a later
+//    variant (by block count, none first, then by form in the order flat,
+//    leader, multi-leader, lanes, auto) replacing an earlier one only where
+//    it beats that by more than the noise too -- auto often chooses lanes
+//    itself, and two variants within the noise of each other would otherwise
+//    alternate from size to size -- and its row names the form
+//    (`hierarchy`) and the block count (`blocks`); elsewhere neither. The
+//    size's ratio is then that variant's, for every rule here. Across two
+//    hosts of two processes a bcast of 64 KiB to 1 MiB took 36-582 us in
+//    lanes against 106-1211 in the leader form, while no other form helped
+//    allreduce there; a reduce of 1 MiB took 617-652 us in 4 blocks against
+//    1299-1340 in the 1 block the model chose.
 //  - Barrier has no bytes: one row per shape, by the median of its ratios.
 //  - MPI_Reduce_scatter (unequal counts), when not measured, repeats
 //    reduce_scatter_block's rows: their bytes (the whole input per process)
@@ -106,16 +110,34 @@ struct TuneShape {
 // Reads a shape's name; a UsageError says what is wrong with it.
 TuneShape parse_tune_shape(std::string_view name);
 
-// tuned/copse by median at one size: copse in its configured hierarchy form
-// (label "copse"; 0: not measured) and in the other forms measured (labels
-// "copse-FORM").
+// A way copse was measured besides its configuration (a side labelled
+// copse-...): planning in another hierarchy form, with a fixed pipeline
+// block count, or both.
+struct TuneVariant {
+  std::optional<Form> form;  // none: the configured form
+  int blocks = 0;            // 0: the configured block count
+  // "copse-lanes", "copse-b16", "copse-lanes-b16".
+  std::string label() const;
+  // "in lanes", "with 16 blocks", "in lanes with 16 blocks": a row note's words.
+  std::string text() const;
+  // The "Hierarchy forms" rule's order: by block count (none first), then by
+  // form (flat, leader, multi-leader, lanes, auto).
+  bool operator<(const TuneVariant& o) const { return blocks != o.blocks ? blocks < o.blocks : form < o.form; }
+  bool operator==(const TuneVariant&) const = default;
+};
+// The variant of a label "copse-..." (none for "copse" itself); a
+// UsageError says what is wrong with another.
+std::optional<TuneVariant> tune_variant_of(std::string_view label);
+
+// tuned/copse by median at one size: copse as configured (label "copse";
+// 0: not measured) and in the variants measured (labels "copse-...").
 struct TuneRatio {
   double configured = 0;
-  std::map<Form, double> forms;
-  // The form the "Hierarchy forms" rule chooses (none: the configured one)
-  // and its ratio.
-  std::pair<std::optional<Form>, double> chosen(double noise) const;
-  // The best ratio of any form measured.
+  std::map<TuneVariant, double> variants;
+  // The variant the "Hierarchy forms" rule chooses (none: as configured) and
+  // its ratio.
+  std::pair<std::optional<TuneVariant>, double> chosen(double noise) const;
+  // The best ratio of any variant measured.
   double best() const;
 };
 // tuned/copse by median: shape name -> collective -> call form -> bytes -> ratios.
@@ -125,8 +147,8 @@ using TuneRatios = std::map<std::string, std::map<MpiCollective, std::map<CallFo
 // The unmeasured forms' factor on the threshold (the header's "Forms" rule).
 inline constexpr double kTuneUnmeasured = 0.7;
 
-// The copse rows of a pooled CSV (labels "copse" and "copse-FORM", FORM a
-// hierarchy form's name; root 0 or none; the rows of other labels and roots
+// The copse rows of a pooled CSV (labels "copse" and "copse-..." of
+// TuneVariant::label; root 0 or none; the rows of other labels and roots
 // are not decisions). A malformed file or line is a
 // UsageError naming `source`, the line and the reason; a copse row whose
 // result was wrong (verified false) is a RunFailure.
@@ -140,7 +162,7 @@ DecisionTable tune_table(const TuneRatios& ratios, double threshold, double nois
 
 // Where a measurement between two measured sizes would move a band edge
 // (`copse tune --refine`): per shape, the collectives with two neighbouring
-// sizes (of one measured form; each size by its best hierarchy form's ratio)
+// sizes (of one measured form; each size by its best variant's ratio)
 // on either side of `threshold`, and for each such pair the size the
 // edge between them sits at (their integer geometric mean, whole floats),
 // when it lies strictly between them. Measured, it decides the half band up

@@ -112,7 +112,7 @@ int start_request(const char* call, Record& r, MPI_Request* out, bool persistent
     request->record = &r;
     request->call = call;
     request->persistent = persistent;
-    request->request = start(r.take_form());
+    request->request = start(r.take_choice());
     *out = register_request(request);
     return MPI_SUCCESS;
   } catch (...) {

@@ -51,14 +51,17 @@ struct Record {
     return table_rows[static_cast<std::size_t>(form)][static_cast<std::size_t>(c)];
   }
   std::unique_ptr<Team> team;  // made at the first served call
-  // The hierarchy form the deciding row names for the call being decided
-  // (State::table_serves), taken by the call's start (take_form).
-  std::optional<Form> call_form;
-  // The Team's Comm, set to plan in call_form (none: the configured form);
-  // call_form is cleared, so that no later call inherits it.
-  Comm& take_form() {
+  // The hierarchy form and block count the deciding row names for the call
+  // being decided (State::table_serves), taken by the call's start
+  // (take_choice).
+  CallChoice call_choice;
+  // The Team's Comm, set to plan as call_choice says (none and 0: as
+  // configured); call_choice is cleared, so that no later call inherits it.
+  Comm& take_choice() {
     Comm& ours = team->comm(0);
-    ours.set_form(std::exchange(call_form, std::nullopt));
+    const CallChoice choice = std::exchange(call_choice, CallChoice{});
+    ours.set_form(choice.form);
+    ours.set_blocks(choice.blocks);
     return ours;
   }
 };
@@ -81,14 +84,15 @@ struct State {
   }
   // Whether the decision table (if any) gives a call of `bytes` per process
   // in `form` on the record's communicator to copse; the deciding row is
-  // counted, and its hierarchy form kept for the call (Record::call_form).
+  // counted, and its hierarchy form and block count kept for the call
+  // (Record::call_choice).
   bool table_serves(MpiCollective c, std::uint64_t bytes, Record& r, CallForm form = CallForm::blocking) {
-    r.call_form.reset();
+    r.call_choice = {};
     if (!table) return true;
     const std::size_t row = table->find(r.rows(form, c), bytes);
     stats.decided(row);
     if (row == table->rows.size()) return table->fallback == Provider::copse;
-    r.call_form = table->rows[row].hierarchy;
+    r.call_choice = {table->rows[row].hierarchy, table->rows[row].blocks};
     return table->rows[row].use == Provider::copse;
   }
   // Both, for the collectives whose bytes need the communicator's size.
@@ -183,7 +187,7 @@ int run(State& s, MpiCollective c, const char* call, Record& r, Body&& body) {
   try {
     if (!r.team) r.team = std::make_unique<Team>(r.comm, s.comm_options, 1);
     finish_outstanding(r.team->comm(0));
-    body(r.take_form());
+    body(r.take_choice());
     return MPI_SUCCESS;
   } catch (...) {
     return fail_current(call, r);

@@ -168,6 +168,14 @@ struct CallKey {
   bool same_shape(const CallKey& other) const;
 };
 
+// What a caller may choose for its calls beyond its options
+// (Comm::set_form, Comm::set_blocks; a decision-table row's `hierarchy` and
+// `blocks`): none and 0 keep the configured form and block count.
+struct CallChoice {
+  std::optional<Form> form;
+  int blocks = 0;
+};
+
 struct CompiledPlan {
   Form form = Form::flat;  // never automatic
   const AlgorithmInfo* algorithm = nullptr;

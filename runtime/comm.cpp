@@ -212,7 +212,7 @@ class ThreadCall final : public PendingCall {
  private:
   static ThreadRank::Entry& entry_of(ThreadRank& r, const CallBuffers& b) {
     const CallArgs& a = b.args();
-    return r.entry(r.call_key(r.team->options, r.call_form, a.collective, b.count(), b.element_bytes(), a.op, a.root),
+    return r.entry(r.call_key(r.team->options, r.call_choice, a.collective, b.count(), b.element_bytes(), a.op, a.root),
                    a.dtype, a.op);
   }
 
@@ -233,7 +233,7 @@ void ThreadRank::allreduce(const void* send, void* recv, std::size_t count, cons
   if (allreduce_direct(send, recv, count, op)) return;
   bool warmup = false;
   const ArrivalKey* arrival = arrive(warmup);  // plan/arrival_monitor.hpp
-  CallKey key = call_key(team->options, call_form, Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
+  CallKey key = call_key(team->options, call_choice, Collective::allreduce, count, op.element_bytes, &op, 0, warmup);
   if (arrival) key.arrival = *arrival;
   run({Collective::allreduce, send, recv, count, &op, op.dtype, 0}, &entry(key, op.dtype, &op));
 }

@@ -96,6 +96,11 @@ class Comm {
   // the configured form. The interposer sets a decision-table row's form
   // (config/decision_table.hpp) before each call it serves.
   void set_form(std::optional<Form> form);
+  // Likewise the pipeline block count of this rank's calls from now on (0:
+  // the team's configured collectives.blocks); a count above what a call's
+  // vector holds plans as many blocks as it can. The interposer sets a
+  // row's `blocks` so. UsageError for a negative count.
+  void set_blocks(int blocks);
 
   // Progress report for the next allreduce (Proficz 2018, §3): this rank has
   // done `fraction` (in (0, 1]) of its computation phase -- the time since

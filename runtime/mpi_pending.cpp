@@ -69,7 +69,7 @@ class MpiCall final : public PendingCall {
   void begin_piece();
 
   MpiRank& r_;
-  const std::optional<Form> form_ = r_.call_form;  // as the call started (Comm::set_form)
+  const CallChoice choice_ = r_.call_choice;  // as the call started (Comm::set_form, set_blocks)
   const CallArgs a_;
   const CallBuffers b_;  // the piece's buffers, as the thread Comm's calls (runtime/call_buffers.hpp)
   std::uint64_t piece_ = 1, at_ = 0, n_ = 0;
@@ -85,7 +85,7 @@ class MpiCall final : public PendingCall {
 
 MpiRank::Entry* MpiCall::find_entry() {
   if (!own_.empty()) return n_ == std::min(piece_, b_.count()) ? &own_.front() : &own_.back();
-  key_ = r_.entry_key(a_.collective, n_, eb(), a_.op, a_.root, form_, hierarchical_);
+  key_ = r_.entry_key(a_.collective, n_, eb(), a_.op, a_.root, choice_, hierarchical_);
   if (auto* found = r_.cache.find(key_, a_.dtype, identity())) return &found->value;
   return nullptr;
 }

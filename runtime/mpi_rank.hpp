@@ -149,7 +149,7 @@ struct MpiRank final : RankCore {
   Entry& entry(Collective c, std::uint64_t total, std::uint64_t count, DType dtype, std::size_t eb, const ReduceOp* op,
                int root, bool warmup = false, const ArrivalKey* arrival = nullptr) {
     bool hierarchical = false;
-    const CallKey key = entry_key(c, count, eb, op, root, call_form, hierarchical, warmup, arrival);
+    const CallKey key = entry_key(c, count, eb, op, root, call_choice, hierarchical, warmup, arrival);
     return cached(cache, key, dtype, op, [&] {
       const CallKey internal = internal_key(key, hierarchical);
       Agreement a;
@@ -161,7 +161,7 @@ struct MpiRank final : RankCore {
   // A piece's key in the cache; `hierarchical`: planned over the
   // node-by-node numbering (else the communicator's order).
   CallKey entry_key(Collective c, std::uint64_t count, std::size_t eb, const ReduceOp* op, int root,
-                    std::optional<Form> form, bool& hierarchical, bool warmup = false,
+                    const CallChoice& choice, bool& hierarchical, bool warmup = false,
                     const ArrivalKey* arrival = nullptr) const {
     const bool commutative = op ? op->commutative : true;
     const bool reduces = c == Collective::allreduce || c == Collective::reduce || c == Collective::reduce_scatter;
@@ -170,7 +170,7 @@ struct MpiRank final : RankCore {
     // a collective planned flat in every form (has_hierarchy) is planned
     // over that order too, so that its blocks need no renumbering.
     hierarchical = (team->contiguous || !reduces || commutative) && has_hierarchy(c);
-    CallKey key = call_key(team->options, form, c, count, eb, op, root, warmup);
+    CallKey key = call_key(team->options, choice, c, count, eb, op, root, warmup);
     if (!hierarchical && has_hierarchy(c)) key.form = Form::flat;
     if (arrival && hierarchical) key.arrival = *arrival;
     return key;

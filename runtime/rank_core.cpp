@@ -22,7 +22,11 @@ int Comm::rank() const { return core_->rank; }
 int Comm::size() const { return core_->core_team.ranks; }
 Picos Comm::virtual_time() const { return core_->last_time; }
 std::size_t Comm::cached_plans() const { return core_->cached_plans(); }
-void Comm::set_form(std::optional<Form> form) { core_->call_form = form; }
+void Comm::set_form(std::optional<Form> form) { core_->call_choice.form = form; }
+void Comm::set_blocks(int blocks) {
+  if (blocks < 0) throw UsageError("set_blocks: the block count must not be negative, got " + std::to_string(blocks));
+  core_->call_choice.blocks = blocks;
+}
 void Comm::edge(double fraction) { core_->edge(fraction); }
 const std::vector<Picos>& Comm::planned_arrival() const { return core_->planned; }
 
@@ -67,10 +71,11 @@ RankCore::RankCore(CoreTeam& team, int r)
   monitor.returned(now(), false);  // the first phase begins
 }
 
-CallKey RankCore::call_key(const PlanOptions& options, std::optional<Form> form, Collective c, std::uint64_t count,
+CallKey RankCore::call_key(const PlanOptions& options, const CallChoice& choice, Collective c, std::uint64_t count,
                            std::size_t element_bytes, const ReduceOp* op, int root, bool warmup) {
   CallKey key = options.call_key(c, count, element_bytes, op ? op->commutative : true, root, warmup);
-  if (form && has_hierarchy(c)) key.form = *form;
+  if (choice.form && has_hierarchy(c)) key.form = *choice.form;
+  if (choice.blocks > 0) key.blocks = choice.blocks;
   return key;
 }
 

@@ -100,13 +100,14 @@ class RankCore {
   }
   virtual std::size_t cached_plans() const = 0;
 
-  // Comm::set_form's: the form of the calls this rank starts from now on. A
-  // call keeps the form it started with (a nonblocking one plans its pieces
-  // as it progresses, maybe after the next call has set another).
-  std::optional<Form> call_form;
-  // The key `options` give a call of `c`, in `form` (call_form when it
-  // started) where the collective takes one.
-  static CallKey call_key(const PlanOptions& options, std::optional<Form> form, Collective c, std::uint64_t count,
+  // Comm::set_form's and Comm::set_blocks': how the calls this rank starts
+  // from now on are planned. A call keeps the choice it started with (a
+  // nonblocking one plans its pieces as it progresses, maybe after the next
+  // call has set another).
+  CallChoice call_choice;
+  // The key `options` give a call of `c`, with `choice` (call_choice when it
+  // started): its form where the collective takes one, its block count.
+  static CallKey call_key(const PlanOptions& options, const CallChoice& choice, Collective c, std::uint64_t count,
                           std::size_t element_bytes, const ReduceOp* op, int root, bool warmup = false);
   // plan(key); when the key's form is not the configured one (a form set by
   // Comm::set_form) and cannot plan the call (a UsageError: lanes on nodes

@@ -189,21 +189,30 @@ grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversub
   "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
 
 # ------------------------------------------------------------------ a real measurement, small
-# Where mpirun and the benchmark and interposer beside copse exist: one size,
-# one round, np2 and np4-vn2 with lanes as copse's further form. Only the
-# several-node shape gets the copse-lanes side, with hierarchy.form set; the
-# provenance lines say what each shape ran with.
+# Where mpirun and the benchmark and interposer beside copse exist: two
+# sizes, one round, np2 and np4-vn2 with lanes as copse's further form and 4
+# blocks from the larger size. Only the several-node shape gets the
+# copse-lanes and copse-b4 sides, with hierarchy.form and collectives.blocks
+# set, the block count at the larger size only; the provenance lines say
+# what each shape ran with.
 bindir=$(dirname "$COPSE")
 if type -P mpirun >/dev/null && [[ -x $bindir/mpi_collectives && -f $bindir/libcopse_mpi.so ]]; then
-  expect OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 0 tune --shapes np2,np4-vn2 --sizes 8 --rounds 1 \
-    --refine 0 --forms blocking --hierarchy-forms lanes --out real.toml --work real-runs
+  expect OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 0 tune --shapes np2,np4-vn2 --sizes 8,64KiB \
+    --rounds 1 --refine 0 --forms blocking --hierarchy-forms lanes --block-counts 4 --block-counts-from 64KiB \
+    --out real.toml --work real-runs
   checks=$((checks + 1))
   grep -q -- "^== np4-vn2 copse-lanes round 1: .* -x COPSE_HIERARCHY_FORM=lanes .*--label copse-lanes " real-runs/runs.log &&
     ! grep -q "^== np2 copse-lanes" real-runs/runs.log ||
     fail "the copse-lanes side is not np4-vn2's alone: $(grep '^==' real-runs/runs.log | cut -c1-120)"
   checks=$((checks + 1))
+  grep -q -- "^== np4-vn2 copse-b4 round 1: .* -x COPSE_COLLECTIVES_BLOCKS=4 .*--label copse-b4 .* --min-size 65536$" \
+    real-runs/runs.log && ! grep -q "^== np2 copse-b4" real-runs/runs.log &&
+    grep -q '^np4-vn2,.*,65536,copse-b4,' real-runs/pooled.csv && ! grep -q '^np4-vn2,.*,8,copse-b4,' real-runs/pooled.csv ||
+    fail "the copse-b4 side is not np4-vn2's alone, at 64 KiB: $(grep '^==' real-runs/runs.log | cut -c1-160)"
+  checks=$((checks + 1))
   grep -q '^# measured np2: .* (line-up p2p)$' real.toml &&
-    grep -q '^# measured np4-vn2: .* (line-up p2p; copse in its configured form, lanes)$' real.toml ||
+    grep -q '^# measured np4-vn2: .* (line-up p2p; copse in its configured form, lanes; 4 blocks from 64 KiB)$' \
+      real.toml ||
     fail "the provenance lines do not say what the shapes ran with: $(grep '^# measured' real.toml)"
 else
   echo "cli_tune: no mpirun, or no mpi_collectives and libcopse_mpi.so beside $COPSE: the real measurement is skipped"

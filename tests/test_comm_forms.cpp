@@ -143,3 +143,56 @@ TEST_CASE("concurrency: comm forms: a form set for the calls plans as that form 
       for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
   }
 }
+
+// Comm::set_blocks: the block count a decision-table row names. A call with
+// a count set plans as a team configured with that count (the same virtual
+// time), 0 returns to the configured choice, and a negative count is refused.
+TEST_CASE("concurrency: comm forms: a block count set for the calls plans as that count configured",
+          "[comm][planner]") {
+  const ReduceOp sum = builtin_op("sum", DType::float32);
+  const std::uint64_t n = 4096;
+  // Each rank's virtual time after a reduce and after an allgather, the count set first.
+  auto times = [&](Team& team, int set) {
+    std::vector<Picos> out(2 * static_cast<std::size_t>(team.size()));
+    std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
+    every_rank(team, logs, [&](Comm& comm, RankLog& log) {
+      comm.set_blocks(set);
+      const auto at = static_cast<std::size_t>(comm.rank()) * 2;
+      if (!testing::check_collective(comm, Collective::reduce, sum, n, log.allreduce)) log.wrong.push_back("reduce");
+      out[at] = comm.virtual_time();
+      if (!testing::check_collective(comm, Collective::allgather, sum, n, log.allreduce))
+        log.wrong.push_back("allgather");
+      out[at + 1] = comm.virtual_time();
+    });
+    for (std::size_t r = 0; r < logs.size(); ++r)
+      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+    return out;
+  };
+  auto clocked = [](int blocks) {
+    TeamOptions o = form_options({2, 2}, Form::leader);
+    o.reduce = o.allgather = "binary-tree";  // the runtime's defaults across nodes
+    o.blocks = blocks;
+    o.virtual_clock = true;
+    return o;
+  };
+  Team chosen(clocked(0)), four(clocked(4)), sixteen(clocked(16));
+  const std::vector<Picos> as_chosen = times(chosen, 0);
+  CHECK(times(chosen, 4) == times(four, 0));
+  CHECK(times(chosen, 16) == times(sixteen, 0));
+  CHECK(times(chosen, 4) != times(chosen, 16));  // the check can tell the counts apart
+  CHECK(times(chosen, 0) == as_chosen);          // 0: the configured choice again
+  CHECK(times(four, 0) == times(chosen, 4));
+  CHECK_THROWS_AS(chosen.comm(0).set_blocks(-1), UsageError);
+
+  // More blocks than a vector holds: every collective still right.
+  for (Collective c : all_collectives()) {
+    std::vector<RankLog> logs(static_cast<std::size_t>(chosen.size()));
+    every_rank(chosen, logs, [&](Comm& comm, RankLog& log) {
+      comm.set_blocks(64);
+      if (!testing::check_collective(comm, c, sum, 3, log.allreduce)) log.wrong.push_back("wrong result");
+    });
+    INFO(to_string(c));
+    for (std::size_t r = 0; r < logs.size(); ++r)
+      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+  }
+}

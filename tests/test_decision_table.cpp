@@ -95,11 +95,13 @@ TEST_CASE("decision table: the writer's text reads back as the same table, and d
   t.rows[3].min_hosts = 2;
   t.rows[0].max_hosts = 1;
   t.rows[2].hierarchy = Form::multi_leader;  // rows 1-3 use copse
+  t.rows[3].blocks = 16;
   const std::string text = write_decision_table(t, "made here\nsecond line");
   CHECK(text.starts_with("# made here\n# second line\ndefault = \"copse\"\n"));
   CHECK_THAT(text, Catch::Contains("max_bytes = \"3MiB\"\n") && Catch::Contains("min_bytes = 1000\n") &&
                        Catch::Contains("max_bytes = 128\n") && Catch::Contains("shape = \"np2\"\n") &&
-                       Catch::Contains("use = \"copse\"\nhierarchy = \"multi-leader\"\n"));
+                       Catch::Contains("use = \"copse\"\nhierarchy = \"multi-leader\"\n") &&
+                       Catch::Contains("blocks = 16\n"));
   DecisionTable back = parse_decision_table(text, "w.toml");
   CHECK(back.fallback == Provider::copse);
   REQUIRE(back.rows.size() == t.rows.size());
@@ -113,7 +115,7 @@ TEST_CASE("decision table: the writer's text reads back as the same table, and d
   CHECK_THAT(counted, Catch::Contains("row 1 (line 3), 7 calls: bcast bytes <= 128 B hosts <= 1 -> mpi"));
   CHECK_THAT(counted, Catch::Contains("row 2 (line 8), 1 call: bcast"));
   CHECK_THAT(counted, Catch::Contains("no row matches, 5 calls -> copse"));
-  CHECK_THAT(counted, Catch::Contains("-> copse (multi-leader)"));
+  CHECK_THAT(counted, Catch::Contains("-> copse (multi-leader)") && Catch::Contains("-> copse (16 blocks)"));
 }
 
 TEST_CASE("decision table: virtual nodes of one host and real hosts are told apart") {
@@ -223,6 +225,12 @@ TEST_CASE("decision table: mistakes name the file, the line and the reason") {
              Catch::Contains("line 3: hierarchy: unknown hierarchy form \"tree\" (expected flat, leader"));
   CHECK_THAT(error_of("[[row]]\nuse = \"copse\"\nhierarchy = 2"),
              Catch::Contains("line 3: hierarchy must be a string"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"mpi\"\nblocks = 4"),
+             Catch::Contains("line 3: blocks is the block count copse plans with: only with use = \"copse\""));
+  CHECK_THAT(error_of("[[row]]\nuse = \"copse\"\nblocks = 0"),
+             Catch::Contains("line 3: blocks must be a whole number >= 1"));
+  CHECK_THAT(error_of("[[row]]\nuse = \"copse\"\nblocks = \"many\""),
+             Catch::Contains("line 3: blocks must be a whole number >= 1"));
   CHECK_THAT(error_of("rows = 3"), Catch::Contains("line 1: unknown key 'rows'"));
   CHECK_THAT(error_of("row = 3"), Catch::Contains("row must be an array of tables"));
   CHECK_THAT(error_of("[[row]\nuse = 1"), Catch::StartsWith("decision table t.toml, line 1: "));

@@ -253,7 +253,7 @@ TEST_CASE("tune: a size takes the hierarchy form that beats the configured one b
   const TuneRatios r = ratios_of(csv);
   const TuneRatio& at64k = r.at("np4-h2").at(MpiCollective::bcast).at(CallForm::blocking).at(65536);
   CHECK(at64k.configured == Approx(0.57));
-  CHECK(at64k.forms.at(Form::lanes) == Approx(1.69));
+  CHECK(at64k.variants.at(TuneVariant{Form::lanes, 0}) == Approx(1.69));
   CHECK(at64k.best() == Approx(1.69));
   const DecisionTable t = tune_table(r, 0.95, 0.8, std::nullopt);
   std::string got;
@@ -274,4 +274,57 @@ TEST_CASE("tune: a size takes the hierarchy form that beats the configured one b
   // A label naming no form is refused, with its line.
   CHECK_THROWS_WITH(ratios_of(csv_row("np4-h2", "bcast", 8, 1.0, "", "copse-tree")),
                     Catch::Contains("line 2: label 'copse-tree': unknown hierarchy form"));
+}
+
+TEST_CASE("tune: variant labels name a form, a block count, or both") {
+  CHECK_FALSE(tune_variant_of("copse"));
+  CHECK(tune_variant_of("copse-lanes") == TuneVariant{Form::lanes, 0});
+  CHECK(tune_variant_of("copse-b16") == TuneVariant{std::nullopt, 16});
+  CHECK(tune_variant_of("copse-multi-leader") == TuneVariant{Form::multi_leader, 0});
+  CHECK(tune_variant_of("copse-multi-leader-b4") == TuneVariant{Form::multi_leader, 4});
+  for (const TuneVariant& v :
+       {TuneVariant{Form::automatic, 0}, TuneVariant{std::nullopt, 64}, TuneVariant{Form::lanes, 2}})
+    CHECK(tune_variant_of(v.label()) == v);
+  CHECK(TuneVariant{Form::lanes, 4}.text() == "in lanes with 4 blocks");
+  CHECK(TuneVariant{std::nullopt, 1}.text() == "with 1 block");
+  for (const char* bad : {"copse-b0", "copse-b", "copse-lanes-x", "copse-", "tuned"})
+    CHECK_THROWS_AS(tune_variant_of(bad), UsageError);
+  // The rule's order: every form before any block count, fewer blocks first.
+  CHECK(TuneVariant{Form::automatic, 0} < TuneVariant{std::nullopt, 4});
+  CHECK(TuneVariant{std::nullopt, 4} < TuneVariant{Form::flat, 4});
+  CHECK(TuneVariant{Form::lanes, 4} < TuneVariant{std::nullopt, 16});
+}
+
+TEST_CASE("tune: a size takes the block count that beats the configured plan by more than the noise") {
+  // reduce at np4-h2, tuned/copse by median, as configured / 4 blocks / 16 blocks / 64 blocks (the block
+  // sides measured from 256 KiB only):
+  //   64 KiB   1.10 /  -   /  -   /  -     as configured
+  //   256 KiB  1.00 / 1.10 / 1.20 / 0.90   16 blocks within the noise of the configured plan: as configured
+  //   1 MiB    0.50 / 1.05 / 0.60 / 1.20   4 blocks, far ahead; 64 within the noise of 4 (1.20 < 1.05 / 0.8)
+  //   4 MiB    0.50 / 0.60 / 0.70 / 1.00   64 blocks, beyond the noise of every earlier one
+  //   16 MiB   0.50 / 0.60 / 0.65 / 1.02   likewise: one row with 4 MiB
+  std::string csv = csv_row("np4-h2", "reduce", 65536, 1.1);
+  const std::pair<std::uint64_t, std::array<double, 4>> sizes[] = {{262144, {1.0, 1.1, 1.2, 0.9}},
+                                                                   {1048576, {0.5, 1.05, 0.6, 1.2}},
+                                                                   {4194304, {0.5, 0.6, 0.7, 1.0}},
+                                                                   {16777216, {0.5, 0.6, 0.65, 1.02}}};
+  for (const auto& [bytes, x] : sizes)
+    csv += csv_row("np4-h2", "reduce", bytes, x[0]) + csv_row("np4-h2", "reduce", bytes, x[1], "", "copse-b4") +
+           csv_row("np4-h2", "reduce", bytes, x[2], "", "copse-b16") +
+           csv_row("np4-h2", "reduce", bytes, x[3], "", "copse-b64");
+  const DecisionTable t = tune_table(ratios_of(csv), 0.95, 0.8, std::nullopt);
+  std::string got;
+  for (const DecisionRow& row : rows_of(t, CallForm::blocking))
+    if (row.collective == MpiCollective::reduce) {
+      got += std::to_string(row.min_bytes) + (row.use == Provider::copse ? "c" : "m") +
+             (row.blocks ? "b" + std::to_string(row.blocks) : "") + " ";
+      CHECK_FALSE(row.hierarchy);
+      if (row.blocks == 4) CHECK(row.note == "np4-h2: tuned/copse 1.05 by median with 4 blocks (as configured: 0.50)");
+    }
+  CHECK(got == "0c 524289cb4 2097153cb64 ");  // isqrt(256 KiB * 1 MiB) + 1, isqrt(1 MiB * 4 MiB) + 1
+  // Written and read back, the counts stay; `copse config` shows them.
+  const DecisionTable back = parse_decision_table(write_decision_table(t, "h"), "w.toml");
+  REQUIRE(back.rows.size() == t.rows.size());
+  for (std::size_t i = 0; i < t.rows.size(); ++i) CHECK(back.rows[i].blocks == t.rows[i].blocks);
+  CHECK_THAT(back.describe(), Catch::Contains("-> copse (64 blocks)"));
 }

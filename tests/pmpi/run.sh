@@ -146,8 +146,11 @@ case "$what" in
     export COPSE_MPI_STATS="$tmp/stats.jsonl" COPSE_MPI_MAX_BYTES=8MiB COPSE_MPI_TABLE="$tmp/table.toml"
     ((k > 0)) && export COPSE_HIERARCHY_RANKS_PER_NODE=$k
     printf 'default = "copse"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n' >"$tmp/table.toml"
-    for row in allreduce:lanes reduce:multi-leader allgather:flat; do
-      printf '[[row]]\ncollective = "%s"\nuse = "copse"\nhierarchy = "%s"\n' "${row%%:*}" "${row#*:}"
+    # COLLECTIVE:FORM[:BLOCKS]: the rows name a form, and some a block count.
+    for row in allreduce:lanes:5 reduce:multi-leader:3 allgather:flat; do
+      IFS=: read -r collective form blocks <<<"$row"
+      printf '[[row]]\ncollective = "%s"\nuse = "copse"\nhierarchy = "%s"\n' "$collective" "$form"
+      [[ -n $blocks ]] && printf 'blocks = %s\n' "$blocks"
     done >>"$tmp/table.toml"
     preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
@@ -173,7 +176,8 @@ for line in map(json.loads, open(sys.argv[1])):
                    f"allreduce, reduce, allgather served {formed}")
     if t["unmatched"] != sum(served.values()) - sum(formed):
         bad.append(f"rank {line['rank']}: {t['unmatched']} calls matched no row, {sum(served.values())} served")
-print("\n".join(bad) if bad else "table: the first row deferred the bcasts, the rows naming forms served theirs, "
+print("\n".join(bad) if bad else "table: the first row deferred the bcasts, the rows naming forms (and block "
+      "counts) served theirs, "
       "the default served the rest")
 sys.exit(1 if bad else 0)
 EOF

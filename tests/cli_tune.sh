@@ -128,10 +128,12 @@ json_check '[(r["form"], r["use"], r["note"]) for r in d["decision_table"]["rows
   "np2 allreduce: nonblocking as measured, persistent repeats it"
 # ------------------------------------------------------------------ hierarchy forms measured
 # np4-vn2's bcast also measured in lanes, 3x tuned at every size: its rows name
-# lanes and serve; a form only within the noise of the configured one is not named.
+# lanes and serve; a form only within the noise of the configured one is not
+# named. Its allgather also measured with 16 blocks, 9x tuned: one row with blocks = 16.
 awk -F, 'NR == 1 { print; next } { print }
   $1 == "np4-vn2" && $3 == "bcast" && $6 == "copse" { $6 = "copse-lanes"; $13 = "3.0000"; print }
-  $1 == "np4-vn2" && $3 == "allreduce" && $6 == "copse" { $6 = "copse-auto"; $13 = $13 * 1.1; print }' OFS=, \
+  $1 == "np4-vn2" && $3 == "allreduce" && $6 == "copse" { $6 = "copse-auto"; $13 = $13 * 1.1; print }
+  $1 == "np4-vn2" && $3 == "allgather" && $6 == "copse" { $6 = "copse-b16"; $13 = "9.0000"; print }' OFS=, \
   "$fixture/bench.csv" >hier.csv
 expect 0 tune --from hier.csv --out hier.toml
 table_json hier.toml
@@ -139,6 +141,10 @@ json_check '[(r["use"], r["hierarchy"]) for r in d["decision_table"]["rows"] if 
   "np4-vn2 bcast: one row, served in lanes"
 json_check 'all(r["hierarchy"] is None for r in d["decision_table"]["rows"] if r["collective"] != "bcast")' \
   "auto 1.1x the configured form, within the noise: no row names it"
+json_check '[(r["use"], r["blocks"], r["hierarchy"]) for r in d["decision_table"]["rows"] if r["shape"] == "np4-vn2" and r["collective"] == "allgather" and r["form"] == "blocking"] == [("copse", 16, None)]' \
+  "np4-vn2 allgather: one row, served with 16 blocks"
+json_check 'all(r["blocks"] is None for r in d["decision_table"]["rows"] if r["collective"] != "allgather")' \
+  "no block count where none was measured"
 checks=$((checks + 1))
 grep -q 'hierarchy = "lanes"' hier.toml && grep -q 'by median in lanes (the configured form: ' hier.toml ||
   fail "the table does not name lanes with its ratios: $(grep -m3 lanes hier.toml)"

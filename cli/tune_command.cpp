@@ -4,6 +4,8 @@
 // makes the rows, write_decision_table writes them. With --from CSV it only
 // makes the rows, from measurements made before.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -78,6 +80,24 @@ std::map<std::string, std::string> provenance_lines(const std::string& path) {
     if (colon != std::string::npos) lines[line.substr(prefix.size(), colon - prefix.size())] = line.substr(2);
   }
   return lines;
+}
+
+// What of this process's environment shapes the runs it launches, for the
+// provenance lines: Open MPI's parameters (OMPI_MCA_*) and the multi-host
+// launcher's settings (MH_*, tests/multihost/mh-mpirun.sh), sorted, values
+// with spaces quoted: `MH_CPUS="h1=0 h2=1" MH_HOSTS="h1:2 h2:2"`; "" for none.
+std::string launch_environment() {
+  std::vector<std::string> set;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::size_t equals = entry.find('=');
+    if (equals == std::string_view::npos || !(entry.starts_with("OMPI_MCA_") || entry.starts_with("MH_"))) continue;
+    const std::string_view value = entry.substr(equals + 1);
+    const bool quote = value.empty() || value.find_first_of(" \t\"'") != std::string_view::npos;
+    set.push_back(std::string(entry.substr(0, equals + 1)) + (quote ? json_string(value) : std::string(value)));
+  }
+  std::sort(set.begin(), set.end());
+  return join(set, " ");
 }
 
 // The pieces of a list given with commas or spaces.
@@ -260,6 +280,7 @@ int run_tune(const TuneArgs& a) {
     if (parse_tune_shape(shape).multi_node())
       text +=
           "; copse in its configured form" + (variants_text(*measured).empty() ? "" : ", " + variants_text(*measured));
+    if (const std::string environment = launch_environment(); !environment.empty()) text += "; with " + environment;
     return text + ")";
   };
   // Where each shape's rows come from: this run for the shapes it measured,

@@ -203,7 +203,7 @@ grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversub
 # what each shape ran with.
 bindir=$(dirname "$COPSE")
 if type -P mpirun >/dev/null && [[ -x $bindir/mpi_collectives && -f $bindir/libcopse_mpi.so ]]; then
-  expect OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 0 tune --shapes np2,np4-vn2 --sizes 8,64KiB \
+  expect OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MH_PROBE="two words" 0 tune --shapes np2,np4-vn2 --sizes 8,64KiB \
     --rounds 1 --refine 0 --forms blocking --hierarchy-forms lanes --block-counts 4 --block-counts-from 64KiB \
     --out real.toml --work real-runs
   checks=$((checks + 1))
@@ -216,8 +216,8 @@ if type -P mpirun >/dev/null && [[ -x $bindir/mpi_collectives && -f $bindir/libc
     grep -q '^np4-vn2,.*,65536,copse-b4,' real-runs/pooled.csv && ! grep -q '^np4-vn2,.*,8,copse-b4,' real-runs/pooled.csv ||
     fail "the copse-b4 side is not np4-vn2's alone, at 64 KiB: $(grep '^==' real-runs/runs.log | cut -c1-160)"
   checks=$((checks + 1))
-  grep -q '^# measured np2: .* (line-up p2p)$' real.toml &&
-    grep -q '^# measured np4-vn2: .* (line-up p2p; copse in its configured form, lanes; 4 blocks from 64 KiB)$' \
+  grep -q '^# measured np2: .* (line-up p2p; with MH_PROBE="two words")$' real.toml &&
+    grep -q '^# measured np4-vn2: .* (line-up p2p; copse in its configured form, lanes; 4 blocks from 64 KiB; with MH_PROBE="two words")$' \
       real.toml ||
     fail "the provenance lines do not say what the shapes ran with: $(grep '^# measured' real.toml)"
 else

@@ -56,6 +56,28 @@ TeamOptions form_options(const std::vector<int>& nodes, Form form) {
   return o;
 }
 
+// Each rank's virtual time after each of `calls` (of `n` floats, checked
+// against the reference), `prepare(comm)` run first on every rank.
+template <class Prepare>
+std::vector<Picos> virtual_times(Team& team, const std::vector<Collective>& calls, std::uint64_t n, Prepare prepare) {
+  const ReduceOp sum = builtin_op("sum", DType::float32);
+  const auto ranks = static_cast<std::size_t>(team.size());
+  std::vector<Picos> out(calls.size() * ranks);
+  std::vector<RankLog> logs(ranks);
+  every_rank(team, logs, [&](Comm& comm, RankLog& log) {
+    prepare(comm);
+    const std::size_t at = static_cast<std::size_t>(comm.rank()) * calls.size();
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (!testing::check_collective(comm, calls[i], sum, n, log.allreduce))
+        log.wrong.emplace_back(to_string(calls[i]));
+      out[at + i] = comm.virtual_time();
+    }
+  });
+  for (std::size_t r = 0; r < logs.size(); ++r)
+    for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3x2, against the reference",
@@ -97,22 +119,10 @@ TEST_CASE("concurrency: comm forms: every form, every collective, 4x4, 2x3 and 3
 TEST_CASE("concurrency: comm forms: a form set for the calls plans as that form configured, or keeps the configured",
           "[comm][planner]") {
   const ReduceOp sum = builtin_op("sum", DType::float32);
-  const std::uint64_t n = 1000;
   // Each rank's virtual time after a bcast and after an allreduce.
-  auto times = [&](Team& team, std::optional<Form> set) {
-    std::vector<Picos> out(2 * static_cast<std::size_t>(team.size()));
-    std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
-    every_rank(team, logs, [&](Comm& comm, RankLog& log) {
-      comm.set_form(set);
-      const auto at = static_cast<std::size_t>(comm.rank()) * 2;
-      if (!testing::check_collective(comm, Collective::bcast, sum, n, log.allreduce)) log.wrong.push_back("bcast");
-      out[at] = comm.virtual_time();
-      if (!testing::check_collective(comm, Collective::allreduce, sum, n, log.allreduce)) log.wrong.push_back("sum");
-      out[at + 1] = comm.virtual_time();
-    });
-    for (std::size_t r = 0; r < logs.size(); ++r)
-      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
-    return out;
+  auto times = [](Team& team, std::optional<Form> set) {
+    return virtual_times(team, {Collective::bcast, Collective::allreduce}, 1000,
+                         [&](Comm& comm) { comm.set_form(set); });
   };
   auto clocked = [](Form form) {
     TeamOptions o = form_options({2, 2, 2}, form);
@@ -150,23 +160,10 @@ TEST_CASE("concurrency: comm forms: a form set for the calls plans as that form 
 TEST_CASE("concurrency: comm forms: a block count set for the calls plans as that count configured",
           "[comm][planner]") {
   const ReduceOp sum = builtin_op("sum", DType::float32);
-  const std::uint64_t n = 4096;
   // Each rank's virtual time after a reduce and after an allgather, the count set first.
-  auto times = [&](Team& team, int set) {
-    std::vector<Picos> out(2 * static_cast<std::size_t>(team.size()));
-    std::vector<RankLog> logs(static_cast<std::size_t>(team.size()));
-    every_rank(team, logs, [&](Comm& comm, RankLog& log) {
-      comm.set_blocks(set);
-      const auto at = static_cast<std::size_t>(comm.rank()) * 2;
-      if (!testing::check_collective(comm, Collective::reduce, sum, n, log.allreduce)) log.wrong.push_back("reduce");
-      out[at] = comm.virtual_time();
-      if (!testing::check_collective(comm, Collective::allgather, sum, n, log.allreduce))
-        log.wrong.push_back("allgather");
-      out[at + 1] = comm.virtual_time();
-    });
-    for (std::size_t r = 0; r < logs.size(); ++r)
-      for (const std::string& w : logs[r].wrong) FAIL_CHECK("rank " << r << ": " << w);
-    return out;
+  auto times = [](Team& team, int set) {
+    return virtual_times(team, {Collective::reduce, Collective::allgather}, 4096,
+                         [&](Comm& comm) { comm.set_blocks(set); });
   };
   auto clocked = [](int blocks) {
     TeamOptions o = form_options({2, 2}, Form::leader);

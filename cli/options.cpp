@@ -74,15 +74,15 @@ double time_option(std::string_view option, const std::string& text) {
   return option_value(option, [&] { return parse_time(text); });
 }
 
-std::optional<int> blocks_option(const std::string& text, bool allow_auto) {
+std::optional<int> blocks_option(const std::string& text, bool allow_auto, std::string_view option) {
   if (allow_auto && text == "auto") return std::nullopt;
   const std::string expected = allow_auto ? "'auto' or a whole number >= 1" : "a whole number >= 1";
   int value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc{} || ptr != end)
-    throw UsageError("--blocks: expected " + expected + ", got \"" + text + "\"");
-  if (value < 1) throw UsageError("--blocks: the block count must be at least 1, got " + text);
+    throw UsageError(std::string(option) + ": expected " + expected + ", got \"" + text + "\"");
+  if (value < 1) throw UsageError(std::string(option) + ": the block count must be at least 1, got " + text);
   return value;
 }
 

@@ -80,8 +80,9 @@ auto option_value(std::string_view option, F&& parse) {
 
 std::uint64_t size_option(std::string_view option, const std::string& text);
 double time_option(std::string_view option, const std::string& text);
-// --blocks: "auto" (nullopt, when allowed) or a whole number >= 1.
-std::optional<int> blocks_option(const std::string& text, bool allow_auto);
+// --blocks (or `option`, named in errors): "auto" (nullopt, when allowed)
+// or a whole number >= 1.
+std::optional<int> blocks_option(const std::string& text, bool allow_auto, std::string_view option = "--blocks");
 Ports ports_option(const std::string& text);  // bi|uni (also bidirectional|unidirectional)
 std::string_view ports_name(Ports ports);     // "bi" or "uni"
 void require_at_least(std::string_view option, long long value, long long minimum);

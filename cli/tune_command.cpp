@@ -145,11 +145,8 @@ TuneMeasurement measurement(const TuneArgs& a) {
     }
   if (a.block_counts != "none")
     for (const std::string& item : list_items(a.block_counts)) {
-      const int blocks = option_value("--block-counts", [&] {
-        const std::uint64_t n = size_option("--block-counts", item);
-        if (n < 1 || n > 1u << 20) throw UsageError("'" + item + "' is not a block count in 1..1048576");
-        return static_cast<int>(n);
-      });
+      const int blocks = *blocks_option(item, false, "--block-counts");
+      if (blocks > 1 << 20) throw UsageError("--block-counts: " + item + " is more than 1048576 blocks");
       if (std::find(m.block_counts.begin(), m.block_counts.end(), blocks) == m.block_counts.end())
         m.block_counts.push_back(blocks);
     }
@@ -232,10 +229,10 @@ int run_tune(const TuneArgs& a) {
                              a.library, {COPSE_INSTALL_LIBDIR, COPSE_INSTALL_LIBEXECDIR});
     const bool several =
         std::any_of(m.shapes.begin(), m.shapes.end(), [](const TuneShape& s) { return s.multi_node(); });
+    const std::string variants = variants_text(m);
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
               << " round(s) of the MPI library and copse"
-              << (several && !variants_text(m).empty() ? " (on several nodes also copse in " + variants_text(m) + ")"
-                                                       : "")
+              << (several && !variants.empty() ? " (on several nodes also copse in " + variants + ")" : "")
               << " rotated; measurements in " << m.work << "\n"
               << std::flush;
     const auto say = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
@@ -277,9 +274,10 @@ int run_tune(const TuneArgs& a) {
   const auto ran_with = [&](const std::string& shape) -> std::string {
     if (!measured) return "";
     std::string text = " (line-up " + measured->sync;
-    if (parse_tune_shape(shape).multi_node())
-      text +=
-          "; copse in its configured form" + (variants_text(*measured).empty() ? "" : ", " + variants_text(*measured));
+    if (parse_tune_shape(shape).multi_node()) {
+      const std::string variants = variants_text(*measured);
+      text += "; copse in its configured form" + (variants.empty() ? "" : ", " + variants);
+    }
     if (const std::string environment = launch_environment(); !environment.empty()) text += "; with " + environment;
     return text + ")";
   };

@@ -93,10 +93,7 @@ class Reader {
     r.line = static_cast<int>(table.source().begin.line);
     for (const auto& [key, node] : table)
       if (std::find(std::begin(kRowKeys), std::end(kRowKeys), key.str()) == std::end(kRowKeys))
-        fail(&node, "unknown key '" + std::string(key.str()) +
-                        "' in a row (known: collective, form, min_bytes, "
-                        "max_bytes, min_ranks, max_ranks, min_nodes, max_nodes, min_hosts, max_hosts, use, hierarchy, "
-                        "blocks, note, shape)");
+        fail(&node, "unknown key '" + std::string(key.str()) + "' in a row (known: " + join(kRowKeys, ", ") + ")");
     const toml::node* use = table.get("use");
     if (!use) fail(&table, "a row needs use = \"copse\" or \"mpi\"");
     r.use = provider(*use, "use");

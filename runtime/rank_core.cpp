@@ -174,12 +174,36 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
   return true;
 }
 
+// Whether collective `c`'s vector of `bytes` (an allgather's block) is read
+// where it lies (transport/direct_gather.hpp's calls by address): too large
+// for the slots, where the ranks may read each other's memory -- threads, or
+// processes whose set-up found cross-memory attach worth it (for an
+// allgather wherever the kernel allows it, as the link engine's attached
+// sends; a reduce as far as the direct broadcast reads, whose sender's copy
+// likewise runs beside its readers' in a schedule) -- and, for a reduce,
+// in a small team: its root alone reads and combines every vector. Among
+// two threads, up to kPairReduceByAddressUpToBytes: beyond it the
+// schedule's two threads, copying and combining at once, overtake the root
+// alone (thread Comm, back-to-back float sums, root 0, against the
+// schedules: 512 KiB 25.7 against 34-38 us, 768 KiB level, 2 MiB 219-226
+// against 187-191; three and four threads still ahead at 2 and 4 MiB).
+bool RankCore::reads_by_address(Collective c, std::size_t bytes) const {
+  const int p = core_team.ranks;
+  if (!leaves_choice_to_direct(c) || !DirectReduce::serves(p) || bytes < DirectBcast::kByAddressFromBytes) return false;
+  if (c == Collective::reduce && p > kReduceByAddressRanks) return false;
+  if (core_team.shares_memory) return c != Collective::reduce || p > 2 || bytes <= kPairReduceByAddressUpToBytes;
+  const LinkConfig& config = core_team.engine->config();
+  return config.cross_memory_attach && (c == Collective::allgather || bytes <= config.bcast_attach_up_to_bytes);
+}
+
 bool RankCore::allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes) {
   const std::size_t bytes = count * element_bytes;
-  if (!direct_fits(Collective::allgather, bytes, false)) return false;
+  const bool by_address = reads_by_address(Collective::allgather, bytes);
+  if (!by_address && !direct_fits(Collective::allgather, bytes, false)) return false;
   // In place (send == recv): the contribution is already at its block.
   const void* mine = send == recv ? bytes_of(recv) + static_cast<std::size_t>(rank) * bytes : send;
-  run_direct(Collective::allgather, [&](TeamDirectReduce& d) { d.allgather(mine, recv, count, element_bytes); });
+  run_direct(Collective::allgather,
+             [&](TeamDirectReduce& d) { d.allgather(mine, recv, count, element_bytes, by_address); });
   return true;
 }
 
@@ -204,12 +228,13 @@ bool RankCore::reduce_scatter_direct(const void* send, void* recv, const BlockCo
 }
 
 bool RankCore::reduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  if (!direct_fits(Collective::reduce, count * op.element_bytes, false)) return false;
+  const bool by_address = reads_by_address(Collective::reduce, count * op.element_bytes);
+  if (!by_address && !direct_fits(Collective::reduce, count * op.element_bytes, false)) return false;
   CallKey key;
   key.collective = Collective::reduce;
   key.root = root;
   check_call(key, nullptr);  // a root that is not a rank
-  run_direct(Collective::reduce, [&](TeamDirectReduce& d) { d.reduce(send, recv, count, op, root); });
+  run_direct(Collective::reduce, [&](TeamDirectReduce& d) { d.reduce(send, recv, count, op, root, by_address); });
   return true;
 }
 

@@ -83,6 +83,13 @@ class RankCore {
   RankCore(const RankCore&) = delete;
   RankCore& operator=(const RankCore&) = delete;
 
+  // The largest team whose reduces of vectors too large for the direct
+  // reduce's slots go by address (transport/direct_gather.hpp): its root
+  // alone reads and combines every rank's vector, where a tree shares the
+  // combining.
+  static constexpr int kReduceByAddressRanks = 4;
+  static constexpr std::size_t kPairReduceByAddressUpToBytes = std::size_t{512} << 10;  // two threads
+
   CoreTeam& core_team;
   const int rank;
   LinkRank link;
@@ -247,6 +254,7 @@ class RankCore {
   bool leaves_choice_to_direct(Collective c) const { return (direct_choices_ >> static_cast<unsigned>(c)) & 1u; }
   std::uint32_t direct_choices_ = 0;
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
+  bool reads_by_address(Collective c, std::size_t bytes) const;
   // Elements [from, from + count) of the reduction of every rank's `total`.
   bool reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
                              const ReduceOp& op);

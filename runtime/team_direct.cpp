@@ -1,5 +1,6 @@
 #include "runtime/team_direct.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -109,10 +110,16 @@ void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
   });
 }
 
-void TeamDirectReduce::allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes) {
+void TeamDirectReduce::allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes,
+                                 bool by_address) {
   guarded(Collective::allgather, [&] {
-    direct_allgather(reducer_, direct_, static_cast<const std::byte*>(mine), static_cast<std::byte*>(recv), count,
-                     element_bytes, policy_);
+    const auto* in = static_cast<const std::byte*>(mine);
+    auto* out = static_cast<std::byte*>(recv);
+    if (!by_address)
+      direct_allgather(reducer_, direct_, in, out, count, element_bytes, policy_);
+    else if (const std::size_t read =
+                 direct_allgather_by_address(reducer_, direct_, in, out, count, element_bytes, policy_))
+      engine_.count_attached(read);
   });
 }
 
@@ -124,10 +131,22 @@ void TeamDirectReduce::reduce_scatter(const void* send, void* recv, std::size_t 
   });
 }
 
-void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
+void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root,
+                              bool by_address) {
+  // A chunk of the root's reads: within the L2 cache with its sum.
+  constexpr std::size_t kChunkBytes = 128 << 10;
   guarded(Collective::reduce, [&] {
-    direct_reduce(reducer_, direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), count, root,
-                  op, policy_);
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    if (!by_address) {
+      direct_reduce(reducer_, direct_, in, out, count, root, op, policy_);
+      return;
+    }
+    if (direct_.rank == root && bounce_.size() < 2 * std::max(kChunkBytes, op.element_bytes))
+      bounce_.resize(2 * std::max(kChunkBytes, op.element_bytes));
+    if (const std::size_t read =
+            direct_reduce_by_address(reducer_, direct_, in, out, count, root, op, bounce_, policy_))
+      engine_.count_attached(read);
   });
 }
 

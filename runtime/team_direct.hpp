@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "common/link.hpp"
 #include "common/reduce_op.hpp"
@@ -45,12 +46,15 @@ class TeamDirectReduce {
   // (DirectReduce::bcast), as run() runs a reduction.
   void bcast(void* buffer, std::size_t bytes, int root);
   // An allgather and a reduce-scatter through the direct reduce's slots
-  // (transport/direct_gather.hpp), as run() runs a reduction.
-  void allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes);
+  // (transport/direct_gather.hpp), as run() runs a reduction; `by_address`:
+  // the allgather reads the peers' blocks where they lie
+  // (direct_allgather_by_address).
+  void allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes, bool by_address = false);
   void reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
                       const ReduceOp& op);
-  // A reduce to `root` through the same slots.
-  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  // A reduce to `root` through the same slots, or `by_address`
+  // (direct_reduce_by_address).
+  void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root, bool by_address = false);
   // An allreduce (barrier without an operator) that must not wait when it
   // starts (a nonblocking or persistent call): start() posts this rank's
   // vector and returns the call's number; finish() completes it when every
@@ -78,6 +82,9 @@ class TeamDirectReduce {
   std::optional<std::chrono::milliseconds> timeout_;
   DirectRank direct_;
   WaitPolicy policy_;
+  // A root's chunks of a reduce by address, made at the first (kept: a
+  // call allocates nothing after it).
+  std::vector<std::byte> bounce_;
 };
 
 }  // namespace copse

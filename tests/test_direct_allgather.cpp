@@ -3,8 +3,9 @@
 // rank gets every rank's block, and its block of the rank-order reduction
 // (the root: all of it) bitwise as the sequential reference computes it
 // (non-commutative operators too), for any team size, count and root, in
-// place and not, on both
-// sides of the slot's size (beyond it the schedules run); many calls in a
+// place and not, on both sides of the slot's size (beyond it the schedules
+// run) and read by address from 16 KiB (allgathers; reduces of small
+// teams); many calls in a
 // row share the slots with the direct reduce and the ring with the direct
 // bcast; a mismatched call is an error on every rank, not a hang; a named
 // algorithm still runs its schedule.
@@ -20,6 +21,7 @@
 #include "common/reduce_op.hpp"
 #include "direct_floats.hpp"
 #include "runtime/comm.hpp"
+#include "runtime/rank_core.hpp"
 #include "support.hpp"
 #include "transport/direct_reduce.hpp"
 
@@ -53,9 +55,17 @@ void check_gather_errors(const std::vector<std::exception_ptr>& errors, const Ve
   for (const std::string& v : verdicts.first) CHECK(v == "");
 }
 
-// Counts of floats per rank around the slot's size: all of an allgather's
+// Counts of elements per rank around the slot's size: all of an allgather's
 // block, and a reduce-scatter's p blocks, fit up to `fits` elements.
 std::vector<std::size_t> gather_counts(std::size_t fits) { return {0, 1, 7, 1001, fits - 1, fits, fits + 1}; }
+// The same and one read by address (RankCore::reads_by_address): from
+// DirectBcast::kByAddressFromBytes, odd, of `eb`-byte elements.
+std::vector<std::size_t> counts_with_address(std::size_t fits, std::size_t eb) {
+  std::vector<std::size_t> counts = gather_counts(fits);
+  counts.push_back(DirectBcast::kByAddressFromBytes / eb + 3);
+  return counts;
+}
+bool by_address(std::size_t bytes) { return bytes >= DirectBcast::kByAddressFromBytes; }
 
 }  // namespace direct_gather_test
 
@@ -69,7 +79,7 @@ TEST_CASE("direct allgather: every rank's bits in rank order, any p and count, i
     Verdicts verdicts(p);
     const auto errors = on_every_rank(team, [&](Comm& c) {
       std::uint64_t call = 0;
-      for (std::size_t n : gather_counts(fits))
+      for (std::size_t n : counts_with_address(fits, sizeof(float)))
         for (bool in_place : {false, true}) {
           ++call;
           const std::size_t bytes = n * sizeof(float);
@@ -86,8 +96,10 @@ TEST_CASE("direct allgather: every rank's bits in rank order, any p and count, i
           c.allgather(in_place ? recv.data() : mine.data(), recv.data(), n, DType::float32);
           verdicts.check(c.rank(), recv == want,
                          std::to_string(n) + " floats" + (in_place ? " in place" : "") + " differ");
-          // Beyond the slot a schedule runs; up to it nothing is planned.
-          if (n <= fits) verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
+          // Between the slot and the reads by address a schedule runs;
+          // otherwise nothing is planned.
+          if (n <= fits || by_address(bytes))
+            verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
         }
     });
     INFO("p = " << p);
@@ -169,11 +181,12 @@ TEST_CASE("direct reduce: the root gets the rank-order reduction bitwise, any p,
       std::uint64_t call = 0;
       for (const ReduceOp* op : {&fsum, &affine}) {
         const std::size_t eb = op->element_bytes;
-        for (std::size_t n : gather_counts(DirectReduce::kPostBytes / eb))
+        for (std::size_t n : counts_with_address(DirectReduce::kPostBytes / eb, eb))
           for (int root : {0, p - 1, p / 2})
             for (bool in_place : {false, true}) {
               ++call;
-              const bool direct = n * eb <= DirectReduce::kPostBytes;
+              const bool direct =
+                  n * eb <= DirectReduce::kPostBytes || (by_address(n * eb) && p <= RankCore::kReduceByAddressRanks);
               if (op == &fsum && !direct) continue;  // a schedule may associate a sum otherwise
               Bytes send(n * eb), want;
               if (op == &fsum) {

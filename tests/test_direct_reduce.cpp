@@ -2,11 +2,14 @@
 // gets the rank-order reduction, bitwise the same on every rank; repeated
 // calls reuse the slots safely; waits end on their deadline and on an abort.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,6 +20,7 @@
 #include "common/reduce_op.hpp"
 #include "direct_floats.hpp"
 #include "support.hpp"
+#include "transport/direct_gather.hpp"
 #include "transport/direct_reduce.hpp"
 
 using namespace copse;
@@ -30,8 +34,9 @@ namespace {
 // Runs body(rank, reducer) on p threads over one fresh set of slots; returns
 // each rank's exception (null if none).
 template <class Body>
-std::vector<std::exception_ptr> on_ranks(int p, Body&& body) {
-  HeapArena arena;
+std::vector<std::exception_ptr> on_ranks(int p, Body&& body, Arena* shared = nullptr) {
+  HeapArena heap;
+  Arena& arena = shared ? *shared : heap;
   DirectReduce reducer(arena, DirectReduce::create_shared(arena, p), p, nullptr);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(p));
   std::vector<std::thread> threads;
@@ -147,6 +152,99 @@ TEST_CASE(
         }
       }
   }
+}
+
+TEST_CASE(
+    "concurrency: direct allgather and reduce by address: rank-order bits read where the vectors lie, among threads "
+    "and by cross-memory attach",
+    "[direct]") {
+  // Threads over a heap arena load their peers' vectors; over a shared
+  // segment the slots take them for processes', and every read is a
+  // process_vm_readv (here of this process itself, as the bcast's test does).
+  const ReduceOp affine = builtin_op("affine", DType::uint32);  // not commutative; 8-byte elements
+  const ReduceOp fsum = builtin_op("sum", DType::float32);
+  // Empty, one element, and past the root's chunk of 128 KiB (TeamDirectReduce), odd.
+  const std::size_t counts[] = {0, 1, 4099, 70001};
+  for (bool processes : {false, true})
+    for (int p : {1, 2, 3, 4}) {
+      INFO((processes ? "shared segment" : "heap") << ", p = " << p);
+      const std::string name = "/copse-test-direct-" + std::to_string(getpid()) + "-" + std::to_string(p);
+      ShmArena::remove(name);
+      std::optional<ShmArena> segment;
+      if (processes) segment.emplace(ShmArena::Create{}, name, DirectReduce::shared_bytes(p) + 4096);
+      const auto errors = on_ranks(
+          p,
+          [&](int r, DirectReduce& reducer) {
+            DirectRank me;
+            me.rank = r;
+            const WaitPolicy policy = patient();
+            std::vector<std::byte> chunks(2 * (std::size_t{128} << 10));  // a root's bounce
+            std::uint64_t seed = 0;
+            auto fail = [&](const std::string& what) { throw std::logic_error(what); };
+            for (std::size_t n : counts) {
+              for (bool in_place : {false, true}) {
+                // Allgather of n floats per rank.
+                const auto bytes = n * sizeof(float);
+                Bytes want;
+                ++seed;
+                for (int q = 0; q < p; ++q) {
+                  const Bytes b = random_floats(q, n, seed);
+                  want.insert(want.end(), b.begin(), b.end());
+                }
+                Bytes mine = random_floats(r, n, seed);
+                Bytes recv(want.size(), std::byte{0x5a});
+                std::byte* own = recv.data() + static_cast<std::size_t>(r) * bytes;
+                if (in_place && bytes > 0) std::memcpy(own, mine.data(), bytes);
+                const std::size_t read = direct_allgather_by_address(reducer, me, in_place ? own : mine.data(),
+                                                                     recv.data(), n, sizeof(float), policy);
+                if (recv != want)
+                  fail("allgather of " + std::to_string(n) + (in_place ? " in place" : "") + " differs");
+                if (read != (processes ? static_cast<std::size_t>(p - 1) * bytes : 0))
+                  fail("allgather read " + std::to_string(read) + " bytes across processes");
+                // As a caller may at once: reuse both vectors. A peer still reading them would see this.
+                std::fill(recv.begin(), recv.end(), std::byte{0xa5});
+                std::fill(mine.begin(), mine.end(), std::byte{0xa5});
+                // A slot call between: the count and the slots' reuse are shared.
+                float x = 1.0f, sum = 0.0f;
+                reducer.allreduce(me, reinterpret_cast<const std::byte*>(&x), reinterpret_cast<std::byte*>(&sum), 1,
+                                  &fsum, policy);
+                if (sum != static_cast<float>(p)) fail("the slot allreduce between differs");
+              }
+              for (const ReduceOp* op : {&fsum, &affine})
+                for (int root : {0, p - 1, p / 2})
+                  for (bool in_place : {false, true}) {
+                    const std::size_t eb = op->element_bytes;
+                    Bytes send(n * eb), want;
+                    ++seed;
+                    if (op == &fsum) {
+                      send = random_floats(r, n, seed);
+                      want = float_reference(p, n, seed);
+                    } else {
+                      if (n > 0) fill_input(affine, r, n, send.data());
+                      want = reference_result(affine, p, n);
+                    }
+                    const Bytes untouched(n * eb, std::byte{0x5a});
+                    Bytes recv = untouched;
+                    const bool root_in_place = in_place && r == root;
+                    const std::size_t read =
+                        direct_reduce_by_address(reducer, me, send.data(), root_in_place ? send.data() : recv.data(), n,
+                                                 root, *op, chunks, policy);
+                    if (root_in_place) recv = send;
+                    const std::string what = op->name + " of " + std::to_string(n) + " to root " +
+                                             std::to_string(root) + (in_place ? " in place" : "");
+                    if (const std::string d = first_difference(recv, r == root ? want : untouched); !d.empty())
+                      fail(what + ": " + d);
+                    const bool reads = processes && r == root && n > 0;
+                    if (read != (reads ? static_cast<std::size_t>(p - 1) * n * eb : 0))
+                      fail(what + ": read " + std::to_string(read) + " bytes across processes");
+                    std::fill(send.begin(), send.end(), std::byte{0xa5});
+                  }
+            }
+          },
+          segment ? &*segment : nullptr);
+      for (const auto& e : errors) CHECK(message_of(e) == "");
+      if (processes) ShmArena::remove(name);
+    }
 }
 
 TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", "[direct]") {

@@ -1,5 +1,6 @@
 #include "transport/direct_gather.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/schedule.hpp"
@@ -34,6 +35,72 @@ void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, s
   const std::size_t eb = op.element_bytes;
   const std::uint32_t call = slots.exchange(me, Collective::reduce, send, count * eb, eb, policy, root);
   if (me.rank == root && count > 0) slots.fold_posts(call, 0, count, op, recv);
+}
+
+std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
+                                        std::size_t count, std::size_t element_bytes, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const std::uint32_t call = slots.share(me, Collective::allgather, mine, bytes);
+  slots.await_shares(me, call, Collective::allgather, bytes, element_bytes, policy);
+  std::size_t attached = 0;
+  const int p = slots.ranks();
+  for (int k = 0; k < p; ++k) {
+    const int q = (me.rank + k) % p;  // ourselves first, then from the right neighbour on
+    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
+    if (q != me.rank)
+      attached += slots.read_shared(q, call, 0, bytes, block);
+    else if (mine != block)
+      std::memmove(block, mine, bytes);  // in place it is there already
+  }
+  slots.release(me, call);
+  slots.await_released(me, call, policy);
+  return attached;
+}
+
+// Worked for T = 3, root 1, in place (send == recv), a chunk of 4 elements:
+// per chunk the root reads x_1's four elements -- its own, still in recv --
+// into the bounce's first half (the sum), reads x_0's into the second half
+// and combines them from the left (x_0 ⊙ x_1), then reads x_2's and
+// combines them from the right; only then does the sum overwrite recv's
+// four elements. Not in place the sum builds in recv itself, x_1 read
+// straight into it: at T = 2 and root 0 the root's work is one read and one
+// combine per chunk, no copy. In place at root 0, recv starts as x_0 and
+// the others are combined from the right.
+std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                     std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
+                                     const WaitPolicy& policy) {
+  const std::size_t eb = op.element_bytes;
+  const std::uint32_t call = slots.share(me, Collective::reduce, send, count * eb, root);
+  if (me.rank != root) {
+    slots.await_released(me, call, policy, root);
+    return 0;
+  }
+  slots.await_shares(me, call, Collective::reduce, count * eb, eb, policy, root);
+  const int p = slots.ranks();
+  const bool x0_in_recv = send == recv && root == 0;
+  const bool in_recv = send != recv || root == 0;
+  std::byte* sum_chunk = bounce.data();
+  std::byte* read_chunk = bounce.data() + bounce.size() / 2;
+  const std::size_t per = std::max<std::size_t>(bounce.size() / 2 / std::max<std::size_t>(eb, 1), 1);
+  std::size_t attached = 0;
+  for (std::size_t at = 0; at < count; at += per) {
+    const std::size_t n = std::min(per, count - at);
+    // Rank q's elements of the chunk: ours, a thread's in place, or read into `to`.
+    auto input = [&](int q, std::byte* to) -> const std::byte* {
+      if (q == root) return send + at * eb;
+      if (const std::byte* x = slots.shared_input(q, call)) return x + at * eb;
+      attached += slots.read_shared(q, call, at * eb, n * eb, to);
+      return to;
+    };
+    std::byte* acc = in_recv ? recv + at * eb : sum_chunk;
+    const int first = p == 1 || x0_in_recv ? 0 : 1;  // the rank whose elements start the sum
+    if (const std::byte* x = input(first, acc); x != acc) std::memcpy(acc, x, n * eb);
+    if (first == 1) op.combine(acc, input(0, read_chunk), n, Combine::left);
+    for (int q = first + 1; q < p; ++q) op.combine(acc, input(q, read_chunk), n, Combine::right);
+    if (acc != recv + at * eb) std::memcpy(recv + at * eb, acc, n * eb);
+  }
+  slots.release(me, call);
+  return attached;
 }
 
 }  // namespace copse

@@ -33,6 +33,7 @@
 // is reported, not skipped.
 
 #include <cstddef>
+#include <span>
 
 #include "common/reduce_op.hpp"
 #include "common/wait.hpp"
@@ -65,5 +66,24 @@ void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte*
 // the operator throws.
 void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                    int root, const ReduceOp& op, const WaitPolicy& policy);
+
+// The same two by address, for vectors too large for the slots
+// (DirectReduce::share): each rank reads the peers' vectors where they lie,
+// one copy per byte moved, and waits once for every post and once for its
+// readers. Both return the bytes read from other processes.
+//  - allgather: every rank reads every peer's block into its place (the
+//    peers in turn from its right neighbour on, so that the ranks do not all
+//    read rank 0 first);
+//  - reduce: the root alone reads, a chunk of every rank's vector after
+//    another (among processes through `bounce`: two halves, each holding
+//    a chunk read and, for a root in place other than rank 0, the chunk's
+//    sum), and combines them in rank order as the slots' reduce does, the
+//    others waiting only until the root has read them. Its work grows with
+//    T: the caller keeps it to small teams (RankCore).
+std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
+                                        std::size_t count, std::size_t element_bytes, const WaitPolicy& policy);
+std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                     std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
+                                     const WaitPolicy& policy);
 
 }  // namespace copse

@@ -1,12 +1,16 @@
 #include "transport/direct_reduce.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "transport/link_engine.hpp"
 
 namespace copse {
 
@@ -34,6 +38,7 @@ struct alignas(64) DirectReduce::Slot {
   std::int32_t root[kBuffers] = {-1, -1};                   // a reduce's (else -1): ranks that disagree are an error
   const std::byte* input[kBuffers] = {nullptr, nullptr};
   std::byte* output[kBuffers] = {nullptr, nullptr};
+  std::int32_t pid = 0;  // the process of `input` (a call by address, share())
 };
 
 Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
@@ -58,6 +63,7 @@ DirectReduce::DirectReduce(Arena& arena, Arena::Offset shared, int ranks, const 
     : ranks_(ranks),
       scope_(arena.cross_process() ? FutexScope::shared : FutexScope::process),
       one_process_(!arena.cross_process()),
+      pid_(static_cast<std::int32_t>(getpid())),
       spin_(spin),
       bcast_(arena.address(shared) + reduce_bytes(ranks), ranks, scope_, spin) {
   std::byte* base = arena.address(shared);
@@ -120,6 +126,52 @@ std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std:
   mine.root[call % kBuffers] = root;
   post(mine.posted, mine.sleepers, call);
   return call;
+}
+
+std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root) {
+  const std::uint32_t call = ++me.calls;
+  const std::uint32_t b = call % kBuffers;
+  Slot& mine = slots_[me.rank];
+  mine.bytes[b] = bytes;
+  mine.collective[b] = c;
+  mine.root[b] = root;
+  mine.input[b] = input;
+  mine.pid = pid_;
+  post(mine.posted, mine.sleepers, call);
+  return call;
+}
+
+const std::byte* DirectReduce::shared_input(int q, std::uint32_t call) const {
+  return one_process_ ? slots_[q].input[call % kBuffers] : nullptr;
+}
+
+std::size_t DirectReduce::read_shared(int q, std::uint32_t call, std::size_t at, std::size_t n, std::byte* to) const {
+  const Slot& peer = slots_[q];
+  const std::byte* from = peer.input[call % kBuffers] + at;
+  if (one_process_) {
+    std::memcpy(to, from, n);
+    return 0;
+  }
+  if (const int error = cross_memory_read(peer.pid, reinterpret_cast<std::uintptr_t>(from), to, n); error != 0)
+    throw SystemError("direct " + std::string(to_string(peer.collective[call % kBuffers])) + ": reading " +
+                      std::to_string(n) + " bytes of rank " + std::to_string(q) + " (process " +
+                      std::to_string(peer.pid) + ") by process_vm_readv: " + std::strerror(error));
+  return n;
+}
+
+void DirectReduce::release(DirectRank& me, std::uint32_t call) {
+  Slot& mine = slots_[me.rank];
+  post(mine.gathered, mine.gathered_sleepers, call);
+}
+
+void DirectReduce::await_released(DirectRank& me, std::uint32_t call, const WaitPolicy& policy, int only) {
+  if (only < 0) {
+    await_all(me, &Slot::gathered, &Slot::gathered_sleepers, call, "to read the vectors", policy);
+    return;
+  }
+  if (only != me.rank)
+    await_sequence(me, slots_[only].gathered, slots_[only].gathered_sleepers, call, only, "to read the vectors", policy,
+                   scope_, spin_);
 }
 
 std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,

@@ -149,6 +149,37 @@ class DirectReduce {
   // slot holds its copy).
   void fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op, std::byte* recv) const;
 
+  // ---- By address (issue 18, item 4) ----
+  //
+  // Vectors too large for the slots are read where they lie: each rank
+  // posts the address of its input (and its process) instead of a copy, the
+  // readers copy what they need straight from there -- memcpy among threads
+  // of one process, process_vm_readv among processes that may read each
+  // other's memory (the caller knows; the kernel refusing is a SystemError)
+  // -- and no rank returns, handing its vector back to its caller, while a
+  // peer may still read it (release, await_released). One copy per byte
+  // moved instead of the windows' two, and no handshake per block.
+  //
+  // share() posts the address of me's `bytes` of `input` as its next call
+  // of collective `c` (`root`: a reduce's, else -1) and returns the call's
+  // number; await_shares() waits for every peer's post of it and checks it
+  // as exchange() does. The calls share the count with the slots' calls.
+  std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root = -1);
+  void await_shares(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t element_bytes,
+                    const WaitPolicy& policy, int root = -1) {
+    await_posts(me, call, c, bytes, element_bytes, policy, root);
+  }
+  // Rank q's shared input of `call` where this rank may load from it (threads
+  // of one process); null among processes.
+  const std::byte* shared_input(int q, std::uint32_t call) const;
+  // Copies bytes [at, at + n) of rank q's shared input of `call` into `to`;
+  // returns the bytes read from another process.
+  std::size_t read_shared(int q, std::uint32_t call, std::size_t at, std::size_t n, std::byte* to) const;
+  // me is done reading the shared inputs of `call`; await_released waits
+  // until every peer is (`only` >= 0: that rank alone).
+  void release(DirectRank& me, std::uint32_t call);
+  void await_released(DirectRank& me, std::uint32_t call, const WaitPolicy& policy, int only = -1);
+
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come
   // between the reductions in any order. Returns the bytes this rank read
@@ -175,6 +206,7 @@ class DirectReduce {
   int ranks_;
   FutexScope scope_;
   bool one_process_;
+  std::int32_t pid_;  // this process's, for its shared inputs (asked once)
   const SpinPolicy* spin_;
   Slot* slots_;
   std::byte* data_;

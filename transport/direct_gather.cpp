@@ -44,7 +44,7 @@ std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, con
   slots.await_shares(me, call, Collective::allgather, bytes, element_bytes, policy);
   std::size_t attached = 0;
   const int p = slots.ranks();
-  for (int k = 0; k < p; ++k) {
+  for (int k = 0; k < p && bytes > 0; ++k) {
     const int q = (me.rank + k) % p;  // ourselves first, then from the right neighbour on
     std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
     if (q != me.rank)

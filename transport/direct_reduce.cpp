@@ -146,6 +146,7 @@ const std::byte* DirectReduce::shared_input(int q, std::uint32_t call) const {
 }
 
 std::size_t DirectReduce::read_shared(int q, std::uint32_t call, std::size_t at, std::size_t n, std::byte* to) const {
+  if (n == 0) return 0;  // an empty vector may have no address
   const Slot& peer = slots_[q];
   const std::byte* from = peer.input[call % kBuffers] + at;
   if (one_process_) {

@@ -61,6 +61,8 @@
 //                                             "" = the built-in table, none = serve every call the above allow
 //   mpi.cma                  auto|on|allgather|off  auto  processes of a node read large messages from each
 //                                             other's memory
+//   mpi.keep_heap            bool    true     at MPI_Init, malloc keeps freed heap memory mapped (glibc
+//                                             thresholds at their dynamic ceiling)
 //
 // TIME is common/units.hpp's syntax ("1.5us", "50ps", "60s", "1e-6"); in the
 // file it may also be a TOML number, in seconds. SIZE is its byte syntax
@@ -214,6 +216,9 @@ struct MpiOptions {
   // else for allgathers alone; on, for every collective where allowed;
   // allgather, for allgathers alone where allowed; off: never.
   CmaMode cma = CmaMode::automatic;
+  // At MPI_Init, glibc malloc's mmap and trim thresholds fixed at the
+  // ceiling its dynamic ones reach (mpi/interposer.cpp's keep_heap).
+  bool keep_heap = true;
   bool serves(MpiCollective c) const { return (serve >> static_cast<unsigned>(c) & 1U) != 0; }
   bool operator==(const MpiOptions&) const = default;
 };

@@ -448,6 +448,13 @@ constexpr std::array kKeys = {
              }
              return std::string("off");
            }},
+    KeyDef{{"mpi.keep_heap", "COPSE_MPI_KEEP_HEAP", "bool",
+            "at MPI_Init set glibc malloc's thresholds to the ceiling its own dynamic ones reach (blocks up to "
+            "32 MiB from the heap, up to 64 MiB of freed heap kept mapped), so that the buffers an MPI library "
+            "allocates and frees in every call are not handed back to the kernel and faulted in again; false: "
+            "malloc as the application left it"},
+           [](Options& o, const Raw& r) { o.mpi.keep_heap = read_bool(r); },
+           [](const Options& o) -> ConfigValue { return o.mpi.keep_heap; }},
     KeyDef{{"mpi.trace", "COPSE_MPI_TRACE", "FILE",
             "every process records each collective call it makes as one JSON line in this file (replaced at "
             "MPI_Init), for copse replay; empty: none"},

@@ -22,7 +22,7 @@ model.nic_beta model.nic_rails model.group_size model.group_alpha model.group_be
 hierarchy.ranks_per_node collectives.allreduce collectives.reduce collectives.bcast collectives.barrier
 collectives.allgather collectives.reduce_scatter collectives.scatter collectives.gather collectives.alltoall
 collectives.blocks runtime.wait_timeout runtime.wait_report
-runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.cma mpi.trace mpi.table"
+runtime.spin mpi.serve mpi.min_bytes mpi.max_bytes mpi.stats mpi.cma mpi.keep_heap mpi.trace mpi.table"
 
 # ------------------------------------------------------------------ help
 expect 0 --help && stdout_has "config"

@@ -67,6 +67,7 @@ TEST_CASE("config: defaults, every source 'default'", "[config]") {
   CHECK(o.mpi.stats.empty());
   CHECK(o.mpi.cma == copse::CmaMode::automatic);
   CHECK(config.value_text("mpi.cma") == "auto");
+  CHECK(o.mpi.keep_heap);
   CHECK(config.value_text("mpi.serve") == "all");
   CHECK(config.value_text("mpi.max_bytes") == "none");
 }
@@ -112,6 +113,9 @@ TEST_CASE("config: mpi byte bounds are SIZEs, the upper one also none", "[config
   CHECK(config.options().mpi.max_bytes == 0);
   config.set("mpi.stats", "/tmp/stats.jsonl");
   CHECK(config.options().mpi.stats == "/tmp/stats.jsonl");
+  config.set("mpi.keep_heap", "false");
+  CHECK_FALSE(config.options().mpi.keep_heap);
+  CHECK(config.value_text("mpi.keep_heap") == "false");
   config.set("mpi.cma", "off");
   CHECK(config.options().mpi.cma == copse::CmaMode::off);
   CHECK(config.value_text("mpi.cma") == "off");
@@ -208,7 +212,7 @@ TEST_CASE("config: model defaults equal CostModel()'s", "[config]") {
 
 TEST_CASE("config: every key listed once, with its variable", "[config]") {
   const auto keys = copse::config_keys();
-  CHECK(keys.size() == 43);
+  CHECK(keys.size() == 44);
   std::vector<std::string> names;
   for (const auto& key : keys) {
     names.emplace_back(key.name);

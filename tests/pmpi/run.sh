@@ -32,11 +32,15 @@
 #                               and a handler of the program's own; then under
 #                               MPI_ERRORS_ARE_FATAL, the job stops with copse's
 #                               "copse: MPI_Allreduce failed on rank ..." line
+#   run.sh heap NP              tests/pmpi/heap.c under LD_PRELOAD: a block of
+#                               16 MiB after MPI_Init comes from the heap
+#                               (mpi.keep_heap, the default), and is mmapped
+#                               with COPSE_MPI_KEEP_HEAP=false
 #   run.sh config-errors NP     a bad COPSE_* value, a misspelt variable and
 #                               settings that differ between processes: each
 #                               stops the job with exactly one "copse:" line
 #
-# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_ERRORS, PMPI_FORTRAN (when
+# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_ERRORS, PMPI_HEAP, PMPI_FORTRAN (when
 # a Fortran compiler was found; otherwise the Fortran test exits 77, skipped)
 # and MPIEXEC. Exit status 0 when every check passed.
 #
@@ -229,6 +233,14 @@ EOF
       exit 1
     fi
     echo "errors: returned, handled, and fatal: $(grep -m1 '^copse: ' "$tmp/err")"
+    ;;
+  heap)
+    # AddressSanitizer's allocator replaces malloc: there is no glibc heap to keep.
+    [[ -z $asan ]] || { echo "heap: skipped under AddressSanitizer"; exit 77; }
+    preloaded -np "$np" "$PMPI_HEAP" heap || { echo "FAIL mpi.keep_heap: the block was not on the heap"; exit 1; }
+    preloaded -np "$np" -x COPSE_MPI_KEEP_HEAP=false "$PMPI_HEAP" mmap ||
+      { echo "FAIL COPSE_MPI_KEEP_HEAP=false: the block was not mmapped"; exit 1; }
+    echo "heap: kept by default, malloc's own with mpi.keep_heap = false"
     ;;
   config-errors)
     failures=0

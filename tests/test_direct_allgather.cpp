@@ -4,7 +4,7 @@
 // (the root: all of it) bitwise as the sequential reference computes it
 // (non-commutative operators too), for any team size, count and root, in
 // place and not, on both sides of the slot's size (beyond it the schedules
-// run) and read by address from 16 KiB (allgathers; reduces of small
+// run) and read by address beyond it (allgathers; reduces of small
 // teams); many calls in a
 // row share the slots with the direct reduce and the ring with the direct
 // bcast; a mismatched call is an error on every rank, not a hang; a named
@@ -58,14 +58,14 @@ void check_gather_errors(const std::vector<std::exception_ptr>& errors, const Ve
 // Counts of elements per rank around the slot's size: all of an allgather's
 // block, and a reduce-scatter's p blocks, fit up to `fits` elements.
 std::vector<std::size_t> gather_counts(std::size_t fits) { return {0, 1, 7, 1001, fits - 1, fits, fits + 1}; }
-// The same and one read by address (RankCore::reads_by_address): from
-// DirectBcast::kByAddressFromBytes, odd, of `eb`-byte elements.
+// The same and one read by address (RankCore::reads_by_address: beyond the
+// slots), odd, of `eb`-byte elements.
 std::vector<std::size_t> counts_with_address(std::size_t fits, std::size_t eb) {
   std::vector<std::size_t> counts = gather_counts(fits);
-  counts.push_back(DirectBcast::kByAddressFromBytes / eb + 3);
+  counts.push_back(2 * DirectReduce::kPostBytes / eb + 3);
   return counts;
 }
-bool by_address(std::size_t bytes) { return bytes >= DirectBcast::kByAddressFromBytes; }
+bool by_address(std::size_t bytes) { return bytes > DirectReduce::kPostBytes; }
 
 }  // namespace direct_gather_test
 
@@ -96,10 +96,8 @@ TEST_CASE("direct allgather: every rank's bits in rank order, any p and count, i
           c.allgather(in_place ? recv.data() : mine.data(), recv.data(), n, DType::float32);
           verdicts.check(c.rank(), recv == want,
                          std::to_string(n) + " floats" + (in_place ? " in place" : "") + " differ");
-          // Between the slot and the reads by address a schedule runs;
-          // otherwise nothing is planned.
-          if (n <= fits || by_address(bytes))
-            verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
+          // Nothing is planned: the slots or the reads by address serve every size.
+          verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
         }
     });
     INFO("p = " << p);

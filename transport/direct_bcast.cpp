@@ -116,16 +116,21 @@ void DirectBcast::write(DirectRank& me, const std::byte* buffer, std::size_t byt
   } while (at < bytes);
 }
 
-std::size_t DirectBcast::read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const {
-  if (scope_ == FutexScope::process) {
-    std::memcpy(buffer, chunk.source, bytes);
+std::size_t read_from_peer(bool same_process, std::int32_t pid, const std::byte* from, std::byte* to, std::size_t bytes,
+                           std::string_view call, std::string_view role, int whom) {
+  if (same_process) {
+    std::memcpy(to, from, bytes);
     return 0;
   }
-  const int error = cross_memory_read(chunk.pid, reinterpret_cast<std::uintptr_t>(chunk.source), buffer, bytes);
-  if (error != 0)
-    throw SystemError("direct bcast: reading " + std::to_string(bytes) + " bytes of root " + std::to_string(root) +
-                      " (process " + std::to_string(chunk.pid) + ") by process_vm_readv: " + std::strerror(error));
+  if (const int error = cross_memory_read(pid, reinterpret_cast<std::uintptr_t>(from), to, bytes); error != 0)
+    throw SystemError("direct " + std::string(call) + ": reading " + std::to_string(bytes) + " bytes of " +
+                      std::string(role) + " " + std::to_string(whom) + " (process " + std::to_string(pid) +
+                      ") by process_vm_readv: " + std::strerror(error));
   return bytes;
+}
+
+std::size_t DirectBcast::read_source(const Chunk& chunk, std::byte* buffer, std::size_t bytes, int root) const {
+  return read_from_peer(scope_ == FutexScope::process, chunk.pid, chunk.source, buffer, bytes, "bcast", "root", root);
 }
 
 std::size_t DirectBcast::read(DirectRank& me, std::byte* buffer, std::size_t bytes, int root,

@@ -33,6 +33,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "common/wait.hpp"
 
@@ -48,6 +49,16 @@ struct DirectRank;  // transport/direct_reduce.hpp
 void await_sequence(DirectRank& me, const std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers,
                     std::uint32_t at_least, int whom, const char* what, const WaitPolicy& policy, FutexScope scope,
                     const SpinPolicy* spin);
+
+// Copies `bytes` of a peer's vector at `from`, an address in process `pid`:
+// memcpy where the peer is a thread of this process (`same_process`),
+// process_vm_readv otherwise. A read the kernel refuses is a SystemError,
+// "direct CALL: reading N bytes of ROLE WHOM (process PID) by
+// process_vm_readv: ...". Returns the bytes read from another process. The
+// direct region's reads by address (the bcast's, transport/direct_gather.hpp's)
+// all go through it.
+std::size_t read_from_peer(bool same_process, std::int32_t pid, const std::byte* from, std::byte* to, std::size_t bytes,
+                           std::string_view call, std::string_view role, int whom);
 
 class DirectBcast {
  public:

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "transport/link_engine.hpp"
 
 namespace copse {
 
@@ -119,25 +118,27 @@ std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std:
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
   const std::uint32_t call = ++me.calls;
-  Slot& mine = slots_[me.rank];
   if (bytes > 0) std::memcpy(data(me.rank, call), vector, bytes);
-  mine.bytes[call % kBuffers] = bytes;
-  mine.collective[call % kBuffers] = c;
-  mine.root[call % kBuffers] = root;
-  post(mine.posted, mine.sleepers, call);
+  announce(me, call, c, bytes, root);
   return call;
 }
 
-std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root) {
-  const std::uint32_t call = ++me.calls;
+void DirectReduce::announce(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, int root,
+                            const std::byte* input, std::byte* output) {
   const std::uint32_t b = call % kBuffers;
   Slot& mine = slots_[me.rank];
   mine.bytes[b] = bytes;
   mine.collective[b] = c;
   mine.root[b] = root;
   mine.input[b] = input;
+  mine.output[b] = output;
   mine.pid = pid_;
   post(mine.posted, mine.sleepers, call);
+}
+
+std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root) {
+  const std::uint32_t call = ++me.calls;
+  announce(me, call, c, bytes, root, input);
   return call;
 }
 
@@ -148,16 +149,8 @@ const std::byte* DirectReduce::shared_input(int q, std::uint32_t call) const {
 std::size_t DirectReduce::read_shared(int q, std::uint32_t call, std::size_t at, std::size_t n, std::byte* to) const {
   if (n == 0) return 0;  // an empty vector may have no address
   const Slot& peer = slots_[q];
-  const std::byte* from = peer.input[call % kBuffers] + at;
-  if (one_process_) {
-    std::memcpy(to, from, n);
-    return 0;
-  }
-  if (const int error = cross_memory_read(peer.pid, reinterpret_cast<std::uintptr_t>(from), to, n); error != 0)
-    throw SystemError("direct " + std::string(to_string(peer.collective[call % kBuffers])) + ": reading " +
-                      std::to_string(n) + " bytes of rank " + std::to_string(q) + " (process " +
-                      std::to_string(peer.pid) + ") by process_vm_readv: " + std::strerror(error));
-  return n;
+  const std::uint32_t b = call % kBuffers;
+  return read_from_peer(one_process_, peer.pid, peer.input[b] + at, to, n, to_string(peer.collective[b]), "rank", q);
 }
 
 void DirectReduce::release(DirectRank& me, std::uint32_t call) {
@@ -236,12 +229,7 @@ void DirectReduce::allreduce_sliced(DirectRank& me, const std::byte* send, std::
   const std::uint32_t call = ++me.calls;
   const std::uint32_t b = call % kBuffers;
   Slot& mine = slots_[me.rank];
-  mine.bytes[b] = count * eb;
-  mine.collective[b] = Collective::allreduce;
-  mine.root[b] = -1;
-  mine.input[b] = send;
-  mine.output[b] = recv;
-  post(mine.posted, mine.sleepers, call);
+  announce(me, call, Collective::allreduce, count * eb, -1, send, recv);
   await_posts(me, call, Collective::allreduce, count * eb, eb, policy);
 
   const BlockPartition slices(count, ranks_);

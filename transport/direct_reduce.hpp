@@ -195,6 +195,11 @@ class DirectReduce {
   std::byte* data(int rank, std::uint32_t call) const;
   // exchange()'s first half: me's vector copied and posted as its next call.
   std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root);
+  // Posts me's call `call` of collective `c`: its buffer's size, root and
+  // (a call by address or in slices) its vectors' addresses and process,
+  // written before the post that makes them visible.
+  void announce(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, int root,
+                const std::byte* input = nullptr, std::byte* output = nullptr);
   void post(std::atomic<std::uint32_t>& word, std::atomic<std::uint32_t>& sleepers, std::uint32_t call);
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,

@@ -47,14 +47,21 @@ void Comm::reduce_scatter_block(const void* send, void* recv, std::size_t count,
 void Comm::reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) {
   ready().reduce_scatter(send, recv, counts, op);
 }
+namespace {
+// Scatter, gather or alltoall: by address where the node may, else the runtime's schedules.
+void move_blocks(RankCore& core, Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) {
+  if (!core.move_direct(c, send, recv, count, dtype_size(dtype), root)) core.move(c, send, recv, count, dtype, root);
+}
+}  // namespace
+
 void Comm::scatter(const void* send, void* recv, std::size_t count, DType dtype, int root) {
-  ready().move(Collective::scatter, send, recv, count, dtype, root);
+  move_blocks(ready(), Collective::scatter, send, recv, count, dtype, root);
 }
 void Comm::gather(const void* send, void* recv, std::size_t count, DType dtype, int root) {
-  ready().move(Collective::gather, send, recv, count, dtype, root);
+  move_blocks(ready(), Collective::gather, send, recv, count, dtype, root);
 }
 void Comm::alltoall(const void* send, void* recv, std::size_t count, DType dtype) {
-  ready().move(Collective::alltoall, send, recv, count, dtype, 0);
+  move_blocks(ready(), Collective::alltoall, send, recv, count, dtype, 0);
 }
 
 // ---- RankCore ----
@@ -174,7 +181,8 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
   return true;
 }
 
-// Whether collective `c`'s vector of `bytes` (an allgather's block) is read
+// Whether collective `c`'s vector of `bytes` (what a rank would post in the
+// slots: an allgather's or a gather's block, a scatter's or an alltoall's T) is read
 // where it lies (transport/direct_gather.hpp's calls by address): too large
 // for the slots (from there on: at np 2, 9-15 KiB, allgather 1.6-2.0 us
 // against the schedules' 2.4-3.7 and Open MPI's 2.6-2.7, reduce 1.2-1.6
@@ -195,7 +203,7 @@ bool RankCore::reads_by_address(Collective c, std::size_t bytes) const {
   if (c == Collective::reduce && p > kReduceByAddressRanks) return false;
   if (core_team.shares_memory) return c != Collective::reduce || p > 2 || bytes <= kPairReduceByAddressUpToBytes;
   const LinkConfig& config = core_team.engine->config();
-  return config.cross_memory_attach && (c == Collective::allgather || bytes <= config.bcast_attach_up_to_bytes);
+  return config.cross_memory_attach && (c != Collective::reduce || bytes <= config.bcast_attach_up_to_bytes);
 }
 
 bool RankCore::allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes) {
@@ -237,6 +245,25 @@ bool RankCore::reduce_direct(const void* send, void* recv, std::size_t count, co
   key.root = root;
   check_call(key, nullptr);  // a root that is not a rank
   run_direct(Collective::reduce, [&](TeamDirectReduce& d) { d.reduce(send, recv, count, op, root, by_address); });
+  return true;
+}
+
+bool RankCore::move_direct(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes,
+                           int root) {
+  const std::size_t bytes = count * element_bytes;
+  // What a rank posts: a gather's block, a scatter's and an alltoall's T blocks.
+  const std::size_t posts = c == Collective::gather ? bytes : static_cast<std::size_t>(core_team.ranks) * bytes;
+  const bool by_address = reads_by_address(c, posts);
+  if (!by_address && !direct_fits(c, posts, false)) return false;
+  CallKey key;
+  key.collective = c;
+  key.root = root;
+  check_call(key, nullptr);  // a root that is not a rank
+  // In place at a gather's root its block is at its place in recv already.
+  const void* mine = c == Collective::gather && send == recv && rank == root
+                         ? bytes_of(recv) + static_cast<std::size_t>(root) * bytes
+                         : send;
+  run_direct(c, [&](TeamDirectReduce& d) { d.move(c, mine, recv, count, element_bytes, root, by_address); });
   return true;
 }
 

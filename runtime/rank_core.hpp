@@ -192,6 +192,10 @@ class RankCore {
   // A reduce to `root` of one node through the same slots (every rank posts
   // its whole vector, the root folds them), where they hold it.
   bool reduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root);
+  // A scatter, gather or alltoall (`c`) of one node through the same slots
+  // where what a rank posts fits them, else by address where
+  // reads_by_address allows it (TeamDirectReduce::move).
+  bool move_direct(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes, int root);
   // A collective of `c` returned: the next computation phase begins.
   void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
 

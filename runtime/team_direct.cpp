@@ -1,6 +1,7 @@
 #include "runtime/team_direct.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <utility>
@@ -147,6 +148,36 @@ void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, c
     if (const std::size_t read =
             direct_reduce_by_address(reducer_, direct_, in, out, count, root, op, bounce_, policy_))
       engine_.count_attached(read);
+  });
+}
+
+void TeamDirectReduce::move(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes,
+                            int root, bool by_address) {
+  guarded(c, [&] {
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    std::size_t read = 0;
+    if (!by_address) {
+      if (c == Collective::gather)
+        direct_gather(reducer_, direct_, in, out, count, element_bytes, root, policy_);
+      else if (c == Collective::scatter)
+        direct_scatter(reducer_, direct_, in, out, count, element_bytes, root, policy_);
+      else
+        direct_alltoall(reducer_, direct_, in, out, count, element_bytes, policy_);
+    } else if (c == Collective::gather) {
+      read = direct_gather_by_address(reducer_, direct_, in, out, count, element_bytes, root, policy_);
+    } else if (c == Collective::scatter) {
+      read = direct_scatter_by_address(reducer_, direct_, in, out, count, element_bytes, root, policy_);
+    } else {
+      if (in == out) {  // in place: the peers read the blocks this rank overwrites
+        const std::size_t bytes = static_cast<std::size_t>(reducer_.ranks()) * count * element_bytes;
+        if (bounce_.size() < bytes) bounce_.resize(bytes);
+        if (bytes > 0) std::memcpy(bounce_.data(), out, bytes);
+        in = bounce_.data();
+      }
+      read = direct_alltoall_by_address(reducer_, direct_, in, out, count, element_bytes, policy_);
+    }
+    if (read) engine_.count_attached(read);
   });
 }
 

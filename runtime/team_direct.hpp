@@ -55,6 +55,13 @@ class TeamDirectReduce {
   // A reduce to `root` through the same slots, or `by_address`
   // (direct_reduce_by_address).
   void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root, bool by_address = false);
+  // A scatter, gather or alltoall (`c`; `root` ignored by alltoall) of
+  // blocks of `count` elements through the same slots (direct_scatter and
+  // its neighbours), or `by_address` (direct_scatter_by_address ...); in
+  // place as Comm's (runtime/communicator.hpp): an alltoall in place (send
+  // == recv) by address shares a copy of its blocks.
+  void move(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes, int root,
+            bool by_address);
   // An allreduce (barrier without an operator) that must not wait when it
   // starts (a nonblocking or persistent call): start() posts this rank's
   // vector and returns the call's number; finish() completes it when every
@@ -82,8 +89,9 @@ class TeamDirectReduce {
   std::optional<std::chrono::milliseconds> timeout_;
   DirectRank direct_;
   WaitPolicy policy_;
-  // A root's chunks of a reduce by address, made at the first (kept: a
-  // call allocates nothing after it).
+  // A root's chunks of a reduce by address, or an alltoall's blocks to send
+  // in place, made at the first (kept: a call of that size allocates
+  // nothing after it).
   std::vector<std::byte> bounce_;
 };
 

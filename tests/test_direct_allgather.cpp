@@ -5,7 +5,7 @@
 // (non-commutative operators too), for any team size, count and root, in
 // place and not, on both sides of the slot's size (beyond it the schedules
 // run) and read by address beyond it (allgathers; reduces of small
-// teams); many calls in a
+// teams); scatter, gather and alltoall likewise; many calls in a
 // row share the slots with the direct reduce and the ring with the direct
 // bcast; a mismatched call is an error on every rank, not a hang; a named
 // algorithm still runs its schedule.
@@ -294,6 +294,17 @@ TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails 
                  Catch::Contains("mismatched roots") && Catch::Contains("root 1") && Catch::Contains("root 0"));
     }
   }
+  SECTION("a gather's roots") {
+    Team team(o);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f), all(36);
+      c.gather(v.data(), all.data(), 12, DType::float32, c.rank() == 2 ? 1 : 0);
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THAT(message_of(e), Catch::Contains("mismatched roots"));
+    }
+  }
   SECTION("collectives") {
     // The same bytes posted for different collectives.
     Team team(o);
@@ -311,6 +322,74 @@ TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails 
       CHECK_THAT(message_of(e), Catch::Contains("mismatched calls") && Catch::Contains("allreduce") &&
                                     Catch::Contains("reduce_scatter"));
     }
+  }
+}
+
+TEST_CASE("direct scatter, gather and alltoall: every block in its place, any p, count and root, in place or not",
+          "[comm][direct_gather]") {
+  for (int p : {1, 2, 3, 5}) {
+    Team team(options_for({p}));
+    Verdicts verdicts(p);
+    const auto P = static_cast<std::size_t>(p);
+    // Per block: around a slot's size for a gather (one block posted) and for a scatter and an alltoall (p), and
+    // beyond both (by address).
+    const std::size_t fits = DirectReduce::kPostBytes / sizeof(float);
+    std::vector<std::size_t> counts = counts_with_address(fits, sizeof(float));
+    for (std::size_t n : {fits / P - 1, fits / P, fits / P + 1}) counts.push_back(n);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::uint64_t call = 0;
+      const auto r = static_cast<std::size_t>(c.rank());
+      // Rank `from`'s block for rank `to` in call `call`.
+      auto block = [&](int from, int to, std::size_t n) { return random_floats(from * p + to, n, call); };
+      for (std::size_t n : counts)
+        for (int root : {0, p - 1, p / 2})
+          for (bool in_place : {false, true}) {
+            const std::size_t bytes = n * sizeof(float);
+            const bool at_root = c.rank() == root, root_in_place = in_place && at_root;
+            const std::string what =
+                std::to_string(n) + " floats, root " + std::to_string(root) + (in_place ? " in place" : "");
+            const std::size_t plans = c.cached_plans();
+            // Gather: block q of the root's recv from rank q.
+            ++call;
+            Bytes want, mine = block(c.rank(), root, n);
+            for (int q = 0; q < p; ++q) {
+              const Bytes b = block(q, root, n);
+              want.insert(want.end(), b.begin(), b.end());
+            }
+            const Bytes untouched(P * bytes, std::byte{0x5a});
+            Bytes recv = untouched;
+            if (root_in_place && bytes > 0) std::memcpy(recv.data() + r * bytes, mine.data(), bytes);
+            c.gather(root_in_place ? recv.data() : mine.data(), recv.data(), n, DType::float32, root);
+            verdicts.check(c.rank(), recv == (at_root ? want : untouched), "gather of " + what + " differs");
+            // Scatter: block q of the root's send to rank q.
+            ++call;
+            Bytes send;
+            for (int q = 0; q < p && at_root; ++q) {
+              const Bytes b = block(root, q, n);
+              send.insert(send.end(), b.begin(), b.end());
+            }
+            Bytes got(bytes, std::byte{0x5a});
+            c.scatter(send.data(), root_in_place ? send.data() : got.data(), n, DType::float32, root);
+            if (root_in_place) got = slice_of(send, r * bytes, bytes);
+            verdicts.check(c.rank(), got == block(root, c.rank(), n), "scatter of " + what + " differs");
+            // Alltoall (its root is no argument: once per count): block q of rank r's send to rank q.
+            if (root != 0) continue;
+            ++call;
+            Bytes out, in;
+            for (int q = 0; q < p; ++q) {
+              const Bytes b = block(c.rank(), q, n), a = block(q, c.rank(), n);
+              out.insert(out.end(), b.begin(), b.end());
+              in.insert(in.end(), a.begin(), a.end());
+            }
+            Bytes result = in_place ? out : Bytes(P * bytes, std::byte{0x5a});
+            c.alltoall(in_place ? result.data() : out.data(), result.data(), n, DType::float32);
+            verdicts.check(c.rank(), result == in, "alltoall of " + what + " differs");
+            // Nothing is planned: the slots or the reads by address serve every size.
+            verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call of " + what);
+          }
+    });
+    INFO("p = " << p);
+    check_gather_errors(errors, verdicts);
   }
 }
 

@@ -247,6 +247,129 @@ TEST_CASE(
     }
 }
 
+namespace {
+// The bytes rank `from` sends rank `to` in a scatter, gather or alltoall:
+// each pair's block its own.
+Bytes pair_block(int from, int to, std::size_t bytes, std::uint64_t seed) {
+  Bytes b(bytes);
+  std::mt19937_64 bits(seed * 1000003u + static_cast<std::uint64_t>(from) * 1009u + static_cast<std::uint64_t>(to));
+  for (auto& x : b) x = static_cast<std::byte>(bits());
+  return b;
+}
+}  // namespace
+
+TEST_CASE(
+    "concurrency: direct scatter, gather and alltoall: every block in its place, through the slots and by address",
+    "[direct]") {
+  // As the case above: by address threads load, over a shared segment every
+  // read is a process_vm_readv, counted.
+  const std::size_t eb = 4;
+  for (bool processes : {false, true})
+    for (int p : {1, 2, 3, 5}) {
+      INFO((processes ? "shared segment" : "heap") << ", p = " << p);
+      const std::string name = "/copse-test-direct-move-" + std::to_string(getpid()) + "-" + std::to_string(p);
+      ShmArena::remove(name);
+      std::optional<ShmArena> segment;
+      if (processes) segment.emplace(ShmArena::Create{}, name, DirectReduce::shared_bytes(p) + 4096);
+      const auto P = static_cast<std::size_t>(p);
+      const auto errors = on_ranks(
+          p,
+          [&](int r, DirectReduce& reducer) {
+            DirectRank me;
+            me.rank = r;
+            const WaitPolicy policy = patient();
+            std::uint64_t seed = 0;
+            const auto R = static_cast<std::size_t>(r);
+            auto fail = [&](const std::string& what) { throw std::logic_error(what); };
+            bool slots = false;  // the slots hold copies: only by address does anything cross processes
+            auto check = [&](const Bytes& got, const Bytes& want, std::size_t read, std::size_t reads,
+                             const std::string& what) {
+              if (const std::string d = first_difference(got, want); !d.empty()) fail(what + ": " + d);
+              if (read != (processes && !slots ? reads : 0)) fail(what + ": read " + std::to_string(read) + " bytes");
+            };
+            // Through the slots (what a rank posts fits: p blocks of 401) and by address.
+            for (const std::pair<std::size_t, bool>& run : {std::pair{std::size_t{0}, true},
+                                                            {std::size_t{1}, true},
+                                                            {std::size_t{401}, true},
+                                                            {std::size_t{0}, false},
+                                                            {std::size_t{1}, false},
+                                                            {std::size_t{4099}, false}}) {
+              const std::size_t n = run.first, bytes = n * eb;
+              slots = run.second;
+              auto gather = [&](const std::byte* mine, std::byte* recv, int root) -> std::size_t {
+                if (!slots) return direct_gather_by_address(reducer, me, mine, recv, n, eb, root, policy);
+                direct_gather(reducer, me, mine, recv, n, eb, root, policy);
+                return 0;
+              };
+              auto scatter = [&](const std::byte* send, std::byte* recv, int root) -> std::size_t {
+                if (!slots) return direct_scatter_by_address(reducer, me, send, recv, n, eb, root, policy);
+                direct_scatter(reducer, me, send, recv, n, eb, root, policy);
+                return 0;
+              };
+              auto alltoall = [&](const std::byte* send, std::byte* recv) -> std::size_t {
+                if (!slots) return direct_alltoall_by_address(reducer, me, send, recv, n, eb, policy);
+                direct_alltoall(reducer, me, send, recv, n, eb, policy);
+                return 0;
+              };
+              const std::string path = slots ? " through the slots" : " by address";
+              for (int root : {0, p - 1, p / 2})
+                for (bool in_place : {false, true}) {
+                  const std::string how = " of " + std::to_string(n) + " to/from root " + std::to_string(root) +
+                                          (in_place ? " in place" : "");
+                  const bool at_root = r == root, root_in_place = in_place && at_root;
+                  // Gather: rank q's block at q * bytes of the root's recv.
+                  ++seed;
+                  Bytes mine = pair_block(r, root, bytes, seed), want;
+                  for (int q = 0; q < p; ++q) {
+                    const Bytes b = pair_block(q, root, bytes, seed);
+                    want.insert(want.end(), b.begin(), b.end());
+                  }
+                  const Bytes untouched(P * bytes, std::byte{0x5a});
+                  Bytes recv = untouched;
+                  if (root_in_place && bytes > 0) std::memcpy(recv.data() + R * bytes, mine.data(), bytes);
+                  std::size_t read = gather(root_in_place ? recv.data() + R * bytes : mine.data(), recv.data(), root);
+                  check(recv, at_root ? want : untouched, read, at_root ? (P - 1) * bytes : 0, "gather" + how + path);
+                  std::fill(mine.begin(), mine.end(), std::byte{0xa5});  // reused at once
+                  // Scatter: rank q gets block q of the root's send.
+                  ++seed;
+                  Bytes send;
+                  for (int q = 0; q < p && at_root; ++q) {
+                    const Bytes b = pair_block(root, q, bytes, seed);
+                    send.insert(send.end(), b.begin(), b.end());
+                  }
+                  Bytes got(bytes, std::byte{0x5a});
+                  read = scatter(send.data(), root_in_place ? send.data() : got.data(), root);
+                  if (root_in_place)
+                    got.assign(send.begin() + static_cast<std::ptrdiff_t>(R * bytes),
+                               send.begin() + static_cast<std::ptrdiff_t>((R + 1) * bytes));
+                  check(got, pair_block(root, r, bytes, seed), read, at_root ? 0 : bytes, "scatter" + how + path);
+                  std::fill(send.begin(), send.end(), std::byte{0xa5});
+                }
+              // Alltoall: block q of rank r's send goes to rank q, at r * bytes.
+              ++seed;
+              Bytes send, want;
+              for (int q = 0; q < p; ++q) {
+                const Bytes out = pair_block(r, q, bytes, seed), in = pair_block(q, r, bytes, seed);
+                send.insert(send.end(), out.begin(), out.end());
+                want.insert(want.end(), in.begin(), in.end());
+              }
+              Bytes recv(P * bytes, std::byte{0x5a});
+              const std::size_t read = alltoall(send.data(), recv.data());
+              check(recv, want, read, (P - 1) * bytes, "alltoall of " + std::to_string(n) + path);
+              if (slots) {  // in place: the post is a copy
+                recv = send;
+                alltoall(recv.data(), recv.data());
+                check(recv, want, 0, 0, "alltoall in place of " + std::to_string(n) + path);
+              }
+              std::fill(send.begin(), send.end(), std::byte{0xa5});
+            }
+          },
+          segment ? &*segment : nullptr);
+      for (const auto& e : errors) CHECK(message_of(e) == "");
+      if (processes) ShmArena::remove(name);
+    }
+}
+
 TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", "[direct]") {
   // Nobody leaves call n before everyone has entered it.
   const int p = 5;

@@ -37,6 +37,39 @@ void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, s
   if (me.rank == root && count > 0) slots.fold_posts(call, 0, count, op, recv);
 }
 
+void direct_gather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
+                   std::size_t element_bytes, int root, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const std::uint32_t call = slots.exchange(me, Collective::gather, mine, bytes, element_bytes, policy, root);
+  for (int q = 0; me.rank == root && bytes > 0 && q < slots.ranks(); ++q) {
+    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
+    const std::byte* from = q == root ? mine : slots.posted(q, call);
+    if (from != block) std::memmove(block, from, bytes);  // in place, the root's is there
+  }
+}
+
+void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                    std::size_t element_bytes, int root, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const bool at_root = me.rank == root;
+  const std::uint32_t call =
+      slots.exchange(me, Collective::scatter, at_root ? send : nullptr, static_cast<std::size_t>(slots.ranks()) * bytes,
+                     element_bytes, policy, root);
+  const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;
+  if (bytes == 0 || (at_root && recv == send)) return;
+  std::memmove(recv, at_root ? send + mine : slots.posted(root, call) + mine, bytes);
+}
+
+void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                     std::size_t element_bytes, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const std::uint32_t call = slots.exchange(me, Collective::alltoall, send,
+                                            static_cast<std::size_t>(slots.ranks()) * bytes, element_bytes, policy);
+  const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;
+  for (int q = 0; bytes > 0 && q < slots.ranks(); ++q)
+    std::memcpy(recv + static_cast<std::size_t>(q) * bytes, slots.posted(q, call) + mine, bytes);
+}
+
 std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
                                         std::size_t count, std::size_t element_bytes, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
@@ -51,6 +84,66 @@ std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, con
       attached += slots.read_shared(q, call, 0, bytes, block);
     else if (mine != block)
       std::memmove(block, mine, bytes);  // in place it is there already
+  }
+  slots.release(me, call);
+  slots.await_released(me, call, policy);
+  return attached;
+}
+
+std::size_t direct_gather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
+                                     std::size_t count, std::size_t element_bytes, int root, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const std::uint32_t call = slots.share(me, Collective::gather, mine, bytes, root);
+  if (me.rank != root) {
+    slots.await_released(me, call, policy, root);
+    return 0;
+  }
+  slots.await_shares(me, call, Collective::gather, bytes, element_bytes, policy, root);
+  std::size_t attached = 0;
+  for (int q = 0; q < slots.ranks() && bytes > 0; ++q) {
+    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
+    if (q != root)
+      attached += slots.read_shared(q, call, 0, bytes, block);
+    else if (mine != block)
+      std::memmove(block, mine, bytes);
+  }
+  slots.release(me, call);
+  return attached;
+}
+
+std::size_t direct_scatter_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                      std::size_t count, std::size_t element_bytes, int root,
+                                      const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const bool at_root = me.rank == root;
+  // A scatter's only vector is the root's: the others post no address.
+  const std::uint32_t call = slots.share(me, Collective::scatter, at_root ? send : nullptr, bytes, root);
+  slots.await_shares(me, call, Collective::scatter, bytes, element_bytes, policy, root);
+  std::size_t attached = 0;
+  if (!at_root)
+    attached = slots.read_shared(root, call, static_cast<std::size_t>(me.rank) * bytes, bytes, recv);
+  else if (recv != send && bytes > 0)
+    std::memmove(recv, send + static_cast<std::size_t>(root) * bytes, bytes);
+  slots.release(me, call);
+  if (at_root) slots.await_released(me, call, policy);
+  return attached;
+}
+
+std::size_t direct_alltoall_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                       std::size_t count, std::size_t element_bytes, const WaitPolicy& policy) {
+  const std::size_t bytes = count * element_bytes;
+  const std::uint32_t call = slots.share(me, Collective::alltoall, send, bytes);
+  slots.await_shares(me, call, Collective::alltoall, bytes, element_bytes, policy);
+  const int p = slots.ranks();
+  const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;  // our block of every vector
+  std::size_t attached = 0;
+  for (int k = 0; k < p && bytes > 0; ++k) {
+    const int q = (me.rank + k) % p;  // ourselves first, then from the right neighbour on
+    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
+    if (q != me.rank)
+      attached += slots.read_shared(q, call, mine, bytes, block);
+    else
+      std::memcpy(block, send + mine, bytes);
   }
   slots.release(me, call);
   slots.await_released(me, call, policy);

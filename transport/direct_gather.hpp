@@ -67,6 +67,25 @@ void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte*
 void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                    int root, const ReduceOp& op, const WaitPolicy& policy);
 
+// The collectives that only move blocks (of `count` elements of
+// `element_bytes`; rank q's block at q * count), through the same slots:
+//  - gather: every rank posts its block (`mine`: recv's own at the root in
+//    place), the root copies them into their places;
+//  - scatter: the root posts its whole `send` (the others post its size
+//    and nothing else), every rank copies its block from that post (in
+//    place at the root, recv == send: its block stays there);
+//  - alltoall: every rank posts its whole `send` and copies its block of
+//    every post into recv (send may be recv: in place, the post is a copy).
+// What a rank posts must fit a slot (DirectReduce::kPostBytes: a scatter's
+// and an alltoall's T blocks). Waits under `policy`; a peer's different
+// call, size or root is a ScheduleError.
+void direct_gather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
+                   std::size_t element_bytes, int root, const WaitPolicy& policy);
+void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                    std::size_t element_bytes, int root, const WaitPolicy& policy);
+void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
+                     std::size_t element_bytes, const WaitPolicy& policy);
+
 // The same two by address, for vectors too large for the slots
 // (DirectReduce::share): each rank reads the peers' vectors where they lie,
 // one copy per byte moved, and waits once for every post and once for its
@@ -85,5 +104,23 @@ std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, con
 std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                                      std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
                                      const WaitPolicy& policy);
+
+// The collectives that only move blocks, by address likewise:
+//  - gather: the root reads every peer's `mine` into its place in recv
+//    (mine may be recv's own block: in place); the others wait only until
+//    the root has read them, and their recv is not touched;
+//  - scatter: every rank but the root reads its block of the root's `send`
+//    into recv; the root copies its own (in place, recv == send: it stays
+//    there) and returns once every peer has read;
+//  - alltoall: every rank reads its block of every peer's `send` into the
+//    peer's place in recv (from its right neighbour on). send must not
+//    overlap recv: in place, the caller shares a copy.
+// Each returns the bytes read from other processes.
+std::size_t direct_gather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
+                                     std::size_t count, std::size_t element_bytes, int root, const WaitPolicy& policy);
+std::size_t direct_scatter_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                      std::size_t count, std::size_t element_bytes, int root, const WaitPolicy& policy);
+std::size_t direct_alltoall_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
+                                       std::size_t count, std::size_t element_bytes, const WaitPolicy& policy);
 
 }  // namespace copse

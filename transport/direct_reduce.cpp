@@ -118,7 +118,7 @@ std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std:
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
   const std::uint32_t call = ++me.calls;
-  if (bytes > 0) std::memcpy(data(me.rank, call), vector, bytes);
+  if (bytes > 0 && vector) std::memcpy(data(me.rank, call), vector, bytes);
   announce(me, call, c, bytes, root);
   return call;
 }

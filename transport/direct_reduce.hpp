@@ -138,7 +138,8 @@ class DirectReduce {
   // collective, another size or another `root` (a reduce's; -1 for the
   // rest) is a ScheduleError (sizes named in elements of `element_bytes`).
   // Returns the call's number; posted(q, call) then holds rank q's vector
-  // until me's next call of the slots.
+  // until me's next call of the slots. A null `vector` posts its size alone
+  // (a scatter's ranks but the root: only the root has data to post).
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                          std::size_t element_bytes, const WaitPolicy& policy, int root = -1);
   const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }

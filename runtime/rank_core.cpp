@@ -267,6 +267,64 @@ bool RankCore::move_direct(Collective c, const void* send, void* recv, std::size
   return true;
 }
 
+bool RankCore::vector_direct(const CallArgs& a) {
+  const Collective c = a.collective;
+  const int p = core_team.ranks;
+  if (!leaves_choice_to_direct(c) || !DirectReduce::serves(p)) return false;
+  if (!core_team.shares_memory && !core_team.engine->config().cross_memory_attach) return false;
+  CallKey key;
+  key.collective = c;
+  key.root = a.root;
+  check_call(key, nullptr);  // a root that is not a rank
+  const VectorArgs& v = *a.vector;
+  const std::size_t eb = dtype_size(a.dtype), me = static_cast<std::size_t>(rank);
+  const bool in_place = a.send == a.recv, at_root = rank == a.root;
+  // The blocks in bytes (PaddedCall::Blocks checks the counts, as the padded way does).
+  auto in_bytes = [eb](PaddedCall::Blocks b) {
+    for (auto& n : b.counts) n *= eb;
+    for (auto& n : b.displs) n *= eb;
+    return b;
+  };
+  PaddedCall::Blocks sent, received;
+  const std::byte* input = bytes_of(a.send);
+  std::byte* recv = bytes_of(a.recv);
+  // One block for every receiver: `count` bytes at `at` of the input.
+  auto one_block = [&](std::uint64_t count, std::uint64_t at) {
+    sent.counts = {count};
+    sent.displs = {at};
+  };
+  switch (c) {
+    case Collective::allgather:
+      received = in_bytes(PaddedCall::Blocks("allgatherv", v.recv_counts, v.recv_displs, p));
+      one_block(received.counts[me], in_place ? received.displs[me] : 0);  // in place: at its place in recv
+      break;
+    case Collective::gather:
+      if (at_root) received = in_bytes(PaddedCall::Blocks("gatherv", v.recv_counts, v.recv_displs, p));
+      if (at_root && in_place)
+        one_block(received.counts[me], received.displs[me]);
+      else
+        one_block(v.count * eb, 0);
+      break;
+    case Collective::scatter:
+      if (at_root) sent = in_bytes(PaddedCall::Blocks("scatterv", v.send_counts, v.send_displs, p));
+      received.counts.assign(static_cast<std::size_t>(p), 0);
+      received.displs.assign(static_cast<std::size_t>(p), 0);
+      received.counts[static_cast<std::size_t>(a.root)] = at_root && in_place ? sent.counts[me] : v.count * eb;
+      if (at_root && in_place) recv += sent.displs[me];  // its block stays in send (recv is send)
+      break;
+    default:  // alltoall; in place, the blocks to send are recv's, by the receive counts
+      received = in_bytes(PaddedCall::Blocks("alltoallv", v.recv_counts, v.recv_displs, p));
+      sent = in_place ? received : in_bytes(PaddedCall::Blocks("alltoallv", v.send_counts, v.send_displs, p));
+      break;
+  }
+  if (c == Collective::allgather && in_place) input = recv;
+  if (c == Collective::gather && at_root && in_place) input = recv;
+  run_direct(c, [&](TeamDirectReduce& d) {
+    d.vector(c, a.root, input, {sent.counts, sent.displs}, recv, {received.counts, received.displs});
+  });
+  return true;
+}
+
 const ArrivalKey* RankCore::arrive(bool& warmup) {
   warmup = false;
   if (!core_team.arrival_aware) return nullptr;

@@ -196,6 +196,11 @@ class RankCore {
   // where what a rank posts fits them, else by address where
   // reads_by_address allows it (TeamDirectReduce::move).
   bool move_direct(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes, int root);
+  // A blocking v-variant (`args.vector`) of one node by address
+  // (TeamDirectReduce::vector), wherever the team's ranks may read each
+  // other's memory -- decided without its counts, which only some ranks
+  // know, so alike on every rank.
+  bool vector_direct(const CallArgs& args);
   // A collective of `c` returned: the next computation phase begins.
   void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
 

@@ -181,4 +181,22 @@ void TeamDirectReduce::move(Collective c, const void* send, void* recv, std::siz
   });
 }
 
+void TeamDirectReduce::vector(Collective c, int root, const void* input, VectorLayout sent, void* recv,
+                              VectorLayout received) {
+  guarded(c, [&] {
+    const auto* in = static_cast<const std::byte*>(input);
+    auto* out = static_cast<std::byte*>(recv);
+    if (c == Collective::alltoall && in == out) {  // in place: the peers read the blocks this rank overwrites
+      std::uint64_t extent = 0;
+      for (std::size_t q = 0; q < sent.counts.size(); ++q)
+        extent = std::max(extent, sent.counts[q] > 0 ? sent.displs[q] + sent.counts[q] : 0);
+      if (bounce_.size() < extent) bounce_.resize(extent);
+      if (extent > 0) std::memcpy(bounce_.data(), out, extent);
+      in = bounce_.data();
+    }
+    if (const std::size_t read = direct_vector_by_address(reducer_, direct_, c, root, in, sent, out, received, policy_))
+      engine_.count_attached(read);
+  });
+}
+
 }  // namespace copse

@@ -22,6 +22,7 @@
 #include "common/wait.hpp"
 #include "runtime/team_wait.hpp"
 #include "transport/direct_reduce.hpp"
+#include "transport/direct_vector.hpp"
 #include "transport/link_engine.hpp"
 
 namespace copse {
@@ -62,6 +63,9 @@ class TeamDirectReduce {
   // == recv) by address shares a copy of its blocks.
   void move(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes, int root,
             bool by_address);
+  // A v-variant of `c` by address (direct_vector_by_address's arguments);
+  // an alltoall in place (input == recv) shares a copy of recv's blocks.
+  void vector(Collective c, int root, const void* input, VectorLayout sent, void* recv, VectorLayout received);
   // An allreduce (barrier without an operator) that must not wait when it
   // starts (a nonblocking or persistent call): start() posts this rank's
   // vector and returns the call's number; finish() completes it when every

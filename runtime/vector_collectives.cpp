@@ -1,7 +1,10 @@
 // The v-variants of Comm (runtime/communicator.hpp; issue 19): allgatherv,
 // gatherv, scatterv and alltoallv, blocking, nonblocking and persistent, for
 // the thread Comm and the MPI Comm alike since both are this one class.
-// Each runs as its equal-block collective over blocks padded to the largest
+// A blocking one on one node whose ranks may read each other's memory
+// (threads; processes with cross-memory attach) reads its blocks where they
+// lie (transport/direct_vector.hpp: no padding, no agreement, one copy).
+// Elsewhere each runs as its equal-block collective over blocks padded to the largest
 // count, in private memory (PaddedCall, runtime/pending.hpp): the plan
 // caches, the agreement with rank 0, the MPI Comm's pieces and windows and
 // the hierarchy's numbering are then those of the equal-block collectives,
@@ -46,8 +49,10 @@ CallArgs vector_call(Collective c, const void* send, void* recv, DType dtype, in
   return args;
 }
 
-// A blocking v-variant: its parts in a row.
-void run_padded(Comm& comm, const CallArgs& args) {
+// A blocking v-variant: by address on one node where the ranks may read
+// each other's memory (RankCore::vector_direct), else its parts in a row.
+void run_padded(Comm& comm, RankCore& core, const CallArgs& args) {
+  if (core.vector_direct(args)) return;
   PaddedCall call(args, comm.rank(), comm.size());
   const CallArgs a = call.prepare(call.agrees() ? agreed_most(comm, call.mine()) : call.mine());
   if (a.count == 0) return;
@@ -180,25 +185,27 @@ void PaddedCall::store() {
 }
 
 void Comm::allgatherv(const void* send, void* recv, const int* counts, const int* displs, DType dtype) {
-  run_padded(*this, vector_call(Collective::allgather, send, recv, dtype, 0, {nullptr, nullptr, counts, displs}));
+  run_padded(*this, ready(),
+             vector_call(Collective::allgather, send, recv, dtype, 0, {nullptr, nullptr, counts, displs}));
 }
 
 void Comm::gatherv(const void* send, std::size_t count, void* recv, const int* counts, const int* displs, DType dtype,
                    int root) {
-  run_padded(*this,
+  run_padded(*this, ready(),
              vector_call(Collective::gather, send, recv, dtype, root, {nullptr, nullptr, counts, displs, count}));
 }
 
 void Comm::scatterv(const void* send, const int* counts, const int* displs, void* recv, std::size_t count, DType dtype,
                     int root) {
-  run_padded(*this,
+  run_padded(*this, ready(),
              vector_call(Collective::scatter, send, recv, dtype, root, {counts, displs, nullptr, nullptr, count}));
 }
 
 void Comm::alltoallv(const void* send, const int* send_counts, const int* send_displs, void* recv,
                      const int* recv_counts, const int* recv_displs, DType dtype) {
-  run_padded(*this, vector_call(Collective::alltoall, send, recv, dtype, 0,
-                                {send_counts, send_displs, recv_counts, recv_displs}));
+  run_padded(
+      *this, ready(),
+      vector_call(Collective::alltoall, send, recv, dtype, 0, {send_counts, send_displs, recv_counts, recv_displs}));
 }
 
 // ---- nonblocking and persistent (runtime/pending.hpp): the MPI Comm's ----

@@ -22,6 +22,7 @@
 #include "support.hpp"
 #include "transport/direct_gather.hpp"
 #include "transport/direct_reduce.hpp"
+#include "transport/direct_vector.hpp"
 
 using namespace copse;
 using copse::testing::Bytes;
@@ -65,6 +66,27 @@ std::string first_difference(const Bytes& got, const Bytes& want) {
   for (std::size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i]) return "byte " + std::to_string(i) + " differs";
   return "";
+}
+
+// Runs body(p, processes, rank, reducer) on p threads, for each p of `ps`,
+// over a heap arena (threads: reads by address load their peers' vectors)
+// and over a shared segment (processes: every read by address is a
+// process_vm_readv, here of this process itself, as the bcast's test does);
+// checks that no rank threw.
+template <class Body>
+void over_both_arenas(std::initializer_list<int> ps, const std::string& tag, Body&& body) {
+  for (bool processes : {false, true})
+    for (int p : ps) {
+      INFO((processes ? "shared segment" : "heap") << ", p = " << p);
+      const std::string name = "/copse-test-" + tag + "-" + std::to_string(getpid()) + "-" + std::to_string(p);
+      ShmArena::remove(name);
+      std::optional<ShmArena> segment;
+      if (processes) segment.emplace(ShmArena::Create{}, name, DirectReduce::shared_bytes(p) + 4096);
+      const auto errors = on_ranks(
+          p, [&](int r, DirectReduce& reducer) { body(p, processes, r, reducer); }, segment ? &*segment : nullptr);
+      for (const auto& e : errors) CHECK(message_of(e) == "");
+      if (processes) ShmArena::remove(name);
+    }
 }
 
 }  // namespace
@@ -165,86 +187,71 @@ TEST_CASE(
   const ReduceOp fsum = builtin_op("sum", DType::float32);
   // Empty, one element, and past the root's chunk of 128 KiB (TeamDirectReduce), odd.
   const std::size_t counts[] = {0, 1, 4099, 70001};
-  for (bool processes : {false, true})
-    for (int p : {1, 2, 3, 4}) {
-      INFO((processes ? "shared segment" : "heap") << ", p = " << p);
-      const std::string name = "/copse-test-direct-" + std::to_string(getpid()) + "-" + std::to_string(p);
-      ShmArena::remove(name);
-      std::optional<ShmArena> segment;
-      if (processes) segment.emplace(ShmArena::Create{}, name, DirectReduce::shared_bytes(p) + 4096);
-      const auto errors = on_ranks(
-          p,
-          [&](int r, DirectReduce& reducer) {
-            DirectRank me;
-            me.rank = r;
-            const WaitPolicy policy = patient();
-            std::vector<std::byte> chunks(2 * (std::size_t{128} << 10));  // a root's bounce
-            std::uint64_t seed = 0;
-            auto fail = [&](const std::string& what) { throw std::logic_error(what); };
-            for (std::size_t n : counts) {
-              for (bool in_place : {false, true}) {
-                // Allgather of n floats per rank.
-                const auto bytes = n * sizeof(float);
-                Bytes want;
-                ++seed;
-                for (int q = 0; q < p; ++q) {
-                  const Bytes b = random_floats(q, n, seed);
-                  want.insert(want.end(), b.begin(), b.end());
-                }
-                Bytes mine = random_floats(r, n, seed);
-                Bytes recv(want.size(), std::byte{0x5a});
-                std::byte* own = recv.data() + static_cast<std::size_t>(r) * bytes;
-                if (in_place && bytes > 0) std::memcpy(own, mine.data(), bytes);
-                const std::size_t read = direct_allgather_by_address(reducer, me, in_place ? own : mine.data(),
-                                                                     recv.data(), n, sizeof(float), policy);
-                if (recv != want)
-                  fail("allgather of " + std::to_string(n) + (in_place ? " in place" : "") + " differs");
-                if (read != (processes ? static_cast<std::size_t>(p - 1) * bytes : 0))
-                  fail("allgather read " + std::to_string(read) + " bytes across processes");
-                // As a caller may at once: reuse both vectors. A peer still reading them would see this.
-                std::fill(recv.begin(), recv.end(), std::byte{0xa5});
-                std::fill(mine.begin(), mine.end(), std::byte{0xa5});
-                // A slot call between: the count and the slots' reuse are shared.
-                float x = 1.0f, sum = 0.0f;
-                reducer.allreduce(me, reinterpret_cast<const std::byte*>(&x), reinterpret_cast<std::byte*>(&sum), 1,
-                                  &fsum, policy);
-                if (sum != static_cast<float>(p)) fail("the slot allreduce between differs");
-              }
-              for (const ReduceOp* op : {&fsum, &affine})
-                for (int root : {0, p - 1, p / 2})
-                  for (bool in_place : {false, true}) {
-                    const std::size_t eb = op->element_bytes;
-                    Bytes send(n * eb), want;
-                    ++seed;
-                    if (op == &fsum) {
-                      send = random_floats(r, n, seed);
-                      want = float_reference(p, n, seed);
-                    } else {
-                      if (n > 0) fill_input(affine, r, n, send.data());
-                      want = reference_result(affine, p, n);
-                    }
-                    const Bytes untouched(n * eb, std::byte{0x5a});
-                    Bytes recv = untouched;
-                    const bool root_in_place = in_place && r == root;
-                    const std::size_t read =
-                        direct_reduce_by_address(reducer, me, send.data(), root_in_place ? send.data() : recv.data(), n,
-                                                 root, *op, chunks, policy);
-                    if (root_in_place) recv = send;
-                    const std::string what = op->name + " of " + std::to_string(n) + " to root " +
-                                             std::to_string(root) + (in_place ? " in place" : "");
-                    if (const std::string d = first_difference(recv, r == root ? want : untouched); !d.empty())
-                      fail(what + ": " + d);
-                    const bool reads = processes && r == root && n > 0;
-                    if (read != (reads ? static_cast<std::size_t>(p - 1) * n * eb : 0))
-                      fail(what + ": read " + std::to_string(read) + " bytes across processes");
-                    std::fill(send.begin(), send.end(), std::byte{0xa5});
-                  }
+  over_both_arenas({1, 2, 3, 4}, "direct", [&](int p, bool processes, int r, DirectReduce& reducer) {
+    DirectRank me;
+    me.rank = r;
+    const WaitPolicy policy = patient();
+    std::vector<std::byte> chunks(2 * (std::size_t{128} << 10));  // a root's bounce
+    std::uint64_t seed = 0;
+    auto fail = [&](const std::string& what) { throw std::logic_error(what); };
+    for (std::size_t n : counts) {
+      for (bool in_place : {false, true}) {
+        // Allgather of n floats per rank.
+        const auto bytes = n * sizeof(float);
+        Bytes want;
+        ++seed;
+        for (int q = 0; q < p; ++q) {
+          const Bytes b = random_floats(q, n, seed);
+          want.insert(want.end(), b.begin(), b.end());
+        }
+        Bytes mine = random_floats(r, n, seed);
+        Bytes recv(want.size(), std::byte{0x5a});
+        std::byte* own = recv.data() + static_cast<std::size_t>(r) * bytes;
+        if (in_place && bytes > 0) std::memcpy(own, mine.data(), bytes);
+        const std::size_t read = direct_allgather_by_address(reducer, me, in_place ? own : mine.data(), recv.data(), n,
+                                                             sizeof(float), policy);
+        if (recv != want) fail("allgather of " + std::to_string(n) + (in_place ? " in place" : "") + " differs");
+        if (read != (processes ? static_cast<std::size_t>(p - 1) * bytes : 0))
+          fail("allgather read " + std::to_string(read) + " bytes across processes");
+        // As a caller may at once: reuse both vectors. A peer still reading them would see this.
+        std::fill(recv.begin(), recv.end(), std::byte{0xa5});
+        std::fill(mine.begin(), mine.end(), std::byte{0xa5});
+        // A slot call between: the count and the slots' reuse are shared.
+        float x = 1.0f, sum = 0.0f;
+        reducer.allreduce(me, reinterpret_cast<const std::byte*>(&x), reinterpret_cast<std::byte*>(&sum), 1, &fsum,
+                          policy);
+        if (sum != static_cast<float>(p)) fail("the slot allreduce between differs");
+      }
+      for (const ReduceOp* op : {&fsum, &affine})
+        for (int root : {0, p - 1, p / 2})
+          for (bool in_place : {false, true}) {
+            const std::size_t eb = op->element_bytes;
+            Bytes send(n * eb), want;
+            ++seed;
+            if (op == &fsum) {
+              send = random_floats(r, n, seed);
+              want = float_reference(p, n, seed);
+            } else {
+              if (n > 0) fill_input(affine, r, n, send.data());
+              want = reference_result(affine, p, n);
             }
-          },
-          segment ? &*segment : nullptr);
-      for (const auto& e : errors) CHECK(message_of(e) == "");
-      if (processes) ShmArena::remove(name);
+            const Bytes untouched(n * eb, std::byte{0x5a});
+            Bytes recv = untouched;
+            const bool root_in_place = in_place && r == root;
+            const std::size_t read = direct_reduce_by_address(
+                reducer, me, send.data(), root_in_place ? send.data() : recv.data(), n, root, *op, chunks, policy);
+            if (root_in_place) recv = send;
+            const std::string what = op->name + " of " + std::to_string(n) + " to root " + std::to_string(root) +
+                                     (in_place ? " in place" : "");
+            if (const std::string d = first_difference(recv, r == root ? want : untouched); !d.empty())
+              fail(what + ": " + d);
+            const bool reads = processes && r == root && n > 0;
+            if (read != (reads ? static_cast<std::size_t>(p - 1) * n * eb : 0))
+              fail(what + ": read " + std::to_string(read) + " bytes across processes");
+            std::fill(send.begin(), send.end(), std::byte{0xa5});
+          }
     }
+  });
 }
 
 namespace {
@@ -264,110 +271,152 @@ TEST_CASE(
   // As the case above: by address threads load, over a shared segment every
   // read is a process_vm_readv, counted.
   const std::size_t eb = 4;
-  for (bool processes : {false, true})
-    for (int p : {1, 2, 3, 5}) {
-      INFO((processes ? "shared segment" : "heap") << ", p = " << p);
-      const std::string name = "/copse-test-direct-move-" + std::to_string(getpid()) + "-" + std::to_string(p);
-      ShmArena::remove(name);
-      std::optional<ShmArena> segment;
-      if (processes) segment.emplace(ShmArena::Create{}, name, DirectReduce::shared_bytes(p) + 4096);
-      const auto P = static_cast<std::size_t>(p);
-      const auto errors = on_ranks(
-          p,
-          [&](int r, DirectReduce& reducer) {
-            DirectRank me;
-            me.rank = r;
-            const WaitPolicy policy = patient();
-            std::uint64_t seed = 0;
-            const auto R = static_cast<std::size_t>(r);
-            auto fail = [&](const std::string& what) { throw std::logic_error(what); };
-            bool slots = false;  // the slots hold copies: only by address does anything cross processes
-            auto check = [&](const Bytes& got, const Bytes& want, std::size_t read, std::size_t reads,
-                             const std::string& what) {
-              if (const std::string d = first_difference(got, want); !d.empty()) fail(what + ": " + d);
-              if (read != (processes && !slots ? reads : 0)) fail(what + ": read " + std::to_string(read) + " bytes");
-            };
-            // Through the slots (what a rank posts fits: p blocks of 401) and by address.
-            for (const std::pair<std::size_t, bool>& run : {std::pair{std::size_t{0}, true},
-                                                            {std::size_t{1}, true},
-                                                            {std::size_t{401}, true},
-                                                            {std::size_t{0}, false},
-                                                            {std::size_t{1}, false},
-                                                            {std::size_t{4099}, false}}) {
-              const std::size_t n = run.first, bytes = n * eb;
-              slots = run.second;
-              auto gather = [&](const std::byte* mine, std::byte* recv, int root) -> std::size_t {
-                if (!slots) return direct_gather_by_address(reducer, me, mine, recv, n, eb, root, policy);
-                direct_gather(reducer, me, mine, recv, n, eb, root, policy);
-                return 0;
-              };
-              auto scatter = [&](const std::byte* send, std::byte* recv, int root) -> std::size_t {
-                if (!slots) return direct_scatter_by_address(reducer, me, send, recv, n, eb, root, policy);
-                direct_scatter(reducer, me, send, recv, n, eb, root, policy);
-                return 0;
-              };
-              auto alltoall = [&](const std::byte* send, std::byte* recv) -> std::size_t {
-                if (!slots) return direct_alltoall_by_address(reducer, me, send, recv, n, eb, policy);
-                direct_alltoall(reducer, me, send, recv, n, eb, policy);
-                return 0;
-              };
-              const std::string path = slots ? " through the slots" : " by address";
-              for (int root : {0, p - 1, p / 2})
-                for (bool in_place : {false, true}) {
-                  const std::string how = " of " + std::to_string(n) + " to/from root " + std::to_string(root) +
-                                          (in_place ? " in place" : "");
-                  const bool at_root = r == root, root_in_place = in_place && at_root;
-                  // Gather: rank q's block at q * bytes of the root's recv.
-                  ++seed;
-                  Bytes mine = pair_block(r, root, bytes, seed), want;
-                  for (int q = 0; q < p; ++q) {
-                    const Bytes b = pair_block(q, root, bytes, seed);
-                    want.insert(want.end(), b.begin(), b.end());
-                  }
-                  const Bytes untouched(P * bytes, std::byte{0x5a});
-                  Bytes recv = untouched;
-                  if (root_in_place && bytes > 0) std::memcpy(recv.data() + R * bytes, mine.data(), bytes);
-                  std::size_t read = gather(root_in_place ? recv.data() + R * bytes : mine.data(), recv.data(), root);
-                  check(recv, at_root ? want : untouched, read, at_root ? (P - 1) * bytes : 0, "gather" + how + path);
-                  std::fill(mine.begin(), mine.end(), std::byte{0xa5});  // reused at once
-                  // Scatter: rank q gets block q of the root's send.
-                  ++seed;
-                  Bytes send;
-                  for (int q = 0; q < p && at_root; ++q) {
-                    const Bytes b = pair_block(root, q, bytes, seed);
-                    send.insert(send.end(), b.begin(), b.end());
-                  }
-                  Bytes got(bytes, std::byte{0x5a});
-                  read = scatter(send.data(), root_in_place ? send.data() : got.data(), root);
-                  if (root_in_place)
-                    got.assign(send.begin() + static_cast<std::ptrdiff_t>(R * bytes),
-                               send.begin() + static_cast<std::ptrdiff_t>((R + 1) * bytes));
-                  check(got, pair_block(root, r, bytes, seed), read, at_root ? 0 : bytes, "scatter" + how + path);
-                  std::fill(send.begin(), send.end(), std::byte{0xa5});
-                }
-              // Alltoall: block q of rank r's send goes to rank q, at r * bytes.
-              ++seed;
-              Bytes send, want;
-              for (int q = 0; q < p; ++q) {
-                const Bytes out = pair_block(r, q, bytes, seed), in = pair_block(q, r, bytes, seed);
-                send.insert(send.end(), out.begin(), out.end());
-                want.insert(want.end(), in.begin(), in.end());
-              }
-              Bytes recv(P * bytes, std::byte{0x5a});
-              const std::size_t read = alltoall(send.data(), recv.data());
-              check(recv, want, read, (P - 1) * bytes, "alltoall of " + std::to_string(n) + path);
-              if (slots) {  // in place: the post is a copy
-                recv = send;
-                alltoall(recv.data(), recv.data());
-                check(recv, want, 0, 0, "alltoall in place of " + std::to_string(n) + path);
-              }
-              std::fill(send.begin(), send.end(), std::byte{0xa5});
-            }
-          },
-          segment ? &*segment : nullptr);
-      for (const auto& e : errors) CHECK(message_of(e) == "");
-      if (processes) ShmArena::remove(name);
+  over_both_arenas({1, 2, 3, 5}, "direct-move", [&](int p, bool processes, int r, DirectReduce& reducer) {
+    const auto P = static_cast<std::size_t>(p);
+    DirectRank me;
+    me.rank = r;
+    const WaitPolicy policy = patient();
+    std::uint64_t seed = 0;
+    const auto R = static_cast<std::size_t>(r);
+    auto fail = [&](const std::string& what) { throw std::logic_error(what); };
+    bool slots = false;  // the slots hold copies: only by address does anything cross processes
+    auto check = [&](const Bytes& got, const Bytes& want, std::size_t read, std::size_t reads,
+                     const std::string& what) {
+      if (const std::string d = first_difference(got, want); !d.empty()) fail(what + ": " + d);
+      if (read != (processes && !slots ? reads : 0)) fail(what + ": read " + std::to_string(read) + " bytes");
+    };
+    // Through the slots (what a rank posts fits: p blocks of 401) and by address.
+    for (const std::pair<std::size_t, bool>& run : {std::pair{std::size_t{0}, true},
+                                                    {std::size_t{1}, true},
+                                                    {std::size_t{401}, true},
+                                                    {std::size_t{0}, false},
+                                                    {std::size_t{1}, false},
+                                                    {std::size_t{4099}, false}}) {
+      const std::size_t n = run.first, bytes = n * eb;
+      slots = run.second;
+      auto gather = [&](const std::byte* mine, std::byte* recv, int root) -> std::size_t {
+        if (!slots) return direct_gather_by_address(reducer, me, mine, recv, n, eb, root, policy);
+        direct_gather(reducer, me, mine, recv, n, eb, root, policy);
+        return 0;
+      };
+      auto scatter = [&](const std::byte* send, std::byte* recv, int root) -> std::size_t {
+        if (!slots) return direct_scatter_by_address(reducer, me, send, recv, n, eb, root, policy);
+        direct_scatter(reducer, me, send, recv, n, eb, root, policy);
+        return 0;
+      };
+      auto alltoall = [&](const std::byte* send, std::byte* recv) -> std::size_t {
+        if (!slots) return direct_alltoall_by_address(reducer, me, send, recv, n, eb, policy);
+        direct_alltoall(reducer, me, send, recv, n, eb, policy);
+        return 0;
+      };
+      const std::string path = slots ? " through the slots" : " by address";
+      for (int root : {0, p - 1, p / 2})
+        for (bool in_place : {false, true}) {
+          const std::string how =
+              " of " + std::to_string(n) + " to/from root " + std::to_string(root) + (in_place ? " in place" : "");
+          const bool at_root = r == root, root_in_place = in_place && at_root;
+          // Gather: rank q's block at q * bytes of the root's recv.
+          ++seed;
+          Bytes mine = pair_block(r, root, bytes, seed), want;
+          for (int q = 0; q < p; ++q) {
+            const Bytes b = pair_block(q, root, bytes, seed);
+            want.insert(want.end(), b.begin(), b.end());
+          }
+          const Bytes untouched(P * bytes, std::byte{0x5a});
+          Bytes recv = untouched;
+          if (root_in_place && bytes > 0) std::memcpy(recv.data() + R * bytes, mine.data(), bytes);
+          std::size_t read = gather(root_in_place ? recv.data() + R * bytes : mine.data(), recv.data(), root);
+          check(recv, at_root ? want : untouched, read, at_root ? (P - 1) * bytes : 0, "gather" + how + path);
+          std::fill(mine.begin(), mine.end(), std::byte{0xa5});  // reused at once
+          // Scatter: rank q gets block q of the root's send.
+          ++seed;
+          Bytes send;
+          for (int q = 0; q < p && at_root; ++q) {
+            const Bytes b = pair_block(root, q, bytes, seed);
+            send.insert(send.end(), b.begin(), b.end());
+          }
+          Bytes got(bytes, std::byte{0x5a});
+          read = scatter(send.data(), root_in_place ? send.data() : got.data(), root);
+          if (root_in_place)
+            got.assign(send.begin() + static_cast<std::ptrdiff_t>(R * bytes),
+                       send.begin() + static_cast<std::ptrdiff_t>((R + 1) * bytes));
+          check(got, pair_block(root, r, bytes, seed), read, at_root ? 0 : bytes, "scatter" + how + path);
+          std::fill(send.begin(), send.end(), std::byte{0xa5});
+        }
+      // Alltoall: block q of rank r's send goes to rank q, at r * bytes.
+      ++seed;
+      Bytes send, want;
+      for (int q = 0; q < p; ++q) {
+        const Bytes out = pair_block(r, q, bytes, seed), in = pair_block(q, r, bytes, seed);
+        send.insert(send.end(), out.begin(), out.end());
+        want.insert(want.end(), in.begin(), in.end());
+      }
+      Bytes recv(P * bytes, std::byte{0x5a});
+      const std::size_t read = alltoall(send.data(), recv.data());
+      check(recv, want, read, (P - 1) * bytes, "alltoall of " + std::to_string(n) + path);
+      if (slots) {  // in place: the post is a copy
+        recv = send;
+        alltoall(recv.data(), recv.data());
+        check(recv, want, 0, 0, "alltoall in place of " + std::to_string(n) + path);
+      }
+      std::fill(send.begin(), send.end(), std::byte{0xa5});
     }
+  });
+}
+
+TEST_CASE("concurrency: direct v-variants by address: blocks of every size in their places, read where they lie",
+          "[direct]") {
+  // Bytes rank `from` sends rank `to` (-1: the one block of an allgatherv's or gatherv's sender): some empty, all odd.
+  auto size = [](int from, int to) -> std::uint64_t {
+    return (from * 7 + to * 3 + 3) % 4 == 0 ? 0 : 97u * static_cast<std::uint64_t>(from + 1) + 13u * (to + 1U);
+  };
+  over_both_arenas({1, 2, 3, 5}, "direct-vector", [&](int p, bool processes, int r, DirectReduce& reducer) {
+    DirectRank me;
+    me.rank = r;
+    const WaitPolicy policy = patient();
+    std::uint64_t seed = 0;
+    for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter, Collective::alltoall})
+      for (int root : {0, p - 1}) {
+        ++seed;
+        const bool per_receiver = c == Collective::scatter || c == Collective::alltoall;
+        auto sender_block = [&](int from, int to) {
+          const int whom = per_receiver ? to : -1;
+          return pair_block(from, whom + 1, size(from, whom), seed);
+        };
+        // Rank r's input: its blocks with a gap of 5 bytes before each.
+        Bytes input;
+        std::vector<std::uint64_t> sc, sd, rc(static_cast<std::size_t>(p)), rd(static_cast<std::size_t>(p));
+        const bool sends = c != Collective::scatter || r == root;
+        for (int to = 0; sends && to < (per_receiver ? p : 1); ++to) {
+          const Bytes b = sender_block(r, to);
+          input.resize(input.size() + 5, std::byte{0x11});
+          sd.push_back(input.size());
+          sc.push_back(b.size());
+          input.insert(input.end(), b.begin(), b.end());
+        }
+        // Rank r's receive vector, blocks in reverse rank order with gaps of 3; what it should hold.
+        const bool receives = c != Collective::gather || r == root;
+        Bytes want;
+        for (int q = p - 1; q >= 0; --q) {
+          if (!receives || (c == Collective::scatter && q != root)) continue;
+          const Bytes b = sender_block(q, r);
+          want.resize(want.size() + 3, std::byte{0x5a});
+          rd[static_cast<std::size_t>(q)] = want.size();
+          rc[static_cast<std::size_t>(q)] = b.size();
+          want.insert(want.end(), b.begin(), b.end());
+        }
+        Bytes recv(want.size(), std::byte{0x5a});
+        const std::size_t read =
+            direct_vector_by_address(reducer, me, c, root, input.data(), {sc, sd}, recv.data(), {rc, rd}, policy);
+        const std::string what = std::string(to_string(c)) + "v, root " + std::to_string(root);
+        if (const std::string d = first_difference(recv, want); !d.empty()) throw std::logic_error(what + ": " + d);
+        std::uint64_t from_others = 0;
+        for (int q = 0; q < p; ++q) from_others += q == r ? 0 : rc[static_cast<std::size_t>(q)];
+        if (read != (processes ? from_others : 0))
+          throw std::logic_error(what + ": read " + std::to_string(read) + " bytes across processes");
+        std::fill(input.begin(), input.end(), std::byte{0xa5});  // reused at once
+      }
+  });
 }
 
 TEST_CASE("concurrency: direct reduce: a barrier without data and an operator", "[direct]") {

@@ -4,10 +4,15 @@
 // one over 2^20 bytes, every third block empty, gapped displacements, roots
 // other than 0, in place and not.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "runtime/comm.hpp"
 #include "tests/comm_threads.hpp"
+#include "tests/support.hpp"
 #include "tests/vector_checks.hpp"
 
 using namespace copse;
@@ -57,4 +62,42 @@ TEST_CASE("thread Comm: v-variants refuse negative counts and displacements", "[
     c.allgatherv(x, x, good.data(), displs.data(), DType::int32);
   });
   for (auto& e : errors) CHECK_THROWS_AS(std::rethrow_exception(e), UsageError);
+}
+
+TEST_CASE("thread Comm: on one node the v-variants are read by address, and a count that disagrees fails every rank",
+          "[comm][vector]") {
+  TeamOptions o = options_for({3});
+  o.wait_timeout = std::chrono::milliseconds(2000);
+  {
+    Team team(o);
+    std::vector<std::string> failures(3);
+    check_no_errors(on_every_rank(team, [&](Comm& c) {
+      const std::size_t plans = c.cached_plans();
+      failures[static_cast<std::size_t>(c.rank())] = check_vector_collectives(c, 1000, 1, false);
+      // RankCore::vector_direct: no padded collective, so nothing planned (not even the agreement's allreduce).
+      if (c.cached_plans() != plans) failures[static_cast<std::size_t>(c.rank())] += "planned a direct call";
+    }));
+    for (const std::string& f : failures) CHECK(f == "");
+  }
+  Team team(o);
+  // Rank 2 expects 3 elements from rank 0, which sends it 2: rank 2 fails
+  // naming both (once its peers are done reading its vector), and the team
+  // is broken from then on for every rank.
+  std::vector<std::exception_ptr> first(3);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    const std::vector<int> send_counts{2, 2, 2}, displs{0, 2, 4};
+    const std::vector<int> recv_counts{c.rank() == 2 ? 3 : 2, 2, 2}, recv_displs{0, 3, 5};
+    std::vector<int> send(6, c.rank()), recv(8, -1);
+    try {
+      c.alltoallv(send.data(), send_counts.data(), displs.data(), recv.data(), recv_counts.data(), recv_displs.data(),
+                  DType::int32);
+    } catch (...) {
+      first[static_cast<std::size_t>(c.rank())] = std::current_exception();
+    }
+    c.barrier();
+  });
+  REQUIRE(first[2]);
+  CHECK_THROWS_AS(std::rethrow_exception(first[2]), ScheduleError);
+  CHECK_THAT(message_of(first[2]), Catch::Contains("alltoallv: rank 0 sends 8 bytes to rank 2, which expects 12"));
+  for (const auto& e : errors) CHECK(e);
 }

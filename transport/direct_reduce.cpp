@@ -113,13 +113,13 @@ std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
 }
 
 std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                                        int root) {
+                                        int root, const std::byte* input) {
   if (bytes > kPostBytes)
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
   const std::uint32_t call = ++me.calls;
   if (bytes > 0 && vector) std::memcpy(data(me.rank, call), vector, bytes);
-  announce(me, call, c, bytes, root);
+  announce(me, call, c, bytes, root, input);
   return call;
 }
 
@@ -140,6 +140,11 @@ std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte*
   const std::uint32_t call = ++me.calls;
   announce(me, call, c, bytes, root, input);
   return call;
+}
+
+std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, const std::byte* layout,
+                                  std::size_t layout_bytes, int root) {
+  return post_vector(me, c, layout, layout_bytes, root, input);
 }
 
 const std::byte* DirectReduce::shared_input(int q, std::uint32_t call) const {

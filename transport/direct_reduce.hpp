@@ -166,6 +166,12 @@ class DirectReduce {
   // number; await_shares() waits for every peer's post of it and checks it
   // as exchange() does. The calls share the count with the slots' calls.
   std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root = -1);
+  // share() with a copy of `layout` in me's slot (what readers need to find
+  // their part of `input`: a v-variant's counts and displacements; at most
+  // kPostBytes), posted(me.rank, call) then; the sizes await_shares checks
+  // are the layouts'. A null layout posts its size alone.
+  std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, const std::byte* layout,
+                      std::size_t layout_bytes, int root);
   void await_shares(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t element_bytes,
                     const WaitPolicy& policy, int root = -1) {
     await_posts(me, call, c, bytes, element_bytes, policy, root);
@@ -195,7 +201,8 @@ class DirectReduce {
   using Word = std::atomic<std::uint32_t> Slot::*;
   std::byte* data(int rank, std::uint32_t call) const;
   // exchange()'s first half: me's vector copied and posted as its next call.
-  std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root);
+  std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root,
+                            const std::byte* input = nullptr);
   // Posts me's call `call` of collective `c`: its buffer's size, root and
   // (a call by address or in slices) its vectors' addresses and process,
   // written before the post that makes them visible.

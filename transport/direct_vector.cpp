@@ -29,8 +29,8 @@ const char* v_name(Collective c) {
 }  // namespace
 
 std::size_t direct_vector_by_address(DirectReduce& slots, DirectRank& me, Collective c, int root,
-                                     const std::byte* input, VectorLayout sent, std::byte* recv,
-                                     VectorLayout received, const WaitPolicy& policy) {
+                                     const std::byte* input, VectorLayout sent, std::byte* recv, VectorLayout received,
+                                     const WaitPolicy& policy) {
   const int p = slots.ranks();
   const bool rooted = c == Collective::gather || c == Collective::scatter;
   const int call_root = rooted ? root : -1;
@@ -44,8 +44,8 @@ std::size_t direct_vector_by_address(DirectReduce& slots, DirectRank& me, Collec
     layout[entries + i] = sent.displs[i];
   }
   const std::size_t layout_bytes = 2 * entries * sizeof(std::uint64_t);
-  const std::uint32_t call = slots.share(me, c, input, sends ? reinterpret_cast<const std::byte*>(layout.data()) : nullptr,
-                                         layout_bytes, call_root);
+  const std::uint32_t call = slots.share(
+      me, c, input, sends ? reinterpret_cast<const std::byte*>(layout.data()) : nullptr, layout_bytes, call_root);
   const bool receives = c != Collective::gather || me.rank == root;
   if (receives) slots.await_shares(me, call, c, layout_bytes, sizeof(std::uint64_t), policy, call_root);
   std::size_t attached = 0;

@@ -50,7 +50,7 @@ struct VectorLayout {
 // alltoall's input must not be recv (in place, the caller shares a copy).
 // Returns the bytes read from other processes.
 std::size_t direct_vector_by_address(DirectReduce& slots, DirectRank& me, Collective c, int root,
-                                     const std::byte* input, VectorLayout sent, std::byte* recv,
-                                     VectorLayout received, const WaitPolicy& policy);
+                                     const std::byte* input, VectorLayout sent, std::byte* recv, VectorLayout received,
+                                     const WaitPolicy& policy);
 
 }  // namespace copse

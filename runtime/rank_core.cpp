@@ -197,9 +197,18 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
 // alone (thread Comm, back-to-back float sums, root 0, against the
 // schedules: 512 KiB 25.7 against 34-38 us, 768 KiB level, 2 MiB 219-226
 // against 187-191; three and four threads still ahead at 2 and 4 MiB).
+// Where the slots stop and the reads by address begin: when the slots are
+// full, but a gather's from half of them -- its root alone reads, so the
+// slots' two copies (in, then out) cost more than one read sooner: at np 2
+// (mpi_collectives --sync p2p, three rounds, us by median) 8 KiB took 2.1
+// through the slots against Open MPI's 1.8, 12 KiB 1.5 by address.
+std::size_t RankCore::by_address_above(Collective c) {
+  return c == Collective::gather ? DirectReduce::kPostBytes / 2 : DirectReduce::kPostBytes;
+}
+
 bool RankCore::reads_by_address(Collective c, std::size_t bytes) const {
   const int p = core_team.ranks;
-  if (!leaves_choice_to_direct(c) || !DirectReduce::serves(p) || bytes <= DirectReduce::kPostBytes) return false;
+  if (!leaves_choice_to_direct(c) || !DirectReduce::serves(p) || bytes <= by_address_above(c)) return false;
   if (c == Collective::reduce && p > kReduceByAddressRanks) return false;
   if (core_team.shares_memory) return c != Collective::reduce || p > 2 || bytes <= kPairReduceByAddressUpToBytes;
   const LinkConfig& config = core_team.engine->config();

@@ -264,6 +264,7 @@ class RankCore {
   std::uint32_t direct_choices_ = 0;
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
   bool reads_by_address(Collective c, std::size_t bytes) const;
+  static std::size_t by_address_above(Collective c);
   // Elements [from, from + count) of the reduction of every rank's `total`.
   bool reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
                              const ReduceOp& op);

@@ -306,13 +306,16 @@ bool RankCore::vector_direct(const CallArgs& a) {
     case Collective::allgather:
       received = in_bytes(PaddedCall::Blocks("allgatherv", v.recv_counts, v.recv_displs, p));
       one_block(received.counts[me], in_place ? received.displs[me] : 0);  // in place: at its place in recv
+      if (in_place) input = recv;
       break;
     case Collective::gather:
       if (at_root) received = in_bytes(PaddedCall::Blocks("gatherv", v.recv_counts, v.recv_displs, p));
-      if (at_root && in_place)
-        one_block(received.counts[me], received.displs[me]);
-      else
+      if (at_root && in_place) {
+        one_block(received.counts[me], received.displs[me]);  // at its place in recv
+        input = recv;
+      } else {
         one_block(v.count * eb, 0);
+      }
       break;
     case Collective::scatter:
       if (at_root) sent = in_bytes(PaddedCall::Blocks("scatterv", v.send_counts, v.send_displs, p));
@@ -326,8 +329,6 @@ bool RankCore::vector_direct(const CallArgs& a) {
       sent = in_place ? received : in_bytes(PaddedCall::Blocks("alltoallv", v.send_counts, v.send_displs, p));
       break;
   }
-  if (c == Collective::allgather && in_place) input = recv;
-  if (c == Collective::gather && at_root && in_place) input = recv;
   run_direct(c, [&](TeamDirectReduce& d) {
     d.vector(c, a.root, input, {sent.counts, sent.displs}, recv, {received.counts, received.displs});
   });

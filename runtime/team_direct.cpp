@@ -151,6 +151,12 @@ void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, c
   });
 }
 
+const std::byte* TeamDirectReduce::blocks_to_share(const std::byte* recv, std::size_t bytes) {
+  if (bounce_.size() < bytes) bounce_.resize(bytes);
+  if (bytes > 0) std::memcpy(bounce_.data(), recv, bytes);
+  return bounce_.data();
+}
+
 void TeamDirectReduce::move(Collective c, const void* send, void* recv, std::size_t count, std::size_t element_bytes,
                             int root, bool by_address) {
   guarded(c, [&] {
@@ -169,12 +175,7 @@ void TeamDirectReduce::move(Collective c, const void* send, void* recv, std::siz
     } else if (c == Collective::scatter) {
       read = direct_scatter_by_address(reducer_, direct_, in, out, count, element_bytes, root, policy_);
     } else {
-      if (in == out) {  // in place: the peers read the blocks this rank overwrites
-        const std::size_t bytes = static_cast<std::size_t>(reducer_.ranks()) * count * element_bytes;
-        if (bounce_.size() < bytes) bounce_.resize(bytes);
-        if (bytes > 0) std::memcpy(bounce_.data(), out, bytes);
-        in = bounce_.data();
-      }
+      if (in == out) in = blocks_to_share(out, static_cast<std::size_t>(reducer_.ranks()) * count * element_bytes);
       read = direct_alltoall_by_address(reducer_, direct_, in, out, count, element_bytes, policy_);
     }
     if (read) engine_.count_attached(read);
@@ -186,13 +187,11 @@ void TeamDirectReduce::vector(Collective c, int root, const void* input, VectorL
   guarded(c, [&] {
     const auto* in = static_cast<const std::byte*>(input);
     auto* out = static_cast<std::byte*>(recv);
-    if (c == Collective::alltoall && in == out) {  // in place: the peers read the blocks this rank overwrites
-      std::uint64_t extent = 0;
+    if (c == Collective::alltoall && in == out) {
+      std::uint64_t extent = 0;  // the end of the last block sent
       for (std::size_t q = 0; q < sent.counts.size(); ++q)
         extent = std::max(extent, sent.counts[q] > 0 ? sent.displs[q] + sent.counts[q] : 0);
-      if (bounce_.size() < extent) bounce_.resize(extent);
-      if (extent > 0) std::memcpy(bounce_.data(), out, extent);
-      in = bounce_.data();
+      in = blocks_to_share(out, extent);
     }
     if (const std::size_t read = direct_vector_by_address(reducer_, direct_, c, root, in, sent, out, received, policy_))
       engine_.count_attached(read);

@@ -93,6 +93,11 @@ class TeamDirectReduce {
   std::optional<std::chrono::milliseconds> timeout_;
   DirectRank direct_;
   WaitPolicy policy_;
+  // An alltoall in place by address: the first `bytes` of recv, its blocks
+  // to send, copied into bounce_ for the peers to read, since this rank
+  // overwrites them in recv as they read.
+  const std::byte* blocks_to_share(const std::byte* recv, std::size_t bytes);
+
   // A root's chunks of a reduce by address, or an alltoall's blocks to send
   // in place, made at the first (kept: a call of that size allocates
   // nothing after it).

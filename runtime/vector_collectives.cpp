@@ -51,7 +51,7 @@ CallArgs vector_call(Collective c, const void* send, void* recv, DType dtype, in
 
 // A blocking v-variant: by address on one node where the ranks may read
 // each other's memory (RankCore::vector_direct), else its parts in a row.
-void run_padded(Comm& comm, RankCore& core, const CallArgs& args) {
+void run_vector(Comm& comm, RankCore& core, const CallArgs& args) {
   if (core.vector_direct(args)) return;
   PaddedCall call(args, comm.rank(), comm.size());
   const CallArgs a = call.prepare(call.agrees() ? agreed_most(comm, call.mine()) : call.mine());
@@ -185,25 +185,25 @@ void PaddedCall::store() {
 }
 
 void Comm::allgatherv(const void* send, void* recv, const int* counts, const int* displs, DType dtype) {
-  run_padded(*this, ready(),
+  run_vector(*this, ready(),
              vector_call(Collective::allgather, send, recv, dtype, 0, {nullptr, nullptr, counts, displs}));
 }
 
 void Comm::gatherv(const void* send, std::size_t count, void* recv, const int* counts, const int* displs, DType dtype,
                    int root) {
-  run_padded(*this, ready(),
+  run_vector(*this, ready(),
              vector_call(Collective::gather, send, recv, dtype, root, {nullptr, nullptr, counts, displs, count}));
 }
 
 void Comm::scatterv(const void* send, const int* counts, const int* displs, void* recv, std::size_t count, DType dtype,
                     int root) {
-  run_padded(*this, ready(),
+  run_vector(*this, ready(),
              vector_call(Collective::scatter, send, recv, dtype, root, {counts, displs, nullptr, nullptr, count}));
 }
 
 void Comm::alltoallv(const void* send, const int* send_counts, const int* send_displs, void* recv,
                      const int* recv_counts, const int* recv_displs, DType dtype) {
-  run_padded(
+  run_vector(
       *this, ready(),
       vector_call(Collective::alltoall, send, recv, dtype, 0, {send_counts, send_displs, recv_counts, recv_displs}));
 }

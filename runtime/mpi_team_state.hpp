@@ -157,15 +157,14 @@ struct TeamState : CoreTeam {
   // 5.0 ms through the windows, Open MPI 2.5 ms; np 2, 4 MiB: 1.9 against
   // 3.0 ms -- while a broadcast's or a reduction's sender copies in parallel
   // with its receiver, and the read lost (np 2, 1 MiB: bcast 1.6 against 1.0
-  // times Open MPI's time, reduce 1.25 against 0.7).
-  // Except for a broadcast up to kBcastAttachUpToBytes, while every process
-  // has a core (LinkConfig::bcast_attach_up_to_bytes): there the direct
-  // broadcast's ring, two copies of a vector the caches hold, took twice
-  // Open MPI's single read (np 2 bound, tuned/copse by median, 32 KiB-512 KiB:
-  // 0.52-0.55 through the ring, 1.04-1.36 read; 1 MiB 0.82 against 1.01;
-  // from 1.5 MiB the ring wins, 1.15-1.23 against 1.00).
+  // times Open MPI's time, reduce 1.25 against 0.7). So do the one-node
+  // direct paths' broadcast, allgather and reduce (LinkConfig::fast_attach):
+  // the slots' ring and the schedules beat the read there (np 2, probe 127
+  // against 67 us, tuned/copse by median, 16 KiB-4 MiB: bcast 2.3-2.9 through
+  // the ring against 1.0-1.1 read, reduce 1.5-2.6 against 0.9-1.0); a
+  // scatter's, gather's and alltoall's reads, which replace copies made one
+  // after another, stay.
   enum class AttachUse : std::uint8_t { none, allgather, every };
-  static constexpr std::size_t kBcastAttachUpToBytes = std::size_t{1} << 20;
   AttachUse attach_use = AttachUse::none;
   std::string cma_note;         // Team::cross_memory_attach_note
   bool oversubscribed = false;  // some node holds more ranks than can run at once (agreed)

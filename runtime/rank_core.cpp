@@ -187,10 +187,14 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
 // for the slots (from there on: at np 2, 9-15 KiB, allgather 1.6-2.0 us
 // against the schedules' 2.4-3.7 and Open MPI's 2.6-2.7, reduce 1.2-1.6
 // against 1.4-1.7 and 1.9-2.7), where the ranks may read each other's memory -- threads, or
-// processes whose set-up found cross-memory attach worth it (for an
-// allgather wherever the kernel allows it, as the link engine's attached
-// sends; a reduce as far as the direct broadcast reads, whose sender's copy
-// likewise runs beside its readers' in a schedule) -- and, for a reduce,
+// processes whose set-up allows cross-memory attach: a scatter's, gather's
+// and alltoall's always (one read replaces copies made one after another),
+// an allgather's and reduce's only where the kernel's read was timed fast
+// (LinkConfig::fast_attach): elsewhere the schedules' copies, made on both
+// cores at once, win (np 2, a probe's read of 1 MiB 127 us against a copy's
+// 67, mpi_collectives --sync p2p, three rounds, us by median, by address /
+// schedules / Open MPI: allgather 16 KiB 4.2 / 2.2 / 4.4, 1 MiB 125 / 88 /
+// 127; reduce 16 KiB 4.2 / 1.8 / 4.2, 512 KiB 68 / 41 / 63) -- and, for a reduce,
 // in a small team: its root alone reads and combines every vector. Among
 // two threads, up to kPairReduceByAddressUpToBytes: beyond it the
 // schedule's two threads, copying and combining at once, overtake the root
@@ -212,7 +216,8 @@ bool RankCore::reads_by_address(Collective c, std::size_t bytes) const {
   if (c == Collective::reduce && p > kReduceByAddressRanks) return false;
   if (core_team.shares_memory) return c != Collective::reduce || p > 2 || bytes <= kPairReduceByAddressUpToBytes;
   const LinkConfig& config = core_team.engine->config();
-  return config.cross_memory_attach && (c != Collective::reduce || bytes <= config.bcast_attach_up_to_bytes);
+  const bool replaces_serial_copies = c != Collective::reduce && c != Collective::allgather;
+  return config.cross_memory_attach && (config.fast_attach || replaces_serial_copies);
 }
 
 bool RankCore::allgather_direct(const void* send, void* recv, std::size_t count, std::size_t element_bytes) {

@@ -101,10 +101,10 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
 }
 
 void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
-  // Processes that may read each other's memory, up to the size the team
-  // set for broadcasts (the same on every rank: the bytes agree).
+  // Processes that may read each other's memory, where the read is fast
+  // (LinkConfig::fast_attach; the same on every rank).
   const LinkConfig& link = engine_.config();
-  const bool attach = link.cross_memory_attach && bytes <= link.bcast_attach_up_to_bytes;
+  const bool attach = link.cross_memory_attach && link.fast_attach;
   guarded(Collective::bcast, [&] {
     if (const std::size_t read = reducer_.bcast(direct_, static_cast<std::byte*>(buffer), bytes, root, policy_, attach))
       engine_.count_attached(read);

@@ -99,12 +99,13 @@ struct LinkConfig {
   // slow (runtime/mpi_team_state.hpp), with kNeverAttach here.
   bool cross_memory_attach = false;
   std::size_t attach_from_bytes = std::size_t{16} << 10;
-  // With cross_memory_attach, the direct broadcast (transport/direct_bcast.hpp)
-  // of a node's processes reads the root's vector by address for vectors of
-  // DirectBcast::kByAddressFromBytes up to this many bytes; larger ones stream
-  // through its ring. The MPI team sets it from its probe
-  // (runtime/mpi_team_state.hpp).
-  std::size_t bcast_attach_up_to_bytes = ~std::size_t{0};
+  // With cross_memory_attach: whether the kernel's read was timed fast (the
+  // MPI team's probe, runtime/mpi_team_state.hpp). Only then do a node's
+  // processes read by address where the copies they replace run on both
+  // cores at once -- the direct broadcast (transport/direct_bcast.hpp), the
+  // direct allgather and reduce (runtime/rank_core.cpp); otherwise those
+  // stream through the slots and the schedules.
+  bool fast_attach = true;
   // Ranks running on this machine, of this engine and others (virtual nodes
   // of one host each have an engine): with more than its cores, waiting
   // processes poll, yielding the core, instead of spinning. 0: the engine's

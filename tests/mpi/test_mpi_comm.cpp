@@ -220,25 +220,61 @@ void check_arrival(MPI_Comm comm, const Args& a) {
   }
 }
 
-// Where cross-memory attach serves allgathers alone, a one-node team's
-// direct broadcast still reads a vector of up to 1 MiB from the root's
-// memory while every process has a core (TeamState::kBcastAttachUpToBytes),
-// and streams a larger one through its ring. Each rank but the root reads.
-void check_bcast_reads(Comm& c, const Team& team) {
+// Where cross-memory attach serves allgathers alone (the kernel's read is
+// slow, or asked for), a one-node team's direct broadcast streams every
+// vector through its ring, and its direct reduce and allgather go through
+// the slots or the schedules, none reading by address; a gather's root
+// still reads every block where it lies (one read replaces copies made one
+// after another), where it has node peers in other processes (`peers`).
+// Right results every way.
+void check_direct_reads(Comm& c, const Team& team, bool peers) {
+  const int p = c.size(), me = c.rank();
+  auto read_since = [&](std::uint64_t before) { return team.attached_bytes() > before; };
+  auto say = [&](const std::string& what, bool read) {
+    return where(c, what + (read ? " read" : " not read") + " by cross-memory attach" +
+                        (team.oversubscribed() ? " (oversubscribed)" : " (a core each)"));
+  };
   for (const std::size_t bytes : {std::size_t{256} << 10, std::size_t{4} << 20}) {
     std::vector<std::uint8_t> v(bytes);
-    for (std::size_t i = 0; i < bytes; ++i) v[i] = c.rank() == 0 ? static_cast<std::uint8_t>(i * 7 + 3) : 0;
+    for (std::size_t i = 0; i < bytes; ++i) v[i] = me == 0 ? static_cast<std::uint8_t>(i * 7 + 3) : 0;
     const std::uint64_t before = team.attached_bytes();
     c.bcast(v.data(), bytes, DType::uint8, 0);
-    const bool read = team.attached_bytes() > before;
     bool right = true;
     for (std::size_t i = 0; i < bytes; ++i) right = right && v[i] == static_cast<std::uint8_t>(i * 7 + 3);
     expect(right, where(c, "bcast of " + std::to_string(bytes) + " bytes: wrong bytes"));
-    const bool expected = c.rank() != 0 && bytes <= (std::size_t{1} << 20) && !team.oversubscribed();
-    expect(read == expected, where(c, "bcast of " + std::to_string(bytes) + " bytes " + (read ? "" : "not ") +
-                                          "read by cross-memory attach" +
-                                          (team.oversubscribed() ? " (oversubscribed)" : " (a core each)")));
+    const bool read = read_since(before);
+    expect(!read, say("bcast of " + std::to_string(bytes) + " bytes", read));
   }
+  const std::size_t n = 16 << 10;  // floats: 64 KiB a rank, beyond the slots
+  std::vector<float> mine(n), all(n * static_cast<std::size_t>(p)), sum(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = static_cast<float>(me * 1000 + static_cast<int>(i % 997));
+  std::uint64_t before = team.attached_bytes();
+  c.reduce(mine.data(), sum.data(), n, builtin_op("sum", DType::float32), 0);
+  bool right = true;
+  for (std::size_t i = 0; me == 0 && i < n; ++i)
+    right = right && sum[i] == static_cast<float>(1000 * p * (p - 1) / 2 + p * static_cast<int>(i % 997));
+  expect(right, where(c, "reduce of 64 KiB: wrong sums"));
+  bool read = read_since(before);
+  expect(!read, say("reduce of 64 KiB", read));
+  auto check_blocks = [&](const std::string& what, bool here) {
+    bool ok = true;
+    for (std::size_t r = 0; here && r < static_cast<std::size_t>(p); ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        ok = ok && all[r * n + i] == static_cast<float>(static_cast<int>(r) * 1000 + static_cast<int>(i % 997));
+    expect(ok, where(c, what + ": wrong blocks"));
+  };
+  before = team.attached_bytes();
+  c.allgather(mine.data(), all.data(), n, DType::float32);
+  check_blocks("allgather of 64 KiB", true);
+  read = read_since(before);
+  expect(!read, say("allgather of 64 KiB", read));
+  std::fill(all.begin(), all.end(), 0.0f);
+  const int root = p - 1;
+  before = team.attached_bytes();
+  c.gather(mine.data(), all.data(), n, DType::float32, root);
+  check_blocks("gather of 64 KiB", me == root);
+  read = read_since(before);
+  expect(read == (me == root && peers), say("gather of 64 KiB", read));
 }
 
 // Cross-memory attach (CommOptions::cross_memory_attach). On, a process
@@ -247,7 +283,7 @@ void check_bcast_reads(Comm& c, const Team& team) {
 // window fails here -- unless the kernel refuses it (the note then names
 // process_vm_readv). For allgathers, the same for an allgather of a vector
 // larger than half a window, and no other collective's but a one-node
-// team's broadcast (check_bcast_reads). Automatic, as on,
+// team's direct paths (check_direct_reads). Automatic, as on,
 // or for allgathers with the probe's reason (slower than the window's
 // copies), or off with the probe's reason (refused). Off, every message
 // goes through the window. Right results every way, on vectors that the
@@ -290,7 +326,7 @@ void check_cross_memory_attach(MPI_Comm comm, const Args& a) {
              where(c, "cross-memory attach for allgathers alone read an allreduce's messages"));
       bool one_node = true;
       for (int r = 0; r < layout.ranks(); ++r) one_node = one_node && layout.node(r) == layout.node(0);
-      if (one_node) check_bcast_reads(c, team);
+      if (one_node) check_direct_reads(c, team, peers);
     }
   }
 }

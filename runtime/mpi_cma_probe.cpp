@@ -1,10 +1,14 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "common/error.hpp"
 #include "runtime/mpi_team_state.hpp"
+#include "transport/direct_bcast.hpp"
+#include "transport/direct_reduce.hpp"
+#include "transport/link_engine.hpp"
 
 namespace copse::mpi {
 
@@ -15,6 +19,17 @@ namespace {
 constexpr std::uint64_t kProbeWord = 0x636f7073652d636dULL;
 // The probe's timed read (CommOptions::Attach::automatic).
 constexpr std::size_t kProbeSampleBytes = std::size_t{1} << 20;
+// The ring against the read (TeamState::reads_beat_ring): a broadcast of
+// this many bytes each way, this many times after one each to warm up.
+constexpr std::size_t kRingProbeBytes = std::size_t{256} << 10;
+constexpr int kRingProbeRounds = 5;
+
+using Micros = std::chrono::duration<double, std::micro>;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 
 }  // namespace
 
@@ -69,7 +84,6 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
     const auto pid = static_cast<int>(all[4 * next + 1]);
     const auto from = static_cast<std::uint64_t>(all[4 * next + 3]);
     std::vector<std::byte> to(kProbeSampleBytes, std::byte{0});
-    using Micros = std::chrono::duration<double, std::micro>;
     double read = 1e30, copy = 1e30;  // the best of a few, as a warm run would see
     bool failed = false;
     for (int rep = 0; rep < 5 && !failed; ++rep) {
@@ -104,6 +118,63 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
   if (ok && attach_use == AttachUse::none) cma_note = "off: another process cannot use it (its note says why)";
   if (fast && attach_use == AttachUse::allgather)
     cma_note = "allgather only: another process found the kernel's read slow (its note says why)";
+  // Where the read was timed slow, whether it still beats the ring (the
+  // same condition on every process: agreed, or the team's layout).
+  const auto* segment = arena->at<SegmentRoot>(arena->root());
+  if (!timed || attach_use != AttachUse::allgather || segment->direct == 0) return;
+  const RingAgainstRead times = ring_against_read();
+  // Minima: whether every reader found the read faster (the root abstains),
+  // and whether nobody timed (a node of one process).
+  const bool timed_here = times.ring > 0;
+  const int votes[2] = {!timed_here || times.read < times.ring ? 1 : 0, timed_here ? 0 : 1};
+  int agreed_votes[2] = {0, 0};
+  check_mpi(PMPI_Allreduce(votes, agreed_votes, 2, MPI_INT, MPI_MIN, dup), "MPI_Allreduce (ring against read)");
+  if (agreed_votes[1] == 1) return;  // nobody timed
+  reads_beat_ring = agreed_votes[0] == 1;
+  char text[256];
+  if (!timed_here)
+    std::snprintf(text, sizeof text, "; %s (its readers timed a broadcast of %zu KiB)",
+                  reads_beat_ring ? "the read beat the ring" : "the ring beat the read", kRingProbeBytes >> 10);
+  else
+    std::snprintf(text, sizeof text, "; %s (a broadcast of %zu KiB: %.1f us by address, %.1f through the ring%s)",
+                  reads_beat_ring ? "the read beat the ring" : "the ring beat the read", kRingProbeBytes >> 10,
+                  times.read, times.ring,
+                  reads_beat_ring == (times.read < times.ring) ? "" : ", another reader's vote");
+  cma_note += text;
+}
+
+TeamState::RingAgainstRead TeamState::ring_against_read() {
+  int node_size = 0, node_rank = 0;
+  check_mpi(PMPI_Comm_size(node_comm, &node_size), "MPI_Comm_size (node)");
+  check_mpi(PMPI_Comm_rank(node_comm, &node_rank), "MPI_Comm_rank (node)");
+  const std::size_t ring_bytes = DirectBcast::shared_bytes(node_size);
+  if (node_size < 2 || ring_bytes > node_members.size() * window_stride) return {};
+  // Over the windows, which nothing uses before the set-up's agreement that
+  // follows this (an allreduce over every process).
+  if (node_rank == 0) DirectBcast::create_at(windows, node_size);
+  check_mpi(PMPI_Barrier(node_comm), "MPI_Barrier (ring against read)");
+  const SpinPolicy spin = LinkEngine::spin_for(!oversubscribed);  // as the team's engine will wait
+  DirectBcast ring(windows, node_size, FutexScope::shared, &spin);
+  DirectRank me;
+  me.rank = node_rank;
+  WaitPolicy policy;
+  policy.deadline = Clock::now() + std::chrono::seconds(10);
+  policy.timeout_message = [] {
+    return std::string("cross-memory attach probe: a node peer took no part in timing the ring within 10 s");
+  };
+  std::vector<std::byte> vector(kRingProbeBytes, std::byte{0});
+  std::vector<double> ring_us, read_us;
+  for (int round = 0; round <= kRingProbeRounds; ++round)
+    for (const bool by_address : {false, true}) {
+      const auto t0 = Clock::now();
+      ring.bcast(me, vector.data(), vector.size(), 0, policy, by_address);
+      const double us = Micros(Clock::now() - t0).count();
+      if (round > 0) (by_address ? read_us : ring_us).push_back(us);
+    }
+  check_mpi(PMPI_Barrier(node_comm), "MPI_Barrier (ring against read)");  // every rank is done with the ring
+  if (node_rank == 0) std::memset(windows, 0, ring_bytes);
+  if (node_rank == 0) return {};  // the root writes; its readers time
+  return {median(ring_us), median(read_us)};
 }
 
 }  // namespace copse::mpi

@@ -108,7 +108,7 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   link.staged_sends = true;  // working vectors are the user's buffers or private memory
   link.cross_memory_attach = attach_use != AttachUse::none;
   link.attach_from_bytes = attach_use == AttachUse::every ? kAttachFromBytes : kNeverAttach;
-  link.fast_attach = attach_use == AttachUse::every;
+  link.fast_attach = attach_use == AttachUse::every || (attach_use == AttachUse::allgather && reads_beat_ring);
   link.ranks_on_host = ranks_on_host;
   link.concurrent_ranks = concurrent;
   const auto* root = arena->at<SegmentRoot>(arena->root());

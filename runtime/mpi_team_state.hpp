@@ -157,15 +157,26 @@ struct TeamState : CoreTeam {
   // 5.0 ms through the windows, Open MPI 2.5 ms; np 2, 4 MiB: 1.9 against
   // 3.0 ms -- while a broadcast's or a reduction's sender copies in parallel
   // with its receiver, and the read lost (np 2, 1 MiB: bcast 1.6 against 1.0
-  // times Open MPI's time, reduce 1.25 against 0.7). So do the one-node
-  // direct paths' broadcast, allgather and reduce (LinkConfig::fast_attach):
-  // the slots' ring and the schedules beat the read there (np 2, probe 127
-  // against 67 us, tuned/copse by median, 16 KiB-4 MiB: bcast 2.3-2.9 through
-  // the ring against 1.0-1.1 read, reduce 1.5-2.6 against 0.9-1.0); a
-  // scatter's, gather's and alltoall's reads, which replace copies made one
-  // after another, stay.
+  // times Open MPI's time, reduce 1.25 against 0.7). A scatter's, gather's
+  // and alltoall's reads, which replace copies made one after another,
+  // stay. A one-node team's direct broadcast, allgather and reduce read too
+  // only where the read beat the ring as well (reads_beat_ring).
   enum class AttachUse : std::uint8_t { none, allgather, every };
   AttachUse attach_use = AttachUse::none;
+  // Where the read is slow (AttachUse::allgather, found by the probe), one
+  // broadcast through the direct broadcast's ring against one by address,
+  // timed at set-up by the node's readers (ring_against_read): on this
+  // 2-core virtual machine the same binary's launches fall into two modes,
+  // whichever the host gives them, and keep it to the end. In one the ring,
+  // both processes copying at once through caches that hand lines over
+  // quickly, beats the read 2.5 times (np 2, 256 KiB: 10 us against 25, and
+  // mpi_collectives --sync p2p, tuned/copse by median, 16 KiB-4 MiB: bcast
+  // 2.3-2.9 through the ring, 1.0-1.1 read; reduce 1.5-2.6 against
+  // 0.9-1.0); in the other every copy through the segment takes 2-4 times
+  // as long (Open MPI's own allreduce too) and the ring loses (bcast 512 KiB
+  // 77 us against Open MPI's single read's 50). The read is the same in
+  // both. Agreed: the ring unless every reader found the read faster.
+  bool reads_beat_ring = false;
   std::string cma_note;         // Team::cross_memory_attach_note
   bool oversubscribed = false;  // some node holds more ranks than can run at once (agreed)
   std::vector<Comm> comms;
@@ -194,6 +205,14 @@ struct TeamState : CoreTeam {
   // Sets attach_use, cma_note and oversubscribed (runtime/mpi_cma_probe.cpp);
   // `concurrent_ranks`: of this node, as its processes agreed.
   void probe_cross_memory_attach(int concurrent_ranks);
+  // The median microseconds a node reader took to receive a broadcast of
+  // kRingProbeBytes through the direct broadcast's ring and by address,
+  // timed in turn over the node's first window, which it zeroes again;
+  // {0, 0} where the node has one process or no window to time in.
+  struct RingAgainstRead {
+    double ring = 0, read = 0;
+  };
+  RingAgainstRead ring_against_read();
   // The failure record (runtime/mpi_failure.cpp): LinkConfig::peer_gone and on_failure, and the rethrow.
   // The watches of the team's other processes (start_watches, after the
   // processes are known) and a process's name in messages: MPI rank, pid and host.

@@ -83,9 +83,8 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
   // 13 ms per call with the 2 ms spin the online count chose).
   const int cores = config_.concurrent_ranks > 0 ? config_.concurrent_ranks : std::max(1, cpu_count(process_cpus()));
   const bool fits = ranks_fit_cores(slots(), config_.ranks_on_host, cores);
-  spin_.spin = std::chrono::milliseconds(fits ? 2 : 0);
+  spin_ = spin_for(fits);
   stream_copies_ = fits && config_.staged_sends;
-  spin_.poll = fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
   // Threads of one process (a thread Team, a small emulation): while the
   // engine's ranks fit the process's cores, the same long spin -- a copy of
   // 64 KiB takes longer than wait.cpp's default 4 us spin, after which the
@@ -103,8 +102,7 @@ LinkEngine::LinkEngine(Arena& arena, Arena::Offset shared, ExecutorConfig settin
   thread_spin_ = scope_ == FutexScope::process && slots() <= kPollingRanksPerCore * process_cores;
   if (thread_spin_) {
     const bool thread_fits = slots() <= spin_slots();
-    spin_.spin = std::chrono::milliseconds(thread_fits ? 2 : 0);
-    spin_.poll = thread_fits ? std::chrono::microseconds(0) : std::chrono::milliseconds(20);
+    spin_ = spin_for(thread_fits);
     if (thread_fits) receiver_moves_from_ = kReceiverMovesFromBytes;
   }
 }

@@ -168,6 +168,12 @@ class LinkEngine final : public Link {
   // engines' members) in `arena`; returns its offset (to hand to the other
   // processes' engines).
   static Arena::Offset create_shared(Arena& arena, int ranks);
+  // How waits spin (or poll): `fits`, while the ranks fit their
+  // cores (link_engine.cpp says why).
+  static SpinPolicy spin_for(bool fits) {
+    return {fits ? std::chrono::nanoseconds(std::chrono::milliseconds(2)) : std::chrono::nanoseconds(0),
+            fits ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::milliseconds(20))};
+  }
 
   // Attaches to shared state created by create_shared (in this process or,
   // for a ShmArena, in another one). The arena must outlive the engine.

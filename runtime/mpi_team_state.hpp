@@ -175,7 +175,8 @@ struct TeamState : CoreTeam {
   // 0.9-1.0); in the other every copy through the segment takes 2-4 times
   // as long (Open MPI's own allreduce too) and the ring loses (bcast 512 KiB
   // 77 us against Open MPI's single read's 50). The read is the same in
-  // both. Agreed: the ring unless every reader found the read faster.
+  // both. Agreed: the ring unless every reader found the read faster by a
+  // margin (mpi_cma_probe.cpp).
   bool reads_beat_ring = false;
   std::string cma_note;         // Team::cross_memory_attach_note
   bool oversubscribed = false;  // some node holds more ranks than can run at once (agreed)

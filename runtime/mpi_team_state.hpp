@@ -167,7 +167,9 @@ struct TeamState : CoreTeam {
   // broadcast through the direct broadcast's ring against one by address,
   // timed at set-up by the node's readers (ring_against_read): on this
   // 2-core virtual machine the same binary's launches fall into two modes,
-  // whichever the host gives them, and keep it to the end. In one the ring,
+  // whichever the host gives them, and mostly keep it to the end (not
+  // always: one launch of half a minute timed the ring 15.6 us against the
+  // read's 33, then ran every copy slowly). In one the ring,
   // both processes copying at once through caches that hand lines over
   // quickly, beats the read 2.5 times (np 2, 256 KiB: 10 us against 25, and
   // mpi_collectives --sync p2p, tuned/copse by median, 16 KiB-4 MiB: bcast

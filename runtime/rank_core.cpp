@@ -189,10 +189,12 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
 // against 1.4-1.7 and 1.9-2.7), where the ranks may read each other's memory -- threads, or
 // processes whose set-up allows cross-memory attach: a scatter's, gather's
 // and alltoall's always (one read replaces copies made one after another),
-// an allgather's and reduce's only where the kernel's read was timed fast
-// (LinkConfig::fast_attach): elsewhere the schedules' copies, made on both
-// cores at once, win (np 2, a probe's read of 1 MiB 127 us against a copy's
-// 67, mpi_collectives --sync p2p, three rounds, us by median, by address /
+// an allgather's and reduce's only where the set-up found the read faster
+// than the copies (LinkConfig::fast_attach): elsewhere the schedules'
+// copies, made on both cores at once, win (np 2, a probe's read of 1 MiB
+// 127 us against a copy's 67, in a launch whose copies through the segment
+// ran fast -- runtime/mpi_team_state.hpp's reads_beat_ring --
+// mpi_collectives --sync p2p, three rounds, us by median, by address /
 // schedules / Open MPI: allgather 16 KiB 4.2 / 2.2 / 4.4, 1 MiB 125 / 88 /
 // 127; reduce 16 KiB 4.2 / 1.8 / 4.2, 512 KiB 68 / 41 / 63) -- and, for a reduce,
 // in a small team: its root alone reads and combines every vector. Among

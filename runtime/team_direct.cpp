@@ -101,8 +101,8 @@ void TeamDirectReduce::run(Collective c, const void* send, void* recv, std::size
 }
 
 void TeamDirectReduce::bcast(void* buffer, std::size_t bytes, int root) {
-  // Processes that may read each other's memory, where the read is fast
-  // (LinkConfig::fast_attach; the same on every rank).
+  // Processes that may read each other's memory, where the set-up found the
+  // read faster than the ring (LinkConfig::fast_attach; the same on every rank).
   const LinkConfig& link = engine_.config();
   const bool attach = link.cross_memory_attach && link.fast_attach;
   guarded(Collective::bcast, [&] {

@@ -99,12 +99,14 @@ struct LinkConfig {
   // slow (runtime/mpi_team_state.hpp), with kNeverAttach here.
   bool cross_memory_attach = false;
   std::size_t attach_from_bytes = std::size_t{16} << 10;
-  // With cross_memory_attach: whether the kernel's read was timed fast (the
-  // MPI team's probe, runtime/mpi_team_state.hpp). Only then do a node's
-  // processes read by address where the copies they replace run on both
-  // cores at once -- the direct broadcast (transport/direct_bcast.hpp), the
-  // direct allgather and reduce (runtime/rank_core.cpp); otherwise those
-  // stream through the slots and the schedules.
+  // With cross_memory_attach: whether the read beat the copies it would
+  // replace -- timed at most 1.5 local copies, or faster than the direct
+  // broadcast's ring (the MPI team's probe, runtime/mpi_team_state.hpp).
+  // Only then do a node's processes read by address where those copies run
+  // on both cores at once -- the direct broadcast
+  // (transport/direct_bcast.hpp), the direct allgather and reduce
+  // (runtime/rank_core.cpp); otherwise those stream through the slots and
+  // the schedules.
   bool fast_attach = true;
   // Ranks running on this machine, of this engine and others (virtual nodes
   // of one host each have an engine): with more than its cores, waiting

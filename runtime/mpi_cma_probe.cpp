@@ -114,9 +114,9 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
     }
   }
   const int fits = ranks_fit_cores(static_cast<int>(node_members.size()), ranks_on_host, concurrent_ranks) ? 1 : 0;
-  const int verdicts[3] = {ok, fast, fits};
-  int agreed[3] = {0, 0, 0};
-  check_mpi(PMPI_Allreduce(verdicts, agreed, 3, MPI_INT, MPI_MIN, dup), "MPI_Allreduce (cross-memory attach)");
+  const int verdicts[4] = {ok, fast, fits, timed ? 1 : 0};
+  int agreed[4] = {0, 0, 0, 0};
+  check_mpi(PMPI_Allreduce(verdicts, agreed, 4, MPI_INT, MPI_MIN, dup), "MPI_Allreduce (cross-memory attach)");
   oversubscribed = agreed[2] == 0;
   attach_use = agreed[0] == 0 ? AttachUse::none : agreed[1] == 0 ? AttachUse::allgather : AttachUse::every;
   if (attach_use == AttachUse::every) cma_note = "on";
@@ -124,9 +124,10 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
   if (fast && attach_use == AttachUse::allgather)
     cma_note = "allgather only: another process found the kernel's read slow (its note says why)";
   // Where the read was timed slow, whether it still beats the ring (the
-  // same condition on every process: agreed, or the team's layout).
+  // same condition on every process: agreed -- every process timed, even if
+  // one was configured otherwise -- or the team's layout).
   const auto* segment = arena->at<SegmentRoot>(arena->root());
-  if (!timed || attach_use != AttachUse::allgather || segment->direct == 0) return;
+  if (agreed[3] == 0 || attach_use != AttachUse::allgather || segment->direct == 0) return;
   const RingAgainstRead times = ring_against_read();
   // Minima: whether every reader found the read faster (the root abstains),
   // and whether nobody timed (a node of one process).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/text.hpp"
 #include "common/units.hpp"
 
 namespace copse {
@@ -131,9 +132,7 @@ std::string pad(std::string text, std::size_t width, bool right) {
 WallStats wall_stats(std::vector<double> seconds) {
   if (seconds.empty()) return {};
   std::sort(seconds.begin(), seconds.end());
-  const std::size_t n = seconds.size();
-  const double median = n % 2 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
-  return {seconds.front(), median};
+  return {seconds.front(), median_of_sorted(seconds)};
 }
 
 }  // namespace copse

@@ -1,8 +1,10 @@
 #pragma once
 // Small pieces of text and arithmetic that every layer needs once.
 
+#include <algorithm>
 #include <concepts>
 #include <ranges>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -48,6 +50,19 @@ inline std::vector<std::string> split(std::string_view text, char separator) {
 template <std::unsigned_integral T>
 constexpr T round_up(T n, std::type_identity_t<T> to) {
   return (n + to - 1) / to * to;
+}
+
+// The median of `sorted` (ascending): its middle value, or the mean of its
+// two middle ones; 0 when empty. median_of_sorted({1, 2, 4, 8}) == 3.
+inline double median_of_sorted(std::span<const double> sorted) {
+  const std::size_t n = sorted.size();
+  if (n == 0) return 0;
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+// The same of `values` in any order.
+inline double median(std::vector<double> values) {
+  std::ranges::sort(values);
+  return median_of_sorted(values);
 }
 
 // `text` as a JSON string, quotes included: quotes and backslashes escaped,

@@ -34,13 +34,6 @@ std::uint64_t integer_sqrt(std::uint64_t n) {
   return r;
 }
 
-double ratios_median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The rank, node and host ranges of each shape (the header's "Shapes" rule).
 // Three kinds of shape are measured apart, each covering its own calls: one
 // node, virtual nodes of one host (max_hosts 1), and several hosts
@@ -84,8 +77,8 @@ TuneRatio median_ratio(const TuneSizes& measured) {
     if (r.configured > 0) configured.push_back(r.configured);
     for (const auto& [variant, x] : r.variants) variants[variant].push_back(x);
   }
-  TuneRatio out{ratios_median(configured), {}};
-  for (const auto& [variant, xs] : variants) out.variants[variant] = ratios_median(xs);
+  TuneRatio out{median(configured), {}};
+  for (const auto& [variant, xs] : variants) out.variants[variant] = median(xs);
   return out;
 }
 

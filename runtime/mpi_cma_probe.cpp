@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "runtime/mpi_team_state.hpp"
 #include "transport/direct_bcast.hpp"
 #include "transport/direct_reduce.hpp"
@@ -30,11 +31,6 @@ constexpr int kRingProbeRounds = 9;
 constexpr double kReadMustWinBy = 1.25;
 
 using Micros = std::chrono::duration<double, std::micro>;
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

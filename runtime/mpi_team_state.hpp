@@ -205,12 +205,12 @@ struct TeamState : CoreTeam {
   void assemble_hierarchy(const std::vector<ProcessInfo>& info, const std::vector<std::vector<int>>& members_of,
                           int processes, int leader);
   void open_segment();  // runtime/mpi_segment.cpp
-  // Sets attach_use, cma_note and oversubscribed (runtime/mpi_cma_probe.cpp);
+  // Sets attach_use, reads_beat_ring, cma_note and oversubscribed (runtime/mpi_cma_probe.cpp);
   // `concurrent_ranks`: of this node, as its processes agreed.
   void probe_cross_memory_attach(int concurrent_ranks);
   // The median microseconds a node reader took to receive a broadcast of
   // kRingProbeBytes through the direct broadcast's ring and by address,
-  // timed in turn over the node's first window, which it zeroes again;
+  // timed in turn over the node's windows, which it zeroes again;
   // {0, 0} where the node has one process or no window to time in.
   struct RingAgainstRead {
     double ring = 0, read = 0;

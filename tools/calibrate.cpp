@@ -28,9 +28,7 @@ namespace copse {
 Spread spread_of(std::vector<double> values) {
   if (values.empty()) return {};
   std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  const double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  return {values.front(), median, values.back()};
+  return {values.front(), median_of_sorted(values), values.back()};
 }
 
 // Relative errors: with u = 1/t and v = x/t, minimise sum (1 - alpha*u - beta*v)^2,

@@ -201,8 +201,13 @@ class RankCore {
   // other's memory -- decided without its counts, which only some ranks
   // know, so alike on every rank.
   bool vector_direct(const CallArgs& args);
-  // A collective of `c` returned: the next computation phase begins.
-  void returned(Collective c) { monitor.returned(now(), c == Collective::allreduce); }
+  // A collective of `c` returned: the next computation phase begins. Only
+  // an arrival-aware team's monitor is read (arrive, edge), and the clock
+  // read costs a small call 45 ns under kvm-clock (np 2, 8-byte allreduce
+  // of the slots 0.30 us): the rest skip it.
+  void returned(Collective c) {
+    if (core_team.arrival_aware) monitor.returned(now(), c == Collective::allreduce);
+  }
 
   // The arrival branch of an allreduce (with an arrival-aware one): this
   // rank's arrival published, then -- past the warm-up -- every rank's

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
@@ -15,32 +16,41 @@ namespace copse {
 
 namespace {
 constexpr std::size_t kBuffers = 2;  // call n uses buffer n % 2 (see the header)
+constexpr std::size_t kInlineBytes = DirectReduce::kInlineBytes;
 }  // namespace
 
-// A rank's words, on cache lines of their own that its peers poll: the last
-// call it has posted (its slot holds that call's vector, or for a sliced
-// call the addresses of its vectors), and for sliced calls the last whose
-// slice it has reduced and the last whose slices it has copied.
+// A rank's words. The first cache line is what a peer reads for every call
+// of the slots: the last call the rank has posted, each buffer's size,
+// collective and root, and a vector of up to kInlineBytes itself -- so that
+// a small allreduce's post crosses from one core to the other as one line,
+// not as this line and a line of the data buffers (np 2 under mpirun,
+// 8-byte float sums back to back, six alternated launches: 0.18 us per call
+// in most, against 0.22-0.25 with the data apart and Open MPI's 0.25). The
+// second holds the sliced calls' words, polled only by those calls, and the
+// addresses of a call by address. Per buffer (call parity), everything is
+// written before `posted` and, like the buffer, not rewritten while a peer
+// may read it.
 struct alignas(64) DirectReduce::Slot {
   std::atomic<std::uint32_t> posted{0};
   std::atomic<std::uint32_t> sleepers{0};
-  std::atomic<std::uint32_t> sliced{0};
-  std::atomic<std::uint32_t> sliced_sleepers{0};
-  std::atomic<std::uint32_t> gathered{0};
-  std::atomic<std::uint32_t> gathered_sleepers{0};
-  // Per buffer (call parity), written before `posted` and, like the
-  // buffer, not rewritten while a peer may read it: the vector's size, and
-  // for a sliced call the rank's send and receive vectors.
   std::uint64_t bytes[kBuffers] = {0, 0};
-  Collective collective[kBuffers] = {Collective::barrier,
-                                     Collective::barrier};  // the call's (a mixed-up call is an error)
-  std::int32_t root[kBuffers] = {-1, -1};                   // a reduce's (else -1): ranks that disagree are an error
-  const std::byte* input[kBuffers] = {nullptr, nullptr};
+  std::int8_t root[kBuffers] = {-1, -1};  // a reduce's (else -1): ranks that disagree are an error
+  std::uint8_t collective[kBuffers] = {static_cast<std::uint8_t>(Collective::barrier),
+                                       static_cast<std::uint8_t>(Collective::barrier)};  // a mixed-up call is an error
+  alignas(16) std::byte small[kBuffers][kInlineBytes] = {};  // the vector, where it fits (DirectReduce::data)
+
+  alignas(64) std::atomic<std::uint32_t> sliced{0};  // the last call whose slice the rank has reduced
+  std::atomic<std::uint32_t> sliced_sleepers{0};
+  std::atomic<std::uint32_t> gathered{0};  // ... whose slices it has copied, or whose inputs it has read
+  std::atomic<std::uint32_t> gathered_sleepers{0};
+  const std::byte* input[kBuffers] = {nullptr, nullptr};  // a call by address or in slices: the rank's vectors
   std::byte* output[kBuffers] = {nullptr, nullptr};
   std::int32_t pid = 0;  // the process of `input` (a call by address, share())
 };
 
 Arena::Offset DirectReduce::create_shared(Arena& arena, int ranks) {
+  static_assert(offsetof(Slot, sliced) == 64, "a small call's words and vector share one cache line");
+  static_assert(kMaxRanks <= 127, "roots fit the slot's int8");
   if (!serves(ranks))
     throw UsageError("the direct reduce serves 1 to " + std::to_string(kMaxRanks) + " ranks, not " +
                      std::to_string(ranks));
@@ -92,7 +102,7 @@ void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c,
   const std::uint32_t b = call % kBuffers;
   for (int q = 0; q < ranks_; ++q) {
     const std::uint64_t theirs = slots_[q].bytes[b];
-    const Collective their_call = slots_[q].collective[b];
+    const auto their_call = static_cast<Collective>(slots_[q].collective[b]);
     if (theirs == bytes && their_call == c && slots_[q].root[b] == root) continue;
     if (theirs == bytes && their_call == c)
       throw ScheduleError("mismatched roots in direct call " + std::to_string(call) + ": rank " + std::to_string(q) +
@@ -108,8 +118,14 @@ void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c,
   }
 }
 
-std::byte* DirectReduce::data(int rank, std::uint32_t call) const {
-  return data_ + (static_cast<std::size_t>(rank) * kBuffers + call % kBuffers) * kPostBytes;
+std::byte* DirectReduce::data(int rank, std::uint32_t call, std::uint64_t bytes) const {
+  const std::uint32_t b = call % kBuffers;
+  if (bytes <= kInlineBytes) return slots_[rank].small[b];
+  return data_ + (static_cast<std::size_t>(rank) * kBuffers + b) * kPostBytes;
+}
+
+const std::byte* DirectReduce::posted(int rank, std::uint32_t call) const {
+  return data(rank, call, slots_[rank].bytes[call % kBuffers]);
 }
 
 std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
@@ -118,7 +134,7 @@ std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std:
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
   const std::uint32_t call = ++me.calls;
-  if (bytes > 0 && vector) std::memcpy(data(me.rank, call), vector, bytes);
+  if (bytes > 0 && vector) std::memcpy(data(me.rank, call, bytes), vector, bytes);
   announce(me, call, c, bytes, root, input);
   return call;
 }
@@ -128,8 +144,8 @@ void DirectReduce::announce(DirectRank& me, std::uint32_t call, Collective c, st
   const std::uint32_t b = call % kBuffers;
   Slot& mine = slots_[me.rank];
   mine.bytes[b] = bytes;
-  mine.collective[b] = c;
-  mine.root[b] = root;
+  mine.collective[b] = static_cast<std::uint8_t>(c);
+  mine.root[b] = static_cast<std::int8_t>(root);
   mine.input[b] = input;
   mine.output[b] = output;
   mine.pid = pid_;
@@ -155,7 +171,8 @@ std::size_t DirectReduce::read_shared(int q, std::uint32_t call, std::size_t at,
   if (n == 0) return 0;  // an empty vector may have no address
   const Slot& peer = slots_[q];
   const std::uint32_t b = call % kBuffers;
-  return read_from_peer(one_process_, peer.pid, peer.input[b] + at, to, n, to_string(peer.collective[b]), "rank", q);
+  return read_from_peer(one_process_, peer.pid, peer.input[b] + at, to, n,
+                        to_string(static_cast<Collective>(peer.collective[b])), "rank", q);
 }
 
 void DirectReduce::release(DirectRank& me, std::uint32_t call) {
@@ -211,8 +228,8 @@ void DirectReduce::finish_allreduce(DirectRank& me, std::uint32_t call, std::byt
 void DirectReduce::fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op,
                               std::byte* recv) const {
   const std::size_t at = from * op.element_bytes;
-  std::memcpy(recv, data(0, call) + at, count * op.element_bytes);
-  for (int q = 1; q < ranks_; ++q) op.combine(recv, data(q, call) + at, count, Combine::right);
+  std::memcpy(recv, posted(0, call) + at, count * op.element_bytes);
+  for (int q = 1; q < ranks_; ++q) op.combine(recv, posted(q, call) + at, count, Combine::right);
 }
 
 // Worked for T = 3 and 7 elements: slices of 3, 2, 2 (BlockPartition).

@@ -78,6 +78,9 @@ class DirectReduce {
   // per rank and T ranks: 32 T KiB of the node's arena.
   static constexpr std::size_t kPostBytes = 8192;
   static bool holds(int ranks, std::size_t bytes) { return serves(ranks) && bytes <= kPostBytes; }
+  // A post of up to this many bytes travels in the slot's first cache line,
+  // beside the call number that announces it.
+  static constexpr std::size_t kInlineBytes = 16;
   // Vectors from this size on are reduced in slices (allreduce_sliced)
   // where the ranks are threads of one process. Measured on 2 cores against
   // the selected schedules (back-to-back float sums): level at T = 2 (the
@@ -142,7 +145,7 @@ class DirectReduce {
   // (a scatter's ranks but the root: only the root has data to post).
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                          std::size_t element_bytes, const WaitPolicy& policy, int root = -1);
-  const std::byte* posted(int rank, std::uint32_t call) const { return data(rank, call); }
+  const std::byte* posted(int rank, std::uint32_t call) const;
   // recv = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from + count) of
   // every rank's post of `call`, in rank order: the sequential reference's
   // order, so every rank and every collective built on the slots computes
@@ -199,7 +202,9 @@ class DirectReduce {
  private:
   struct Slot;
   using Word = std::atomic<std::uint32_t> Slot::*;
-  std::byte* data(int rank, std::uint32_t call) const;
+  // Where rank's post of `call` lies: a vector of `bytes` up to kInlineBytes
+  // in its slot's first cache line, a larger one in the buffer of the call's parity.
+  std::byte* data(int rank, std::uint32_t call, std::uint64_t bytes) const;
   // exchange()'s first half: me's vector copied and posted as its next call.
   std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root,
                             const std::byte* input = nullptr);

@@ -200,9 +200,9 @@ struct MpiOptions {
   // communicator allow); clear: every such call goes to the MPI library.
   std::uint32_t serve = (1U << kMpiCollectives.size()) - 1;
   // Bounds on the bytes each process contributes (count x datatype size: for
-  // allgather, scatter and gather its block, for reduce_scatter its whole
-  // input, for alltoall all it sends); a call outside them goes to the MPI
-  // library. Barriers have no bytes and ignore them.
+  // allgather, scatter, gather and alltoall one block, for reduce_scatter its
+  // whole input); a call outside them goes to the MPI library. Barriers have
+  // no bytes and ignore them.
   std::uint64_t min_bytes = 0;
   std::optional<std::uint64_t> max_bytes;  // nullopt: no upper bound
   std::string stats;                       // file that gets one JSON line per process at MPI_Finalize; empty: none

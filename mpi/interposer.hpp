@@ -19,9 +19,9 @@
 //     processes describe the same bytes with different datatypes, and
 //     processes that decided differently would never meet;
 //   - the communicator is an intracommunicator of more than one process;
-//   - the bytes each process contributes (count x size; allgather, scatter
-//     and gather: one block; reduce_scatter: its whole input; alltoall: all
-//     it sends) are within mpi.min_bytes and mpi.max_bytes (barrier: always);
+//   - the bytes each process contributes (count x size; allgather, scatter,
+//     gather and alltoall: one block; reduce_scatter: its whole input) are
+//     within mpi.min_bytes and mpi.max_bytes (barrier: always);
 //   - the arguments are ones MPI accepts (count >= 0, root in the
 //     communicator, MPI_IN_PLACE only where allowed, no null handle):
 //     otherwise the MPI library reports the mistake in its own words.

@@ -189,7 +189,8 @@ int alltoall(const void* send, int send_count, MPI_Datatype send_type, void* rec
     // The block this process receives from each, and the one it sends each.
     const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
     if (l.fits())
-      if (Record* r = record(*s, comm); r && s->serves(c, l.block->bytes * static_cast<std::uint64_t>(r->size), *r))
+      if (Record* r = record(*s, comm);
+          r && s->serves(c, l.block->bytes, *r))  // by its block, as `copse tune` times it
         return run(*s, c, "MPI_Alltoall", *r, [&](Comm& cc) {
           const auto ranks = static_cast<MPI_Count>(r->size);
           std::unique_ptr<std::byte[]> packed_send, packed_recv;

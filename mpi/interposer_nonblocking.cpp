@@ -208,8 +208,7 @@ int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void
     const MovedLayouts l = equal_blocks(*s, in_place, send_count, send_type, recv_count, recv_type);
     const auto& block = l.block;
     if (l.fits() && l.contiguous())
-      if (Record* r = with_team(*s, comm);
-          r && s->serves(c, block->bytes * static_cast<std::uint64_t>(r->size), *r, how.form()))
+      if (Record* r = with_team(*s, comm); r && s->serves(c, block->bytes, *r, how.form()))
         return serve(*s, c, how.name("MPI_Ialltoall", "MPIX_Alltoall_init"), *r, request, how.persistent,
                      [&](Comm& cc) {
                        const void* from = in_place ? recv : send;

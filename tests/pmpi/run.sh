@@ -150,13 +150,16 @@ case "$what" in
     export COPSE_MPI_STATS="$tmp/stats.jsonl" COPSE_MPI_MAX_BYTES=8MiB COPSE_MPI_TABLE="$tmp/table.toml"
     ((k > 0)) && export COPSE_HIERARCHY_RANKS_PER_NODE=$k
     printf 'default = "copse"\n[[row]]\ncollective = "bcast"\nuse = "mpi"\n' >"$tmp/table.toml"
+    # An alltoall is decided by its block, the size copse tune measures it
+    # by: the program's alltoalls move blocks of 8 bytes (8 x p in all).
+    printf '[[row]]\ncollective = "alltoall"\nmax_bytes = 8\nuse = "mpi"\n' >>"$tmp/table.toml"
     # COLLECTIVE:FORM[:BLOCKS]: the rows name a form, and some a block count.
     for row in allreduce:lanes:5 reduce:multi-leader:3 allgather:flat; do
       IFS=: read -r collective form blocks <<<"$row"
       printf '[[row]]\ncollective = "%s"\nuse = "copse"\nhierarchy = "%s"\n' "$collective" "$form"
       [[ -n $blocks ]] && printf 'blocks = %s\n' "$blocks"
     done >>"$tmp/table.toml"
-    preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast ||
+    preloaded -np "$np" "$PMPI_COLLECTIVES" "$tmp/expect.jsonl" --max-bytes $((8 << 20)) --not-served bcast --not-served alltoall ||
       { echo "FAIL the program reported wrong results (or did not finish)"; exit 1; }
     check_stats "$tmp/expect.jsonl" || exit 1
     python3 - "$tmp/stats.jsonl" "$tmp/table.toml" <<'EOF'
@@ -167,20 +170,22 @@ for line in map(json.loads, open(sys.argv[1])):
     if t is None:
         bad.append(f"rank {line['rank']}: no table counts in its stats line")
         continue
-    # Every bcast the table saw went to MPI by its first row; the allreduces,
-    # reduces and allgathers were served by theirs; every other call copse
-    # served passed the table unmatched (the default, copse).
+    # Every bcast the table saw went to MPI by its first row, every alltoall
+    # by its second; the allreduces, reduces and allgathers were served by
+    # theirs; every other call copse served passed the table unmatched (the
+    # default, copse).
     if t.get("source") != sys.argv[2]:
         bad.append(f"rank {line['rank']}: the counts name the table {t.get('source')!r}, not {sys.argv[2]!r}")
     served = line["served"]
     formed = [served["allreduce"], served["reduce"], served["allgather"]]
-    if len(t["rows"]) != 4 or not 0 < t["rows"][0] <= line["passed"]["bcast"] or t["rows"][1:] != formed \
-            or 0 in formed:
+    if len(t["rows"]) != 5 or not 0 < t["rows"][0] <= line["passed"]["bcast"] or t["rows"][2:] != formed \
+            or 0 in formed or not 0 < t["rows"][1] <= line["passed"]["alltoall"] or served["alltoall"] != 0:
         bad.append(f"rank {line['rank']}: row counts {t['rows']}, bcasts passed {line['passed']['bcast']}, "
+                   f"alltoalls passed {line['passed']['alltoall']} and served {served['alltoall']}, "
                    f"allreduce, reduce, allgather served {formed}")
     if t["unmatched"] != sum(served.values()) - sum(formed):
         bad.append(f"rank {line['rank']}: {t['unmatched']} calls matched no row, {sum(served.values())} served")
-print("\n".join(bad) if bad else "table: the first row deferred the bcasts, the rows naming forms (and block "
+print("\n".join(bad) if bad else "table: the first rows deferred the bcasts and the alltoalls (by block), the rows naming forms (and block "
       "counts) served theirs, "
       "the default served the rest")
 sys.exit(1 if bad else 0)

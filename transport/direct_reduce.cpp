@@ -16,7 +16,6 @@ namespace copse {
 
 namespace {
 constexpr std::size_t kBuffers = 2;  // call n uses buffer n % 2 (see the header)
-constexpr std::size_t kInlineBytes = DirectReduce::kInlineBytes;
 }  // namespace
 
 // A rank's words. The first cache line is what a peer reads for every call

@@ -15,7 +15,11 @@
 // verified call, two untimed warm-up calls, then `reps` repetitions of
 // { MPI_Barrier; t0; call; t1 }, then a second verified call (--sync p2p: a
 // line-up of point-to-point messages instead of MPI_Barrier, see
-// mpi_collectives_forms.hpp). Each rank keeps
+// mpi_collectives_forms.hpp). With --native, further sides in the same run:
+// the same calls through the MPI library's own PMPI_ names, each side
+// verified and warmed up alike and the timed repetitions interleaved, side
+// after side (under LD_PRELOAD=libcopse_mpi.so: copse and Open MPI in the
+// same processes, so a launch's placement and pages weigh on both). Each rank keeps
 // its own t1 - t0; per repetition the slowest rank's time counts (the
 // collective is done when its last rank is), and min and median over
 // repetitions are reported. `reps` fills about half a second at the slowest
@@ -56,7 +60,8 @@
 //
 // Usage:
 //   mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST]
-//                                      [--min-size SIZE] [--quick] [--label NAME] [--config NAME] [--json FILE]
+//                                      [--min-size SIZE] [--quick] [--label NAME] [--native LABELS]
+//                                      [--config NAME] [--json FILE]
 //   mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]
 // Exit status: 0 when every result verified, 1 on a wrong result (in report
 // mode: a line that recorded one), 2 on bad usage.
@@ -80,19 +85,13 @@
 #include <vector>
 
 #include "mpi_collectives_forms.hpp"
+#include "mpi_collectives_options.hpp"
 
 namespace mpi_collectives {
 
 namespace {
 
 // ---- sizes, repetitions, data ------------------------------------------------
-
-std::vector<std::size_t> default_sizes(bool quick) {
-  if (quick) return {8, 16u << 10, 1u << 20};
-  std::vector<std::size_t> sizes{8};
-  for (std::size_t s = 16; s <= (64u << 20); s *= 4) sizes.push_back(s);
-  return sizes;
-}
 
 // Untimed calls after the first verified one.
 constexpr int kWarmup = 2;
@@ -128,19 +127,6 @@ float sum_of_inputs(int ranks, std::size_t i) {
 
 // ---- measure mode --------------------------------------------------------------
 
-struct Options {
-  std::vector<const Collective*> collectives;
-  std::vector<Form> forms{Form::blocking};
-  Sync sync = Sync::barrier;
-  std::vector<std::string> roots{"0"};  // integers or "last"
-  std::vector<std::size_t> sizes;
-  std::size_t min_size = 0;  // --min-size: smaller sizes, and collectives without data, left out
-  bool quick = false;
-  std::string label = "mpi";
-  std::string config;  // default: "np<P>"
-  std::string json_path;
-};
-
 // Page-aligned, first touched by this process, freed with it.
 struct Buffer {
   float* data = nullptr;
@@ -167,6 +153,15 @@ struct Case {
   Form form = Form::blocking;
 };
 
+// One side of a case: the label its lines carry, the entry its calls go
+// through -- the run's own (--label, MPI_) and each --native one (PMPI_) --
+// and its persistent request, between Runner::prepare and Runner::release.
+struct Side {
+  std::string label;
+  Entry entry;
+  MPI_Request persistent = MPI_REQUEST_NULL;
+};
+
 class Runner {
  public:
   Runner(int rank, int ranks) : rank_(rank), ranks_(ranks), recv_counts_(static_cast<std::size_t>(ranks)) {}
@@ -182,54 +177,43 @@ class Runner {
     for (std::size_t i = 0; i < send_count; ++i) send_->data[i] = input(rank_, i);
   }
 
-  // Before a case's first call: its persistent request, made once.
-  void prepare(const Case& k) {
+  // Before a case's first call through `e`: MPI_Reduce_scatter's counts
+  // and the persistent request, made once.
+  void prepare(const Case& k, Side& side) {
+    std::fill(recv_counts_.begin(), recv_counts_.end(), static_cast<int>(k.count));
     if (k.form != Form::persistent) return;
-    if (init_persistent(buffers(k), &persistent_) != MPI_SUCCESS) {
+    if (init_persistent(side.entry, buffers(k), &side.persistent) != MPI_SUCCESS) {
       std::fprintf(stderr, "mpi_collectives: the persistent %s could not be made\n", k.c->name);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
   // After its last call.
-  void release() {
-    if (persistent_ != MPI_REQUEST_NULL) MPI_Request_free(&persistent_);
+  void release(Side& side) {
+    if (side.persistent != MPI_REQUEST_NULL) request_free(side.entry, &side.persistent);
   }
 
-  void call(const Case& k) {
-    if (k.form != Form::blocking) {
-      MPI_Request request = MPI_REQUEST_NULL;
-      if (k.form == Form::nonblocking)
-        start_nonblocking(buffers(k), &request);
-      else
-        MPI_Start(&persistent_);
-      MPI_Wait(k.form == Form::nonblocking ? &request : &persistent_, MPI_STATUS_IGNORE);
-      return;
-    }
-    const int n = static_cast<int>(k.count);
-    float* send = send_->data;
-    float* recv = recv_->data;
-    switch (k.c->id) {
-      case Id::allreduce: MPI_Allreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-      case Id::reduce: MPI_Reduce(send, recv, n, MPI_FLOAT, MPI_SUM, k.root, MPI_COMM_WORLD); break;
-      case Id::bcast: MPI_Bcast(recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
-      case Id::barrier: MPI_Barrier(MPI_COMM_WORLD); break;
-      case Id::allgather: MPI_Allgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
-      case Id::reduce_scatter_block: MPI_Reduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-      case Id::reduce_scatter:
-        std::fill(recv_counts_.begin(), recv_counts_.end(), n);
-        MPI_Reduce_scatter(send, recv, recv_counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        break;
-      case Id::scatter: MPI_Scatter(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
-      case Id::gather: MPI_Gather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, k.root, MPI_COMM_WORLD); break;
-      case Id::alltoall: MPI_Alltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
+  void call(const Case& k, Side& side) {
+    const Entry e = side.entry;
+    switch (k.form) {
+      case Form::blocking: call_blocking(e, buffers(k)); return;
+      case Form::nonblocking: {
+        MPI_Request request = MPI_REQUEST_NULL;
+        start_nonblocking(e, buffers(k), &request);
+        wait(e, &request);
+        return;
+      }
+      case Form::persistent:
+        start(e, &side.persistent);
+        wait(e, &side.persistent);
+        return;
     }
   }
 
   // One call on a poisoned output, then this rank's result compared with the
   // sequential expectation. Returns "" or what is wrong.
-  std::string verified_call(const Case& k, const char* when) {
+  std::string verified_call(const Case& k, Side& side, const char* when) {
     const Id id = k.c->id;
-    if (id == Id::barrier) return barrier_check(k, when);
+    if (id == Id::barrier) return barrier_check(k, side, when);
     const std::size_t out = k.c->blocks(false, ranks_) * k.count;
     const bool has_output = (id != Id::reduce && id != Id::gather) || rank_ == k.root;
     float* recv = recv_->data;
@@ -237,7 +221,7 @@ class Runner {
       for (std::size_t i = 0; i < out; ++i) recv[i] = input(k.root, i);
     else
       std::fill(recv, recv + out, -1.0f);
-    call(k);
+    call(k, side);
     if (!has_output) return "";
     for (std::size_t i = 0; i < out; ++i) {
       float want = 0;
@@ -265,15 +249,21 @@ class Runner {
     return "";
   }
 
-  // Times `reps` calls; returns this rank's time of each.
-  std::vector<double> timed(const Case& k, int reps, Sync sync) {
-    std::vector<double> mine(static_cast<std::size_t>(reps));
-    for (double& t : mine) {
-      line_up(sync, rank_, ranks_);
-      const double t0 = MPI_Wtime();
-      call(k);
-      t = MPI_Wtime() - t0;
-    }
+  // Times `reps` calls of each side, interleaved: repetition r calls sides
+  // r, r + 1, ... (mod their number) in turn, so that each side goes first
+  // as often as the others and meets the same moments of the machine.
+  // Returns this rank's time of each call, per side.
+  std::vector<std::vector<double>> timed(const Case& k, std::vector<Side>& sides, int reps, Sync sync) {
+    const std::size_t n = sides.size();
+    std::vector<std::vector<double>> mine(n, std::vector<double>(static_cast<std::size_t>(reps)));
+    for (std::size_t r = 0; r < static_cast<std::size_t>(reps); ++r)
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t side = (r + j) % n;
+        line_up(sync, rank_, ranks_);
+        const double t0 = MPI_Wtime();
+        call(k, sides[side]);
+        mine[side][r] = MPI_Wtime() - t0;
+      }
     return mine;
   }
 
@@ -282,11 +272,11 @@ class Runner {
   // entered. The last rank waits, probing for the "left" messages the
   // others send on leaving; a barrier that does not wait lets them arrive
   // during the wait.
-  std::string barrier_check(const Case& k, const char* when) {
+  std::string barrier_check(const Case& k, Side& side, const char* when) {
     constexpr int kLeftTag = 7101;
     const int last = ranks_ - 1;
     if (ranks_ == 1) {
-      call(k);
+      call(k, side);
       return "";
     }
     std::string wrong;
@@ -297,25 +287,23 @@ class Runner {
       const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
       while (!early && std::chrono::steady_clock::now() < until)
         MPI_Iprobe(MPI_ANY_SOURCE, kLeftTag, MPI_COMM_WORLD, &early, MPI_STATUS_IGNORE);
-      call(k);
+      call(k, side);
       if (early) wrong = std::string("barrier, ") + when + ": a rank left before the last rank entered";
       for (int q = 0; q < last; ++q) MPI_Recv(&token, 1, MPI_INT, q, kLeftTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
-      call(k);
+      call(k, side);
       MPI_Send(&token, 1, MPI_INT, last, kLeftTag, MPI_COMM_WORLD);
     }
     return wrong;
   }
 
   CallBuffers buffers(const Case& k) {
-    std::fill(recv_counts_.begin(), recv_counts_.end(), static_cast<int>(k.count));
     return {k.c->id, k.root, static_cast<int>(k.count), send_->data, recv_->data, recv_counts_.data()};
   }
 
   int rank_, ranks_;
-  std::vector<int> recv_counts_;  // MPI_Reduce_scatter's, every one the case's count
+  std::vector<int> recv_counts_;  // MPI_Reduce_scatter's, every one the case's count (set by prepare)
   std::optional<Buffer> send_, recv_;
-  MPI_Request persistent_ = MPI_REQUEST_NULL;  // the case's persistent form, between prepare and release
 };
 
 // Rank 0 receives every rank's times and verdict (point to point) and returns
@@ -367,48 +355,70 @@ int agree(int rank, int ranks, double value, Decide decide) {
   return decision;
 }
 
-// Measures one case (the method at the top); rank 0 prints its row and
-// appends its JSON line to `out`. Whether its results verified.
+std::vector<Side> sides_of(const Options& o) {
+  std::vector<Side> sides{{o.label, Entry::mpi}};
+  for (const std::string& label : o.native) sides.push_back({label, Entry::pmpi});
+  return sides;
+}
+
+// Rank 0's row and JSON line for one side of a case.
+void report_side(const Options& o, const Case& k, const Side& side, int ranks, int reps, const std::string& config,
+                 const std::vector<double>& slowest, const std::string& failure, std::FILE* out) {
+  if (!failure.empty()) std::fprintf(stderr, "mpi_collectives [%s]: WRONG: %s\n", side.label.c_str(), failure.c_str());
+  std::printf("%10s %6d %s %s  %s%s\n", human(k.bytes).c_str(), reps, us(min_of(slowest), 12).c_str(),
+              us(median_of(slowest), 12).c_str(), failure.empty() ? "ok" : "WRONG",
+              o.native.empty() ? "" : ("  " + side.label).c_str());
+  std::fflush(stdout);
+  if (!out) return;
+  const json line = {{"config", config},
+                     {"label", side.label},
+                     {"collective", k.c->name},
+                     {"form", form_name(k.form)},
+                     {"sync", sync_name(o.sync)},
+                     {"root", k.c->rooted ? json(k.root) : json(nullptr)},
+                     {"np", ranks},
+                     {"bytes", k.bytes},
+                     {"count", k.count},
+                     {"reps", reps},
+                     {"warmup", kWarmup},
+                     {"verified", failure.empty()},
+                     {"failure", failure},
+                     {"min", min_of(slowest)},
+                     {"median", median_of(slowest)},
+                     {"times", slowest}};
+  std::fprintf(out, "%s\n", line.dump().c_str());
+  std::fflush(out);
+}
+
+// Measures one case (the method at the top) on every side, their timed
+// calls interleaved; rank 0 prints a row per side and appends their JSON
+// lines to `out`. Whether every side's results verified.
 bool measure_case(const Options& o, Runner& runner, const Case& k, int rank, int ranks, const std::string& config,
                   std::FILE* out) {
-  runner.prepare(k);
-  std::string failure = runner.verified_call(k, "first call");
-  const double w0 = MPI_Wtime();
-  for (int w = 0; w < kWarmup; ++w) runner.call(k);
-  const int reps = agree(rank, ranks, (MPI_Wtime() - w0) / kWarmup,
-                         [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
-  std::vector<double> mine = runner.timed(k, reps, o.sync);
-  // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
-  const std::string last_failure = runner.verified_call(k, "last call");
-  runner.release();
-  if (failure.empty()) failure = last_failure;
-  auto [slowest, first_failure] = collect(rank, ranks, std::move(mine), failure);
-  if (rank != 0) return failure.empty();
-  const bool ok = failure.empty() && first_failure.empty();
-  if (!first_failure.empty())
-    std::fprintf(stderr, "mpi_collectives [%s]: WRONG: %s\n", o.label.c_str(), first_failure.c_str());
-  std::printf("%10s %6d %s %s  %s\n", human(k.bytes).c_str(), reps, us(min_of(slowest), 12).c_str(),
-              us(median_of(slowest), 12).c_str(), first_failure.empty() ? "ok" : "WRONG");
-  std::fflush(stdout);
-  if (out) {
-    const json line = {{"config", config},
-                       {"label", o.label},
-                       {"collective", k.c->name},
-                       {"form", form_name(k.form)},
-                       {"sync", sync_name(o.sync)},
-                       {"root", k.c->rooted ? json(k.root) : json(nullptr)},
-                       {"np", ranks},
-                       {"bytes", k.bytes},
-                       {"count", k.count},
-                       {"reps", reps},
-                       {"warmup", kWarmup},
-                       {"verified", first_failure.empty()},
-                       {"failure", first_failure},
-                       {"min", min_of(slowest)},
-                       {"median", median_of(slowest)},
-                       {"times", slowest}};
-    std::fprintf(out, "%s\n", line.dump().c_str());
-    std::fflush(out);
+  std::vector<Side> sides = sides_of(o);
+  std::vector<std::string> failures;
+  double slowest_pace = 0;
+  for (Side& side : sides) {
+    runner.prepare(k, side);
+    failures.push_back(runner.verified_call(k, side, "first call"));
+    const double w0 = MPI_Wtime();
+    for (int w = 0; w < kWarmup; ++w) runner.call(k, side);
+    slowest_pace = std::max(slowest_pace, (MPI_Wtime() - w0) / kWarmup);
+  }
+  const int reps =
+      agree(rank, ranks, slowest_pace, [&](double slowest_call) { return repetitions(o.quick, slowest_call); });
+  std::vector<std::vector<double>> mine = runner.timed(k, sides, reps, o.sync);
+  bool ok = true;
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    // Every rank makes the same calls whatever its own verdict, or the ranks would part ways.
+    const std::string last_failure = runner.verified_call(k, sides[i], "last call");
+    runner.release(sides[i]);
+    if (failures[i].empty()) failures[i] = last_failure;
+    auto [slowest, first_failure] = collect(rank, ranks, std::move(mine[i]), failures[i]);
+    ok = ok && failures[i].empty();
+    if (rank != 0) continue;
+    ok = ok && first_failure.empty();
+    report_side(o, k, sides[i], ranks, reps, config, slowest, first_failure, out);
   }
   return ok;
 }
@@ -453,105 +463,6 @@ int run_measure(const Options& o, int rank, int ranks) {
   }
   if (out) std::fclose(out);
   return all_ok ? 0 : 1;
-}
-
-// ---- command line -----------------------------------------------------------------
-
-const char* kUsage =
-    "usage: mpirun -np P [...] mpi_collectives [--collectives LIST] [--forms LIST] [--roots LIST]\n"
-    "                                          [--sizes LIST] [--min-size SIZE] [--quick] [--sync barrier|p2p]\n"
-    "                                          [--label NAME] [--config NAME] [--json FILE]\n"
-    "       mpi_collectives --report FILE... [--baseline LABEL] [--csv FILE] [--stats FILE...]\n"
-    "  --collectives  allreduce,reduce,bcast,barrier,allgather,reduce_scatter_block,reduce_scatter,\n"
-    "                 scatter,gather,alltoall\n"
-    "                 (default: all)\n"
-    "  --forms        blocking,nonblocking,persistent: the calls, MPI_I<collective> + MPI_Wait, or\n"
-    "                 made once, then MPI_Start + MPI_Wait (left out where the MPI has no persistent\n"
-    "                 collectives) (default: blocking)\n"
-    "  --roots        roots of reduce, bcast, scatter, gather: integers or 'last' (default: 0)\n"
-    "  --sizes        bytes per rank, e.g. 8,16KiB,1MiB, multiples of 4 (default: 8 B and 16 B .. 64 MiB\n"
-    "                 in powers of 4; --quick: 8 B, 16 KiB, 1 MiB, and a tenth of the time per size)\n"
-    "  --min-size     leave out the sizes below SIZE, and the collectives without data (barrier)\n"
-    "  --sync         before each timed call: MPI_Barrier, or p2p, a dissemination barrier of\n"
-    "                 MPI_Sendrecv no collective library replaces (default: barrier)\n"
-    "  --label        this run's name in the output, e.g. tuned or copse (default: mpi)\n"
-    "  --config       the configuration's name (default: np<P>)\n"
-    "  --json         append one JSON line per collective, root and size to FILE\n"
-    "  --report       pool the JSON lines of FILE... and print them side by side\n"
-    "  --baseline     the label others are compared with (default: tuned if present, else the first)\n"
-    "  --csv          with --report: also write the pooled figures to FILE\n"
-    "  --stats        with --report: sum the per-process call counts in FILE... (COPSE_MPI_STATS lines)\n";
-
-// Parses the measure mode's options; "" or what is wrong.
-std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks) {
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    if (arg == "--quick") {
-      o.quick = true;
-      continue;
-    }
-    if (a + 1 >= argc) return "unknown argument or missing value: " + arg;
-    const std::string value = argv[++a];
-    if (arg == "--collectives") {
-      o.collectives.clear();
-      for (const std::string& name : split(value)) {
-        const Collective* c = collective_named(name);
-        if (!c) return "unknown collective: " + name;
-        o.collectives.push_back(c);
-      }
-    } else if (arg == "--forms") {
-      o.forms.clear();
-      for (const std::string& name : split(value)) {
-        Form form = Form::blocking;
-        if (!form_named(name, form)) return "unknown form: " + name + " (blocking, nonblocking or persistent)";
-        if (form == Form::persistent && !has_persistent()) {
-          if (rank == 0) std::fprintf(stderr, "mpi_collectives: this MPI has no persistent collectives: left out\n");
-          continue;
-        }
-        if (std::find(o.forms.begin(), o.forms.end(), form) == o.forms.end()) o.forms.push_back(form);
-      }
-      if (o.forms.empty()) return "--forms: no form to measure";
-    } else if (arg == "--roots") {
-      o.roots = split(value);
-      for (const std::string& r : o.roots) {
-        const bool number = !r.empty() && r.find_first_not_of("0123456789") == std::string::npos;
-        if (r != "last" && !(number && std::atoi(r.c_str()) < ranks))
-          return "not a root of " + std::to_string(ranks) + " ranks: " + r;
-      }
-    } else if (arg == "--sizes") {
-      o.sizes.clear();
-      for (const std::string& s : split(value)) {
-        const std::size_t bytes = parse_size(s);
-        if (bytes == 0 || bytes % sizeof(float) != 0 || bytes / sizeof(float) > INT32_MAX)
-          return "not a size in whole floats: " + s;
-        o.sizes.push_back(bytes);
-      }
-    } else if (arg == "--min-size") {
-      o.min_size = parse_size(value);
-      if (o.min_size == 0) return "not a size: " + value;
-    } else if (arg == "--sync") {
-      if (!sync_named(value, o.sync)) return "unknown line-up: " + value + " (barrier or p2p)";
-    } else if (arg == "--label") {
-      o.label = value;
-    } else if (arg == "--config") {
-      o.config = value;
-    } else if (arg == "--json") {
-      o.json_path = value;
-    } else {
-      return "unknown argument: " + arg;
-    }
-  }
-  if (o.collectives.empty())
-    for (const Collective& c : kCollectives) o.collectives.push_back(&c);
-  if (o.sizes.empty()) o.sizes = default_sizes(o.quick);
-  if (o.min_size) {
-    std::erase_if(o.sizes, [&](std::size_t bytes) { return bytes < o.min_size; });
-    std::erase_if(o.collectives, [](const Collective* c) { return !c->has_data(); });
-    if (o.sizes.empty()) return "--min-size: no size of at least " + std::to_string(o.min_size) + " B to measure";
-    if (o.collectives.empty()) return "--min-size: no collective with data to measure";
-  }
-  if (o.roots.empty()) return "--roots needs at least one root";
-  return "";
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // The three forms bench/mpi_collectives.cpp times a collective in (--forms):
 // the blocking call; the nonblocking one, MPI_I<collective> then MPI_Wait;
 // the persistent one, made once per collective, root and size, then
-// MPI_Start and MPI_Wait per call (bench/mpi_collectives_forms.cpp); and how
-// the ranks line up before each timed call (--sync).
+// MPI_Start and MPI_Wait per call (bench/mpi_collectives_forms.cpp); each
+// through either of MPI's two names of it (Entry); and how the ranks line up
+// before each timed call (--sync).
 #include <mpi.h>
 
 #include <string>
@@ -24,10 +25,22 @@ struct CallBuffers {
   const int* recv_counts;  // MPI_Reduce_scatter's, every one `count`
 };
 
-int start_nonblocking(const CallBuffers& b, MPI_Request* request);
+// Which of the two names MPI gives every function a call goes through. MPI_
+// is what a program calls, bound by the dynamic linker to whatever defines
+// it first -- copse's interposer under LD_PRELOAD; PMPI_ is always the MPI
+// library's own (the profiling interface, which copse does not define).
+// Timing both in one process (--native) sets copse and the library side by
+// side under the same launch: same placement, same pages, same neighbours.
+enum class Entry { mpi, pmpi };
+
+int call_blocking(Entry e, const CallBuffers& b);
+int start_nonblocking(Entry e, const CallBuffers& b, MPI_Request* request);
 // Whether this MPI has the persistent collectives (MPI 4, or Open MPI's MPIX_*_init).
 bool has_persistent();
-int init_persistent(const CallBuffers& b, MPI_Request* request);
+int init_persistent(Entry e, const CallBuffers& b, MPI_Request* request);
+int start(Entry e, MPI_Request* request);
+int wait(Entry e, MPI_Request* request);
+int request_free(Entry e, MPI_Request* request);
 
 // Before each timed call: MPI_Barrier, as mpicroscope does, or (p2p) a
 // dissemination barrier of empty MPI_Sendrecv messages, ceil(log2 p) rounds,

@@ -41,6 +41,7 @@ struct TuneArgs {
   std::string block_counts = "4,16,64";
   std::string block_counts_from = "256KiB";
   int rounds = 2;
+  bool paired = false;
   int refine = 1;
   double threshold = 0.95;
   double noise = 0.8;
@@ -153,6 +154,7 @@ TuneMeasurement measurement(const TuneArgs& a) {
   m.block_counts_from = size_option("--block-counts-from", a.block_counts_from);
   require_at_least("--rounds", a.rounds, 1);
   m.rounds = a.rounds;
+  m.paired = a.paired;
   require_at_least("--refine", a.refine, 0);
   require_at_least("--timeout", a.timeout, 1);
   m.timeout_seconds = a.timeout;
@@ -231,7 +233,8 @@ int run_tune(const TuneArgs& a) {
         std::any_of(m.shapes.begin(), m.shapes.end(), [](const TuneShape& s) { return s.multi_node(); });
     const std::string variants = variants_text(m);
     std::cout << "copse tune: " << m.shapes.size() << " shape(s), " << m.rounds
-              << " round(s) of the MPI library and copse"
+              << (m.paired ? " round(s) of copse with the MPI library's own calls interleaved"
+                           : " round(s) of the MPI library and copse")
               << (several && !variants.empty() ? " (on several nodes also copse in " + variants + ")" : "")
               << " rotated; measurements in " << m.work << "\n"
               << std::flush;
@@ -273,7 +276,7 @@ int run_tune(const TuneArgs& a) {
   // What a shape measured now ran with, defaults included (nothing for --from).
   const auto ran_with = [&](const std::string& shape) -> std::string {
     if (!measured) return "";
-    std::string text = " (line-up " + measured->sync;
+    std::string text = " (line-up " + measured->sync + (measured->paired ? ", paired" : "");
     if (parse_tune_shape(shape).multi_node()) {
       const std::string variants = variants_text(*measured);
       text += "; copse in its configured form" + (variants.empty() ? "" : ", " + variants);
@@ -312,6 +315,23 @@ int run_tune(const TuneArgs& a) {
                  "the measured rows (--replace drops them)\n";
   return 0;
 }
+
+// What `copse tune --help` says last: how a measurement becomes rows.
+constexpr const char* kTuneFooter =
+    "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
+    "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call; on several nodes once more per "
+    "--hierarchy-forms form and per --block-counts count), --rounds times each (--paired: the library's calls "
+    "within copse's runs); the rounds "
+    "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
+    "band within --noise of it follows its two neighbours when they agree). A "
+    "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "
+    "the two decide differently; a one-node shape npP covers P ranks up to the "
+    "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
+    "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Rows are by call form (--forms); a "
+    "persistent form not measured repeats nonblocking's rows, a nonblocking one (or persistent without "
+    "nonblocking) the blocking call's at threshold*--unmeasured. Calls no row matches go to the MPI library. "
+    "Rules and format: README, 'The decision table'. Exit status: 0 written; 1 a run failed or verified wrong; 2 "
+    "bad input (file, line and reason).";
 
 }  // namespace
 
@@ -369,6 +389,10 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_option("--rounds", a->rounds, "rounds per shape, the sides' order rotating")
       ->type_name("N")
       ->capture_default_str();
+  cmd->add_flag("--paired", a->paired,
+                "time the MPI library's own calls (PMPI_) within copse's runs, call by call interleaved with "
+                "copse's, instead of in runs of their own: both sides of a ratio meet the same launch (on this "
+                "VM a launch's placement and pages move a cell's times by up to 2x for all its repetitions)");
   cmd->add_option("--refine", a->refine,
                   "passes that measure, where two neighbouring sizes decide differently, the size between "
                   "them, moving the edge closer to where copse and the library cross (0: none)")
@@ -400,6 +424,7 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
       ->excludes(cmd->get_option("--refine"))
       ->excludes(cmd->get_option("--forms"))
       ->excludes(cmd->get_option("--sync"))
+      ->excludes(cmd->get_option("--paired"))
       ->excludes(cmd->get_option("--hierarchy-forms"))
       ->excludes(cmd->get_option("--block-counts"))
       ->excludes(cmd->get_option("--block-counts-from"));
@@ -419,20 +444,7 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_option("--timeout", a->timeout, "seconds one mpirun may take before it is stopped and the tune fails")
       ->type_name("SECONDS")
       ->capture_default_str();
-  cmd->footer(
-      "Each shape runs bench's mpi_collectives under mpirun on the MPI library alone and with "
-      "LD_PRELOAD=libcopse_mpi.so (COPSE_MPI_TABLE=none: copse serves every call; on several nodes once more per "
-      "--hierarchy-forms form and per --block-counts count), --rounds times each; the rounds "
-      "are pooled, and copse gets a collective's size band where it was at least --threshold as fast by median (a lone "
-      "band within --noise of it follows its two neighbours when they agree). A "
-      "measured size decides up to the geometric mean with the next, and each --refine pass measures that mean where "
-      "the two decide differently; a one-node shape npP covers P ranks up to the "
-      "next measured P, the multi-node ones every communicator of two or more nodes likewise; barrier by the median "
-      "of its ratios; reduce_scatter repeats reduce_scatter_block's rows. Rows are by call form (--forms); a "
-      "persistent form not measured repeats nonblocking's rows, a nonblocking one (or persistent without "
-      "nonblocking) the blocking call's at threshold*--unmeasured. Calls no row matches go to the MPI library. "
-      "Rules and format: README, 'The decision table'. Exit status: 0 written; 1 a run failed or verified wrong; 2 "
-      "bad input (file, line and reason).");
+  cmd->footer(kTuneFooter);
   cmd->callback([a, &run_parsed] { run_parsed = [a] { return run_tune(*a); }; });
 }
 

@@ -108,6 +108,7 @@ struct Side {
 
 std::vector<Side> sides_of(const TuneMeasurement& m, const TuneShape& shape) {
   std::vector<Side> sides = {{false, std::nullopt}, {true, std::nullopt}};
+  if (m.paired) sides.erase(sides.begin());  // the library's calls are timed within copse's runs
   if (!shape.multi_node()) return sides;
   for (Form form : m.hierarchy_forms) sides.push_back({true, TuneVariant{form, 0}});
   if (measures_block_counts(m))
@@ -139,6 +140,7 @@ std::vector<std::string> side_command(const TunePrograms& p, const TuneMeasureme
       argv.insert(argv.end(), {"-x", "COPSE_COLLECTIVES_BLOCKS=" + std::to_string(side.variant->blocks)});
   }
   argv.insert(argv.end(), {p.bench, "--label", side.label(), "--config", shape.name, "--json", raw});
+  if (m.paired) argv.insert(argv.end(), {"--native", Side{}.label()});
   if (!m.sizes.empty()) argv.insert(argv.end(), {"--sizes", m.sizes});
   if (!m.collectives.empty()) argv.insert(argv.end(), {"--collectives", m.collectives});
   if (!m.forms.empty()) argv.insert(argv.end(), {"--forms", m.forms});

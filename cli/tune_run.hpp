@@ -56,6 +56,7 @@ struct TuneMeasurement {
   std::vector<int> block_counts;        // likewise, in the configured form ...
   std::uint64_t block_counts_from = 0;  // ... at the sizes from this many bytes
   int rounds = 2;
+  bool paired = false;                     // the library's side timed within copse's runs (above)
   std::vector<std::string> launcher_args;  // given to every mpirun (--host LIST, --hostfile FILE)
   int timeout_seconds = 1800;              // per mpirun
   std::string work;                        // the directory of the files above

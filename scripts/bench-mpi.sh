@@ -32,7 +32,7 @@
 # Usage: scripts/bench-mpi.sh [--quick] [--configs "np2 np4 np8 np4-vn2"] [--rounds N]
 #                             [--collectives LIST] [--forms LIST] [--roots LIST] [--sizes LIST] [--timeout SECONDS]
 #                             [--sync barrier|p2p]
-#                             [--out FILE] [--no-copse] [--noise] [--han] [--against LIB]
+#                             [--out FILE] [--no-copse] [--noise] [--paired] [--han] [--against LIB]
 #   --quick    three sizes (8 B, 16 KiB, 1 MiB) and a tenth of the time per
 #              size: a smoke run of about a minute once built
 #   --configs  the configurations, default "np2 np4 np8 np4-vn2"
@@ -62,6 +62,16 @@
 #              small sizes' medians swing by 2x between launches of the same
 #              program, and a ratio below 0.95 means something only where
 #              tuned/tuned2 stays near 1
+#   --paired   the tuned (and tuned2) sides timed inside the copse side's
+#              own runs instead of runs of their own: each call the program
+#              makes through MPI_ (copse's under LD_PRELOAD) alternates with
+#              the same call through PMPI_ (Open MPI's own, which copse does
+#              not replace; mpi_collectives --native), so both sides meet the
+#              same launch -- on this VM a launch's placement and pages can
+#              move a cell's times by 2x for every repetition of it, which
+#              runs of their own compare as if it were the code. Rounds are
+#              then launches of the copse side; with --no-copse, tuned and
+#              tuned2 share launches. han and before stay runs of their own
 #   --han      a further side, "han": plain Open MPI with --mca
 #              coll_han_priority 100 (its hierarchical component; Open MPI
 #              4.1 declines it for a communicator of one host, so on the npP
@@ -94,6 +104,7 @@ timeout_s=""
 out=""
 copse=1
 noise=0
+paired=0
 han=0
 against=""
 need_value() { (($# >= 2)) || { echo "bench-mpi.sh: $1 needs a value (try --help)" >&2; exit 2; }; }
@@ -111,6 +122,7 @@ while (($#)); do
     --out) need_value "$@"; out="$2"; shift ;;
     --no-copse) copse=0 ;;
     --noise) noise=1 ;;
+    --paired) paired=1 ;;
     --han) han=1 ;;
     --against) need_value "$@"; against="$2"; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -173,6 +185,16 @@ failed=0
 sides=(tuned copse)
 ((copse)) || sides=(tuned tuned2)
 ((copse && noise)) && sides+=(tuned2)
+# --paired: the library's sides are timed within another side's launches.
+natives=""
+if ((paired)); then
+  if ((copse)); then
+    sides=(copse) natives=tuned
+    ((noise)) && natives+=",tuned2"
+  else
+    sides=(tuned) natives=tuned2
+  fi
+fi
 ((han)) && sides+=(han)
 [[ -n "$against" ]] && sides+=(before)
 
@@ -218,6 +240,7 @@ run() {  # run CONFIG SIDE ROUND: one side's sweep, its output to the log
     [[ -n "$vn" ]] && mpirun+=(-x "COPSE_HIERARCHY_RANKS_PER_NODE=$vn")
   fi
   local program=("$bin/mpi_collectives" --label "$side" --config "$config" --json "$raw")
+  [[ -n "$natives" && ( "$side" == copse || "$side" == tuned ) ]] && program+=(--native "$natives")
   [[ -n "$quick" ]] && program+=(--quick)
   [[ -n "$roots" ]] && program+=(--roots "$roots")
   [[ -n "$collectives" ]] && program+=(--collectives "$collectives")
@@ -239,6 +262,7 @@ main() {
   echo "# mpi_collectives: Open MPI's collectives (tuned) vs the same program with LD_PRELOAD=libcopse_mpi.so (copse)"
   ((copse)) || echo "# --no-copse: both sides plain Open MPI (tuned, tuned2): an A/A run, the ratios are noise"
   ((copse && noise)) && echo "# --noise: a side tuned2, plain Open MPI again: tuned/tuned2 is each cell's noise floor"
+  ((paired)) && echo "# --paired: $natives timed in the ${sides[0]} side's own processes (PMPI_, call by call interleaved)"
   ((han)) && echo "# --han: a side han, Open MPI's HAN (--mca coll_han_priority 100)"
   [[ -n "$against" ]] && echo "# --against: a side before, LD_PRELOAD=$against"
   ((hosts_needed)) && echo "# hosts:    hNxK on mh's hosts (TCP between them), each host pinned to one core"

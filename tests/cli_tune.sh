@@ -37,7 +37,7 @@ table_json() { COPSE_MPI_TABLE=$1 "$COPSE" config --json >"$out"; }
 
 # ------------------------------------------------------------------ help
 expect 0 tune --help
-for opt in --out --replace --shapes --sizes --forms --sync --hierarchy-forms --rounds --refine --threshold --noise --unmeasured --from --mpirun \
+for opt in --out --replace --shapes --sizes --forms --sync --hierarchy-forms --rounds --paired --refine --threshold --noise --unmeasured --from --mpirun \
   --host --hostfile --bench --library --work --timeout; do stdout_has "$opt"; done
 stdout_has "blocking,nonblocking"
 stdout_has "npP-vnK"
@@ -196,6 +196,13 @@ expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.
 checks=$((checks + 1))
 grep -q -- "^== np512 tuned round 1: true -np 512 --mca btl self,vader --oversubscribe .* --label tuned --config np512 --json $tmp/w/raw.jsonl --sizes 8 --forms blocking,nonblocking --sync p2p$" \
   "$tmp/w/runs.log" || fail "the log lacks the tuned side's command: $(head -c 400 "$tmp/w/runs.log")"
+# Paired, the library's calls are timed within copse's runs: no run of its own.
+expect 1 tune --mpirun true --bench "$(type -P true)" --library "$fixture/bench.csv" --shapes np512 --sizes 8 \
+  --rounds 1 --paired --work "$tmp/wp" --out x.toml && stderr_has "np512 copse wrote no results"
+checks=$((checks + 1))
+grep -q -- "^== np512 copse round 1: true -np 512 .* -x COPSE_MPI_TABLE=none .* --label copse --config np512 --json $tmp/wp/raw.jsonl --native tuned " \
+  "$tmp/wp/runs.log" && ! grep -q "^== np512 tuned" "$tmp/wp/runs.log" ||
+  fail "the paired run is not copse's with the library's calls in it: $(head -c 400 "$tmp/wp/runs.log")"
 
 # ------------------------------------------------------------------ a real measurement, small
 # Where mpirun and the benchmark and interposer beside copse exist: two

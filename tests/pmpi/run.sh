@@ -36,11 +36,17 @@
 #                               16 MiB after MPI_Init comes from the heap
 #                               (mpi.keep_heap, the default), and is mmapped
 #                               with COPSE_MPI_KEEP_HEAP=false
+#   run.sh bench-native NP      bench/mpi_collectives with --native (copse and the
+#                               library's own calls timed in one run): every
+#                               case has each side's line, verified, with the
+#                               same repetitions, and copse's stats count
+#                               exactly the copse side's calls -- the PMPI_
+#                               sides never reached it
 #   run.sh config-errors NP     a bad COPSE_* value, a misspelt variable and
 #                               settings that differ between processes: each
 #                               stops the job with exactly one "copse:" line
 #
-# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_ERRORS, PMPI_HEAP, PMPI_FORTRAN (when
+# CTest sets PMPI_LIB, PMPI_COLLECTIVES, PMPI_C_API, PMPI_ERRORS, PMPI_HEAP, PMPI_BENCH, PMPI_FORTRAN (when
 # a Fortran compiler was found; otherwise the Fortran test exits 77, skipped)
 # and MPIEXEC. Exit status 0 when every check passed.
 #
@@ -246,6 +252,36 @@ EOF
     preloaded -np "$np" -x COPSE_MPI_KEEP_HEAP=false "$PMPI_HEAP" mmap ||
       { echo "FAIL COPSE_MPI_KEEP_HEAP=false: the block was not mmapped"; exit 1; }
     echo "heap: kept by default, malloc's own with mpi.keep_heap = false"
+    ;;
+  bench-native)
+    export COPSE_MPI_STATS="$tmp/stats.jsonl"
+    preloaded -np "$np" "$PMPI_BENCH" --quick --sync p2p --collectives allreduce,bcast --forms blocking,persistent \
+      --label copse --native tuned,tuned2 --json "$tmp/bench.jsonl" >"$tmp/out" 2>&1 ||
+      { echo "FAIL the benchmark failed:"; sed 's/^/  /' "$tmp/out"; exit 1; }
+    # The cases' sides, and from them what copse's stats must say: each
+    # blocking call of the copse side served (the first verified call, 2
+    # warm-ups, the repetitions, the last verified call), nothing passed on.
+    expected=$(python3 - "$tmp/bench.jsonl" "$tmp/stats.jsonl" <<'EOF'
+import collections, json, sys
+cases = collections.defaultdict(dict)
+for d in map(json.loads, open(sys.argv[1])):
+    cases[(d["collective"], d["form"], d["bytes"])][d["label"]] = d
+bad = [] if len(cases) == 12 else [f"{len(cases)} cases, expected 2 collectives x 2 forms x 3 sizes"]
+served = collections.Counter()
+for (c, form, size), sides in sorted(cases.items()):
+    if sorted(sides) != ["copse", "tuned", "tuned2"] or len({d["reps"] for d in sides.values()}) != 1 \
+            or not all(d["verified"] for d in sides.values()):
+        bad.append(f"{c} {form} {size}: " + ", ".join(f"{k} reps {d['reps']} verified {d['verified']}"
+                                                      for k, d in sides.items()))
+    elif form == "blocking":
+        served[c] += sides["copse"]["reps"] + 4
+if bad:
+    sys.exit("FAIL " + "\nFAIL ".join(bad))
+names = json.loads(open(sys.argv[2]).readline())["served"]
+print(json.dumps({"served": {c: served[c] for c in names}, "passed": {c: 0 for c in names}}))
+EOF
+    ) || exit 1
+    check_stats "$expected"
     ;;
   config-errors)
     failures=0

@@ -122,7 +122,8 @@ std::string parse_measure(int argc, char** argv, Options& o, int rank, int ranks
   }
   if (o.roots.empty()) return "--roots needs at least one root";
   for (std::size_t i = 0; i < o.native.size(); ++i)
-    if (o.native[i] == o.label || std::find(o.native.begin(), o.native.begin() + i, o.native[i]) != o.native.begin() + i)
+    if (o.native[i] == o.label ||
+        std::find(o.native.begin(), o.native.begin() + i, o.native[i]) != o.native.begin() + i)
       return "--native: the label '" + o.native[i] + "' is taken; every side needs its own";
   return "";
 }

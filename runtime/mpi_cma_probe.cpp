@@ -134,6 +134,7 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
   check_mpi(PMPI_Allreduce(votes, agreed_votes, 2, MPI_INT, MPI_MIN, dup), "MPI_Allreduce (ring against read)");
   if (agreed_votes[1] == 1) return;  // nobody timed
   reads_beat_ring = agreed_votes[0] == 1;
+  if (max_threads == 1) read_choice = std::make_unique<ReadChoice>();
   char text[256];
   if (!timed_here)
     std::snprintf(text, sizeof text, "; %s (its readers timed a broadcast of %zu KiB)",
@@ -143,6 +144,7 @@ void TeamState::probe_cross_memory_attach(int concurrent_ranks) {
                   reads_beat_ring ? "the read beat the ring" : "the ring beat the read", kRingProbeBytes >> 10,
                   times.read, times.ring, reads_beat_ring == read_wins ? "" : ", another reader's vote");
   cma_note += text;
+  if (read_choice) cma_note += "; then each kind of call by its own times";
 }
 
 TeamState::RingAgainstRead TeamState::ring_against_read() {

@@ -1,7 +1,10 @@
 #include "runtime/mpi_comm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -100,27 +103,39 @@ void MpiRank::allreduce(const void* send, void* recv, std::size_t count, const R
   returned(Collective::allreduce);
 }
 
+void MpiRank::agree_on_reads(ReadChoice& choice) {
+  const std::array<double, 2> mine = choice.trial_times();
+  std::array<double, 2> slowest{};
+  check_mpi(PMPI_Allreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, team->dup),
+            "MPI_Allreduce (read or copy)");
+  choice.agree(slowest);
+}
+
 void MpiRank::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {
-  if (reduce_direct(send, recv, count, op, root)) return;
   const std::size_t eb = op.element_bytes;
-  in_pieces(count, piece(Collective::reduce, eb, count), [&](std::uint64_t at, std::uint64_t n) {
-    auto& e = entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
-    // The root works in its receive buffer, the others in private memory.
-    std::byte* y = rank == root ? bytes_of(recv) + at * eb : work_vector(n * eb);
-    run(e, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n, rank == root));
+  choosing_read(Collective::reduce, count * eb, [&] {
+    if (reduce_direct(send, recv, count, op, root)) return;
+    in_pieces(count, piece(Collective::reduce, eb, count), [&](std::uint64_t at, std::uint64_t n) {
+      auto& e = entry(Collective::reduce, count, n, op.dtype, eb, &op, root);
+      // The root works in its receive buffer, the others in private memory.
+      std::byte* y = rank == root ? bytes_of(recv) + at * eb : work_vector(n * eb);
+      run(e, y, op, Collective::reduce, input_of(bytes_of(send) + at * eb, y, n, rank == root));
+    });
+    returned(Collective::reduce);
   });
-  returned(Collective::reduce);
 }
 
 void MpiRank::bcast(void* buffer, std::size_t count, DType dtype, int root) {
   const std::size_t eb = dtype_size(dtype);
-  if (bcast_direct(buffer, count, eb, root)) return;
-  const ReduceOp op = data_op(dtype, eb);
-  in_pieces(count, piece(Collective::bcast, eb, count), [&](std::uint64_t at, std::uint64_t n) {
-    auto& e = entry(Collective::bcast, count, n, dtype, eb, nullptr, root);
-    run(e, bytes_of(buffer) + at * eb, op, Collective::bcast);
+  choosing_read(Collective::bcast, count * eb, [&] {
+    if (bcast_direct(buffer, count, eb, root)) return;
+    const ReduceOp op = data_op(dtype, eb);
+    in_pieces(count, piece(Collective::bcast, eb, count), [&](std::uint64_t at, std::uint64_t n) {
+      auto& e = entry(Collective::bcast, count, n, dtype, eb, nullptr, root);
+      run(e, bytes_of(buffer) + at * eb, op, Collective::bcast);
+    });
+    returned(Collective::bcast);
   });
-  returned(Collective::bcast);
 }
 
 void MpiRank::barrier() {
@@ -133,25 +148,27 @@ void MpiRank::barrier() {
 
 void MpiRank::allgather(const void* send, void* recv, std::size_t count, DType dtype) {
   const std::size_t eb = dtype_size(dtype);
-  if (allgather_direct(send, recv, count, eb)) return;
-  const ReduceOp op = data_op(dtype, eb);
-  const auto p = static_cast<std::size_t>(team->ranks);
-  const auto me = static_cast<std::size_t>(rank);
-  // In place: the contribution is already at its block of recv.
-  const std::byte* mine = send == recv ? bytes_of(recv) + me * count * eb : bytes_of(send);
-  in_pieces(count, block_piece(Collective::allgather, eb, count), [&](std::uint64_t at, std::uint64_t n) {
-    auto& e = entry(Collective::allgather, count, n, dtype, eb, nullptr, 0);
-    // Blocks sit in the schedule's order in the working vector: the user's
-    // receive buffer when that is its order and the call runs in one piece.
-    const bool into_recv = n == count && (team->contiguous || !e.over_internal);
-    std::byte* y = into_recv ? bytes_of(recv) : work_vector(p * n * eb);
-    copy_bytes(y + e.block_at(*team, rank, n), mine + at * eb, n * eb);
-    run(e, y, op, Collective::allgather);
-    if (!into_recv)
-      for (std::size_t v = 0; v < p; ++v)
-        copy_bytes(bytes_of(recv) + (v * count + at) * eb, y + e.block_at(*team, static_cast<int>(v), n), n * eb);
+  choosing_read(Collective::allgather, count * eb, [&] {
+    if (allgather_direct(send, recv, count, eb)) return;
+    const ReduceOp op = data_op(dtype, eb);
+    const auto p = static_cast<std::size_t>(team->ranks);
+    const auto me = static_cast<std::size_t>(rank);
+    // In place: the contribution is already at its block of recv.
+    const std::byte* mine = send == recv ? bytes_of(recv) + me * count * eb : bytes_of(send);
+    in_pieces(count, block_piece(Collective::allgather, eb, count), [&](std::uint64_t at, std::uint64_t n) {
+      auto& e = entry(Collective::allgather, count, n, dtype, eb, nullptr, 0);
+      // Blocks sit in the schedule's order in the working vector: the user's
+      // receive buffer when that is its order and the call runs in one piece.
+      const bool into_recv = n == count && (team->contiguous || !e.over_internal);
+      std::byte* y = into_recv ? bytes_of(recv) : work_vector(p * n * eb);
+      copy_bytes(y + e.block_at(*team, rank, n), mine + at * eb, n * eb);
+      run(e, y, op, Collective::allgather);
+      if (!into_recv)
+        for (std::size_t v = 0; v < p; ++v)
+          copy_bytes(bytes_of(recv) + (v * count + at) * eb, y + e.block_at(*team, static_cast<int>(v), n), n * eb);
+    });
+    returned(Collective::allgather);
   });
-  returned(Collective::allgather);
 }
 
 void MpiRank::reduce_scatter_blocks(const std::byte* in, std::byte* out, const BlockCounts& b, const ReduceOp& op) {

@@ -6,6 +6,7 @@
 // runtime/mpi_pending.cpp (the nonblocking and persistent calls).
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -244,6 +245,22 @@ struct MpiRank final : RankCore {
     if (work.size() < std::max<std::size_t>(bytes, 1)) work.resize(std::max<std::size_t>(bytes, 1));
     return work.data();
   }
+
+  // A broadcast, allgather or reduce of `bytes` (`body`), where the team's
+  // calls choose between reading and copying (runtime/read_choice.hpp): the
+  // way set on the engine for it, its time taken, and at a trial's end the
+  // team's agreement (agree_on_reads).
+  template <typename Body>
+  void choosing_read(Collective c, std::size_t bytes, Body&& body) {
+    ReadChoice* choice = team->read_choice.get();
+    if (!choice || !ReadChoice::chooses(c, bytes)) return body();
+    team->engine->set_fast_attach(choice->reads(c, bytes));
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    if (choice->timed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()))
+      agree_on_reads(*choice);
+  }
+  void agree_on_reads(ReadChoice& choice);
 
   // Reduce-scatter over the blocks of `b` (rank v's: b.counts[v] elements
   // of `in` from b.displs[v], padded to b.block).

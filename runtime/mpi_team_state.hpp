@@ -30,6 +30,7 @@
 #include "runtime/mpi_comm.hpp"
 #include "runtime/process_watch.hpp"
 #include "runtime/rank_core.hpp"
+#include "runtime/read_choice.hpp"
 #include "topology/plan.hpp"
 #include "transport/arena.hpp"
 #include "transport/direct_reduce.hpp"
@@ -180,6 +181,10 @@ struct TeamState : CoreTeam {
   // both. Agreed: the ring unless every reader found the read faster by a
   // margin (mpi_cma_probe.cpp).
   bool reads_beat_ring = false;
+  // And then, where each process has one thread rank, each kind of call
+  // goes on choosing by its own times (runtime/read_choice.hpp;
+  // MpiRank::choosing_read): null elsewhere.
+  std::unique_ptr<ReadChoice> read_choice;
   std::string cma_note;         // Team::cross_memory_attach_note
   bool oversubscribed = false;  // some node holds more ranks than can run at once (agreed)
   std::vector<Comm> comms;

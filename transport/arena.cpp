@@ -93,6 +93,25 @@ namespace {
 constexpr std::size_t kHeaderBytes = 4096;  // the header has a page to itself
 }
 
+namespace {
+
+// Fills this process's page table for the whole mapping now, while the team
+// sets up, rather than a page at a time in its first collectives: each
+// process maps the node's pages for itself, and the direct broadcast's ring,
+// for one, spreads its first 16 calls over fresh chunks (np 2, a broadcast of
+// 32 KiB through it: 27 us a call while it faults in, 2 us after). A kernel
+// without MADV_POPULATE_WRITE (before Linux 5.14) leaves it to first touch.
+void populate(void* base, std::size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  (void)madvise(base, bytes, MADV_POPULATE_WRITE);
+#else
+  (void)base;
+  (void)bytes;
+#endif
+}
+
+}  // namespace
+
 ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(name) {
   size_ = round_up(bytes + kHeaderBytes, 4096);
   const std::string what =
@@ -124,6 +143,7 @@ ShmArena::ShmArena(Create, const std::string& name, std::size_t bytes) : name_(n
     throw;
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
+  populate(region_->get_address(), size_);
   Header* h = new (region_->get_address()) Header{};
   h->size = size_;
   h->used.store(kHeaderBytes, std::memory_order_relaxed);
@@ -140,6 +160,7 @@ ShmArena::ShmArena(Open, const std::string& name) : name_(name) {
   }
   base_ = reinterpret_cast<std::uintptr_t>(region_->get_address());
   size_ = region_->get_size();
+  populate(region_->get_address(), size_);
   if (size_ < kHeaderBytes || header()->magic.load(std::memory_order_acquire) != Header::kMagic ||
       header()->size != size_)
     throw SystemError("the shared-memory segment '" + name + "' is not a copse arena");

@@ -188,6 +188,10 @@ class LinkEngine final : public Link {
 
   const ExecutorConfig& settings() const { return settings_; }
   const LinkConfig& config() const { return config_; }
+  // LinkConfig::fast_attach for the calls from now on: the MPI team's calls
+  // choose it call by call (runtime/read_choice.hpp), the same on every rank,
+  // between calls of the one thread rank of each process.
+  void set_fast_attach(bool on) { config_.fast_attach = on; }
   Arena& arena() const { return arena_; }
 
   // Where `rank` (a member) copies its eager sends for their receivers to

@@ -392,7 +392,8 @@ void add_tune_command(CLI::App& app, const Config&, RunParsed& run_parsed) {
   cmd->add_flag("--paired", a->paired,
                 "time the MPI library's own calls (PMPI_) within copse's runs, call by call interleaved with "
                 "copse's, instead of in runs of their own: both sides of a ratio meet the same launch (on this "
-                "VM a launch's placement and pages move a cell's times by up to 2x for all its repetitions)");
+                "VM copse's copies through shared memory ran 2-4x faster or slower from launch to launch, Open "
+                "MPI's not, and runs of their own compared such launches)");
   cmd->add_option("--refine", a->refine,
                   "passes that measure, where two neighbouring sizes decide differently, the size between "
                   "them, moving the edge closer to where copse and the library cross (0: none)")

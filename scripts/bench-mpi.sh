@@ -67,9 +67,10 @@
 #              makes through MPI_ (copse's under LD_PRELOAD) alternates with
 #              the same call through PMPI_ (Open MPI's own, which copse does
 #              not replace; mpi_collectives --native), so both sides meet the
-#              same launch -- on this VM a launch's placement and pages can
-#              move a cell's times by 2x for every repetition of it, which
-#              runs of their own compare as if it were the code. Rounds are
+#              same launch -- on this VM copse's copies through shared
+#              memory ran 2-4x faster or slower from launch to launch while
+#              Open MPI's held, and runs of their own compared such launches
+#              as if they were the code. Rounds are
 #              then launches of the copse side; with --no-copse, tuned and
 #              tuned2 share launches. han and before stay runs of their own
 #   --han      a further side, "han": plain Open MPI with --mca

@@ -50,12 +50,15 @@
 //   {"config", "label", "collective", "form", "sync", "root" (null if unrooted), "np", "bytes",
 //    "count", "reps", "warmup", "verified", "failure", "min", "median",
 //    "times" (seconds, the slowest rank per repetition)}
+// and, for a --native side, "beside": the label of the run's own side, the
+// one its calls were interleaved with.
 //
 // Report mode (--report FILE..., no mpirun): pools the JSON lines of several
 // runs (rounds of the same config, label, collective, root and size: min and
 // median over all their repetitions) and prints per config and collective one
 // row per size with every label's min and median and the ratio
-// baseline/label (above 1: the label is faster than the baseline); --csv FILE
+// baseline/label (above 1: the label is faster than the baseline; against
+// the baseline's runs beside that label where there are such); --csv FILE
 // writes the same figures, one row per label.
 //
 // Usage:
@@ -370,22 +373,23 @@ void report_side(const Options& o, const Case& k, const Side& side, int ranks, i
               o.native.empty() ? "" : ("  " + side.label).c_str());
   std::fflush(stdout);
   if (!out) return;
-  const json line = {{"config", config},
-                     {"label", side.label},
-                     {"collective", k.c->name},
-                     {"form", form_name(k.form)},
-                     {"sync", sync_name(o.sync)},
-                     {"root", k.c->rooted ? json(k.root) : json(nullptr)},
-                     {"np", ranks},
-                     {"bytes", k.bytes},
-                     {"count", k.count},
-                     {"reps", reps},
-                     {"warmup", kWarmup},
-                     {"verified", failure.empty()},
-                     {"failure", failure},
-                     {"min", min_of(slowest)},
-                     {"median", median_of(slowest)},
-                     {"times", slowest}};
+  json line = {{"config", config},
+               {"label", side.label},
+               {"collective", k.c->name},
+               {"form", form_name(k.form)},
+               {"sync", sync_name(o.sync)},
+               {"root", k.c->rooted ? json(k.root) : json(nullptr)},
+               {"np", ranks},
+               {"bytes", k.bytes},
+               {"count", k.count},
+               {"reps", reps},
+               {"warmup", kWarmup},
+               {"verified", failure.empty()},
+               {"failure", failure},
+               {"min", min_of(slowest)},
+               {"median", median_of(slowest)},
+               {"times", slowest}};
+  if (side.entry == Entry::pmpi) line["beside"] = o.label;
   std::fprintf(out, "%s\n", line.dump().c_str());
   std::fflush(out);
 }

@@ -6,6 +6,15 @@
 // the label is faster than the baseline); --csv FILE writes the same
 // figures, one row per label, the form last (a line without one, from before
 // --forms, is the blocking call's).
+//
+// A baseline timed in the label's own processes (--native: its lines say
+// "beside" that label) is the label's baseline: copse tune --paired runs
+// copse in several variants (hierarchy forms, block counts), each launch
+// with the library's calls beside it, and the launches differ by more than
+// the sides within one (np 4 on 2 virtual nodes, reduce 512 KiB: the
+// library's median 200 us beside copse as configured, 500 beside its lanes
+// form). Pooled over every launch, the library's 473 us made copse's 208
+// look 2.3 times faster where beside it the two were level.
 
 #include <algorithm>
 #include <cstdio>
@@ -149,6 +158,18 @@ int print_stats(const std::vector<std::string>& files) {
   return 0;
 }
 
+// The pool of `label`'s runs timed beside label `other` (kept under this
+// key beside the labels; not itself a column).
+std::string beside(const std::string& label, const std::string& other) { return label + " beside " + other; }
+
+// The baseline's pool to hold label `l` against: its runs beside `l` if
+// there are any, else all of them (by_label.end(): none).
+std::map<std::string, Pooled>::const_iterator baseline_for(const std::map<std::string, Pooled>& by_label,
+                                                           const std::string& base, const std::string& l) {
+  const auto paired = by_label.find(beside(base, l));
+  return paired != by_label.end() ? paired : by_label.find(base);
+}
+
 // Reads the result lines of `files` into `r`; 0, or 2 on an unreadable file
 // or line.
 int load_results(const std::vector<std::string>& files, Results& r) {
@@ -179,11 +200,15 @@ int load_results(const std::vector<std::string>& files, Results& r) {
         if (const auto [it, fresh] = sync_of.try_emplace(config + " " + label, sync); !fresh && it->second != sync)
           throw std::runtime_error(config + " " + label + " measured with --sync " + it->second + " and " + sync +
                                    ": label the two apart");
-        Pooled& p = r.data[{config, index, form, root, j.at("bytes").get<std::size_t>()}][label];
+        auto& by_label = r.data[{config, index, form, root, j.at("bytes").get<std::size_t>()}];
         const auto times = j.at("times").get<std::vector<double>>();
-        p.times.insert(p.times.end(), times.begin(), times.end());
-        p.ok = p.ok && j.at("verified").get<bool>();
-        ++p.runs;
+        auto pool = [&](Pooled& p) {
+          p.times.insert(p.times.end(), times.begin(), times.end());
+          p.ok = p.ok && j.at("verified").get<bool>();
+          ++p.runs;
+        };
+        pool(by_label[label]);
+        if (j.contains("beside")) pool(by_label[beside(label, j.at("beside").get<std::string>())]);
         r.np_of[config] = j.at("np").get<int>();
         remember(r.configs, config);
         remember(r.labels, label);
@@ -249,8 +274,8 @@ bool print_table(const Results& r, const Columns& k, const std::string& config, 
       runs += ' ';  // (not " " + ...: GCC 12 warns -Wrestrict on literal + string at -O3)
       runs += std::to_string(p.runs);
     }
-    const auto b = by_label.find(k.base);
     for (const std::string& l : k.others) {
+      const auto b = baseline_for(by_label, k.base, l);
       auto it = by_label.find(l);
       if (b == by_label.end() || it == by_label.end()) {
         row += " | " + right("-", ratio_width(k, l)) + " " + right("-", 7);
@@ -268,6 +293,7 @@ bool print_table(const Results& r, const Columns& k, const std::string& config, 
         auto it = by_label.find(l);
         if (it == by_label.end()) continue;
         const Pooled& p = it->second;
+        const auto b = baseline_for(by_label, k.base, l);
         std::fprintf(csv, "%s,%d,%s,%s,%zu,%s,%d,%zu,%s,%.9g,%.9g,", config.c_str(), np, c.name,
                      root >= 0 ? std::to_string(root).c_str() : "", bytes, l.c_str(), p.runs, p.times.size(),
                      p.ok ? "true" : "false", min_of(p.times), median_of(p.times));

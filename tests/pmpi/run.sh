@@ -41,7 +41,9 @@
 #                               case has each side's line, verified, with the
 #                               same repetitions, and copse's stats count
 #                               exactly the copse side's calls -- the PMPI_
-#                               sides never reached it
+#                               sides never reached it; and the report holds
+#                               each label against the library's calls timed
+#                               in that label's own launches
 #   run.sh config-errors NP     a bad COPSE_* value, a misspelt variable and
 #                               settings that differ between processes: each
 #                               stops the job with exactly one "copse:" line
@@ -270,7 +272,8 @@ bad = [] if len(cases) == 12 else [f"{len(cases)} cases, expected 2 collectives 
 served = collections.Counter()
 for (c, form, size), sides in sorted(cases.items()):
     if sorted(sides) != ["copse", "tuned", "tuned2"] or len({d["reps"] for d in sides.values()}) != 1 \
-            or not all(d["verified"] for d in sides.values()):
+            or not all(d["verified"] for d in sides.values()) \
+            or [d.get("beside") for k, d in sorted(sides.items())] != [None, "copse", "copse"]:
         bad.append(f"{c} {form} {size}: " + ", ".join(f"{k} reps {d['reps']} verified {d['verified']}"
                                                       for k, d in sides.items()))
     elif form == "blocking":
@@ -282,6 +285,27 @@ print(json.dumps({"served": {c: served[c] for c in names}, "passed": {c: 0 for c
 EOF
     ) || exit 1
     check_stats "$expected"
+    # The report holds each label against the library's calls timed beside
+    # it: here tuned took 1 us beside copse and 4 us beside copse-lanes, so
+    # copse (1 us) is level and copse-lanes (2 us) twice as fast -- pooled
+    # over both launches tuned's median (2.5 us) would say 2.5 and 1.25.
+    python3 - "$tmp/paired.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as out:
+    for label, beside, us in [("copse", None, 1), ("tuned", "copse", 1), ("copse-lanes", None, 2),
+                              ("tuned", "copse-lanes", 4)]:
+        line = {"config": "np2", "label": label, "collective": "allreduce", "form": "blocking", "sync": "p2p",
+                "root": None, "np": 2, "bytes": 8, "verified": True, "times": [us * 1e-6] * 3}
+        if beside:
+            line["beside"] = beside
+        print(json.dumps(line), file=out)
+EOF
+    "$PMPI_BENCH" --report "$tmp/paired.jsonl" --csv "$tmp/paired.csv" >"$tmp/out" 2>&1 ||
+      { echo "FAIL the report failed:"; sed 's/^/  /' "$tmp/out"; exit 1; }
+    ratios=$(awk -F, '$6 != "tuned" && NR > 1 { printf "%s %s;", $6, $13 }' "$tmp/paired.csv")
+    [[ $ratios == "copse 1.0000;copse-lanes 2.0000;" ]] ||
+      { echo "FAIL paired ratios: $ratios"; sed 's/^/  /' "$tmp/paired.csv"; exit 1; }
+    echo "bench-native: copse's stats count the copse side's calls; the report pairs each label with its own launches"
     ;;
   config-errors)
     failures=0

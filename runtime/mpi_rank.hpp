@@ -246,7 +246,7 @@ struct MpiRank final : RankCore {
     return work.data();
   }
 
-  // A broadcast, allgather or reduce of `bytes` (`body`), where the team's
+  // A broadcast, allgather, reduce or reduce-scatter of `bytes` (`body`), where the team's
   // calls choose between reading and copying (runtime/read_choice.hpp): the
   // way set on the engine for it, its time taken, and at a trial's end the
   // team's agreement (agree_on_reads).
@@ -273,14 +273,19 @@ struct MpiRank final : RankCore {
   void barrier() override;
   void allgather(const void* send, void* recv, std::size_t count, DType dtype) override;
   void reduce_scatter_block(const void* send, void* recv, std::size_t count, const ReduceOp& op) override {
-    if (reduce_scatter_block_direct(send, recv, count, op)) return;
-    reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv),
-                          BlockCounts::uniform(team->ranks, count), op);
+    const auto p = static_cast<std::size_t>(team->ranks);
+    choosing_read(Collective::reduce_scatter, p * count * op.element_bytes, [&] {
+      if (reduce_scatter_block_direct(send, recv, count, op)) return;
+      reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv),
+                            BlockCounts::uniform(team->ranks, count), op);
+    });
   }
   void reduce_scatter(const void* send, void* recv, const int* counts, const ReduceOp& op) override {
     const BlockCounts blocks = BlockCounts::of(counts, team->ranks);
-    if (reduce_scatter_direct(send, recv, blocks, op)) return;
-    reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv), blocks, op);
+    choosing_read(Collective::reduce_scatter, blocks.total() * op.element_bytes, [&] {
+      if (reduce_scatter_direct(send, recv, blocks, op)) return;
+      reduce_scatter_blocks(bytes_of(send == recv ? recv : send), bytes_of(recv), blocks, op);
+    });
   }
   void move(Collective c, const void* send, void* recv, std::size_t count, DType dtype, int root) override;
   std::shared_ptr<PendingCall> make_call(const CallArgs& args, bool persistent) override;  // mpi_pending below

@@ -160,7 +160,7 @@ struct TeamState : CoreTeam {
   // with its receiver, and the read lost (np 2, 1 MiB: bcast 1.6 against 1.0
   // times Open MPI's time, reduce 1.25 against 0.7). A scatter's, gather's
   // and alltoall's reads, which replace copies made one after another,
-  // stay. A one-node team's direct broadcast, allgather and reduce read too
+  // stay. A one-node team's direct broadcast, allgather, reduce-scatter and reduce read too
   // only where the read beat the ring as well (reads_beat_ring).
   enum class AttachUse : std::uint8_t { none, allgather, every };
   AttachUse attach_use = AttachUse::none;

@@ -182,15 +182,17 @@ bool RankCore::bcast_direct(void* buffer, std::size_t count, std::size_t element
 }
 
 // Whether collective `c`'s vector of `bytes` (what a rank would post in the
-// slots: an allgather's or a gather's block, a scatter's or an alltoall's T) is read
+// slots: an allgather's or a gather's block, a scatter's or an alltoall's
+// T, a reduce-scatter's whole vector) is read
 // where it lies (transport/direct_gather.hpp's calls by address): too large
 // for the slots (from there on: at np 2, 9-15 KiB, allgather 1.6-2.0 us
 // against the schedules' 2.4-3.7 and Open MPI's 2.6-2.7, reduce 1.2-1.6
 // against 1.4-1.7 and 1.9-2.7), where the ranks may read each other's memory -- threads, or
 // processes whose set-up allows cross-memory attach: a scatter's, gather's
 // and alltoall's always (one read replaces copies made one after another),
-// an allgather's and reduce's only where the set-up found the read faster
-// than the copies (LinkConfig::fast_attach): elsewhere the schedules'
+// an allgather's, reduce-scatter's and reduce's only where the set-up (or
+// the calls' own times: runtime/read_choice.hpp) found the read faster than
+// the copies (LinkConfig::fast_attach): elsewhere the schedules'
 // copies, made on both cores at once, win (np 2, a probe's read of 1 MiB
 // 127 us against a copy's 67, in a launch whose copies through the segment
 // ran fast -- runtime/mpi_team_state.hpp's reads_beat_ring --
@@ -218,7 +220,8 @@ bool RankCore::reads_by_address(Collective c, std::size_t bytes) const {
   if (c == Collective::reduce && p > kReduceByAddressRanks) return false;
   if (core_team.shares_memory) return c != Collective::reduce || p > 2 || bytes <= kPairReduceByAddressUpToBytes;
   const LinkConfig& config = core_team.engine->config();
-  const bool replaces_serial_copies = c != Collective::reduce && c != Collective::allgather;
+  const bool replaces_serial_copies =
+      c != Collective::reduce && c != Collective::allgather && c != Collective::reduce_scatter;
   return config.cross_memory_attach && (config.fast_attach || replaces_serial_copies);
 }
 
@@ -235,10 +238,11 @@ bool RankCore::allgather_direct(const void* send, void* recv, std::size_t count,
 
 bool RankCore::reduce_scatter_direct(const void* send, void* recv, std::size_t total, std::size_t from,
                                      std::size_t count, const ReduceOp& op) {
-  // Each rank posts its whole input.
-  if (!direct_fits(Collective::reduce_scatter, total * op.element_bytes, false)) return false;
+  // Each rank posts its whole input (or shares it, by address).
+  const bool by_address = reads_by_address(Collective::reduce_scatter, total * op.element_bytes);
+  if (!by_address && !direct_fits(Collective::reduce_scatter, total * op.element_bytes, false)) return false;
   run_direct(Collective::reduce_scatter,
-             [&](TeamDirectReduce& d) { d.reduce_scatter(send, recv, total, from, count, op); });
+             [&](TeamDirectReduce& d) { d.reduce_scatter(send, recv, total, from, count, op, by_address); });
   return true;
 }
 
@@ -249,8 +253,7 @@ bool RankCore::reduce_scatter_block_direct(const void* send, void* recv, std::si
 
 bool RankCore::reduce_scatter_direct(const void* send, void* recv, const BlockCounts& blocks, const ReduceOp& op) {
   const auto me = static_cast<std::size_t>(rank);
-  const std::size_t total = blocks.displs.empty() ? 0 : blocks.displs.back() + blocks.counts.back();
-  return reduce_scatter_direct(send, recv, total, blocks.displs[me], blocks.counts[me], op);
+  return reduce_scatter_direct(send, recv, blocks.total(), blocks.displs[me], blocks.counts[me], op);
 }
 
 bool RankCore::reduce_direct(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root) {

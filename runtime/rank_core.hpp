@@ -366,6 +366,8 @@ struct BlockCounts {
   static BlockCounts uniform(int ranks, std::uint64_t count);
   // UsageError for a negative count.
   static BlockCounts of(const int* counts, int ranks);
+  // The elements of every block together: a rank's whole input.
+  std::uint64_t total() const { return displs.empty() ? 0 : displs.back() + counts.back(); }
   // Of the elements [at, at + n) of every block, how many rank v's holds.
   std::uint64_t real(std::size_t v, std::uint64_t at, std::uint64_t n) const {
     return counts[v] > at ? (counts[v] - at < n ? counts[v] - at : n) : 0;

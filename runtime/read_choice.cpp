@@ -15,6 +15,7 @@ int row_of(Collective c) {
     case Collective::bcast: return 0;
     case Collective::allgather: return 1;
     case Collective::reduce: return 2;
+    case Collective::reduce_scatter: return 3;
     default: return -1;
   }
 }
@@ -23,7 +24,7 @@ constexpr int kPowers = 64;
 
 }  // namespace
 
-ReadChoice::ReadChoice() : kinds_(3 * kPowers) {}
+ReadChoice::ReadChoice() : kinds_(4 * kPowers) {}
 
 bool ReadChoice::chooses(Collective c, std::size_t bytes) { return row_of(c) >= 0 && bytes >= kFromBytes; }
 

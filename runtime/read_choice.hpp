@@ -1,6 +1,6 @@
 #pragma once
 // Read or copy, chosen by the calls' own times: whether a one-node team's
-// processes broadcast, allgather and reduce large vectors by reading each
+// processes broadcast, allgather, reduce and reduce-scatter large vectors by reading each
 // other's memory (cross-memory attach, one copy: LinkConfig::fast_attach) or
 // through the node's segment (the ring and the schedules' stage: two copies,
 // made on both cores at once).
@@ -49,7 +49,8 @@ class ReadChoice {
 
   ReadChoice();
 
-  // Whether a call of `c` (bcast, allgather, reduce) of `bytes` is chosen
+  // Whether a call of `c` (bcast, allgather, reduce, reduce_scatter: its
+  // whole input) of `bytes` is chosen
   // here: false for the others and for vectors below kFromBytes.
   static bool chooses(Collective c, std::size_t bytes);
 

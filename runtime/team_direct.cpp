@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -125,17 +126,30 @@ void TeamDirectReduce::allgather(const void* mine, void* recv, std::size_t count
 }
 
 void TeamDirectReduce::reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from,
-                                      std::size_t count, const ReduceOp& op) {
+                                      std::size_t count, const ReduceOp& op, bool by_address) {
   guarded(Collective::reduce_scatter, [&] {
-    direct_reduce_scatter(reducer_, direct_, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), total,
-                          from, count, op, policy_);
+    const auto* in = static_cast<const std::byte*>(send);
+    auto* out = static_cast<std::byte*>(recv);
+    if (!by_address) {
+      direct_reduce_scatter(reducer_, direct_, in, out, total, from, count, op, policy_);
+      return;
+    }
+    // In place the result goes to recv's first elements, which are the
+    // input's and some peer's block to read: it builds after the chunks and
+    // reaches recv once every peer has read (the call's end).
+    const std::size_t chunks = 2 * std::max(kChunkBytes, op.element_bytes);
+    const std::size_t result = in == out ? count * op.element_bytes : 0;
+    if (bounce_.size() < chunks + result) bounce_.resize(chunks + result);
+    std::byte* into = in == out ? bounce_.data() + chunks : out;
+    if (const std::size_t read = direct_reduce_scatter_by_address(reducer_, direct_, in, into, total, from, count, op,
+                                                                  std::span(bounce_).first(chunks), policy_))
+      engine_.count_attached(read);
+    if (into != out && result > 0) std::memcpy(out, into, result);
   });
 }
 
 void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root,
                               bool by_address) {
-  // A chunk of the root's reads: within the L2 cache with its sum.
-  constexpr std::size_t kChunkBytes = 128 << 10;
   guarded(Collective::reduce, [&] {
     const auto* in = static_cast<const std::byte*>(send);
     auto* out = static_cast<std::byte*>(recv);

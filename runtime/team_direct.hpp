@@ -48,11 +48,11 @@ class TeamDirectReduce {
   void bcast(void* buffer, std::size_t bytes, int root);
   // An allgather and a reduce-scatter through the direct reduce's slots
   // (transport/direct_gather.hpp), as run() runs a reduction; `by_address`:
-  // the allgather reads the peers' blocks where they lie
-  // (direct_allgather_by_address).
+  // each reads the peers' blocks where they lie (direct_allgather_by_address,
+  // direct_reduce_scatter_by_address).
   void allgather(const void* mine, void* recv, std::size_t count, std::size_t element_bytes, bool by_address = false);
   void reduce_scatter(const void* send, void* recv, std::size_t total, std::size_t from, std::size_t count,
-                      const ReduceOp& op);
+                      const ReduceOp& op, bool by_address = false);
   // A reduce to `root` through the same slots, or `by_address`
   // (direct_reduce_by_address).
   void reduce(const void* send, void* recv, std::size_t count, const ReduceOp& op, int root, bool by_address = false);
@@ -98,9 +98,13 @@ class TeamDirectReduce {
   // overwrites them in recv as they read.
   const std::byte* blocks_to_share(const std::byte* recv, std::size_t bytes);
 
-  // A root's chunks of a reduce by address, or an alltoall's blocks to send
-  // in place, made at the first (kept: a call of that size allocates
-  // nothing after it).
+  // A chunk of a reduce's or reduce-scatter's reads by address: within the
+  // L2 cache with its sum.
+  static constexpr std::size_t kChunkBytes = 128 << 10;
+  // The chunks of a reduce or reduce-scatter by address (and after them an
+  // in-place reduce-scatter's result), or an alltoall's blocks to send in
+  // place, made at the first (kept: a call of that size allocates nothing
+  // after it).
   std::vector<std::byte> bounce_;
 };
 

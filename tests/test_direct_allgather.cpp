@@ -3,9 +3,9 @@
 // rank gets every rank's block, and its block of the rank-order reduction
 // (the root: all of it) bitwise as the sequential reference computes it
 // (non-commutative operators too), for any team size, count and root, in
-// place and not, on both sides of the slot's size (beyond it the schedules
-// run) and read by address beyond it (allgathers; reduces of small
-// teams); scatter, gather and alltoall likewise; many calls in a
+// place and not, on both sides of the slot's size, read by address beyond
+// it (allgathers, reduce-scatters; reduces of small teams, the schedules
+// for the rest); scatter, gather and alltoall likewise; many calls in a
 // row share the slots with the direct reduce and the ring with the direct
 // bcast; a mismatched call is an error on every rank, not a hang; a named
 // algorithm still runs its schedule.
@@ -118,14 +118,12 @@ TEST_CASE("direct reduce_scatter_block: the rank-order reduction's block, bitwis
       std::uint64_t call = 0;
       for (const ReduceOp* op : {&fsum, &affine}) {
         const std::size_t eb = op->element_bytes;
-        for (std::size_t n : gather_counts(DirectReduce::kPostBytes / eb / up))
+        for (std::size_t n : counts_with_address(DirectReduce::kPostBytes / eb / up, eb))
           for (bool in_place : {false, true}) {
             ++call;
-            // Floats only where the direct path runs: a schedule may
-            // associate a commutative sum otherwise. The affine operator
-            // keeps rank order on every path.
-            const bool direct = up * n * eb <= DirectReduce::kPostBytes;
-            if (op == &fsum && !direct) continue;
+            // Through the slots or, beyond them, by address: every size
+            // takes a direct path among threads, so floats are summed in
+            // rank order at every size.
             Bytes send(up * n * eb), want;
             if (op == &fsum) {
               send = random_floats(c.rank(), up * n, call);
@@ -145,23 +143,33 @@ TEST_CASE("direct reduce_scatter_block: the rank-order reduction's block, bitwis
             verdicts.check(
                 c.rank(), recv == want,
                 op->name + " of " + std::to_string(n) + " per block" + (in_place ? " in place" : "") + " differs");
-            if (direct) verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
+            verdicts.check(c.rank(), c.cached_plans() == plans, "planned a direct call");
           }
       }
-      // Blocks of different sizes (reduce_scatter), one of them empty.
-      std::vector<int> counts(up);
-      for (std::size_t v = 0; v < up; ++v) counts[v] = static_cast<int>((v * 5 + 3) % 7);
-      std::size_t total = 0, from = 0;  // all blocks' elements; those before ours
-      for (std::size_t v = 0; v < up; ++v) {
-        if (v == me) from = total;
-        total += static_cast<std::size_t>(counts[v]);
-      }
-      Bytes send(total * 8);
-      if (total > 0) fill_input(affine, c.rank(), total, send.data());
-      Bytes recv(static_cast<std::size_t>(counts[me]) * 8);
-      c.reduce_scatter(send.data(), recv.data(), counts.data(), affine);
-      verdicts.check(c.rank(), recv == slice_of(reference_result(affine, p, total), from * 8, recv.size()),
-                     "reduce_scatter of unequal blocks differs");
+      // Blocks of different sizes (reduce_scatter), one of them empty:
+      // through the slots, then (x 1000) by address; in place and not.
+      for (const int scale : {1, 1000})
+        for (bool in_place : {false, true}) {
+          std::vector<int> counts(up);
+          for (std::size_t v = 0; v < up; ++v) counts[v] = static_cast<int>((v * 5 + 3) % 7) * scale;
+          std::size_t total = 0, from = 0;  // all blocks' elements; those before ours
+          for (std::size_t v = 0; v < up; ++v) {
+            if (v == me) from = total;
+            total += static_cast<std::size_t>(counts[v]);
+          }
+          Bytes send(total * 8);
+          if (total > 0) fill_input(affine, c.rank(), total, send.data());
+          Bytes recv(static_cast<std::size_t>(counts[me]) * 8);
+          if (in_place) {
+            c.reduce_scatter(send.data(), send.data(), counts.data(), affine);
+            recv = slice_of(send, 0, recv.size());
+          } else {
+            c.reduce_scatter(send.data(), recv.data(), counts.data(), affine);
+          }
+          verdicts.check(c.rank(), recv == slice_of(reference_result(affine, p, total), from * 8, recv.size()),
+                         "reduce_scatter of unequal blocks (x " + std::to_string(scale) + ")" +
+                             (in_place ? " in place" : "") + " differs");
+        }
     });
     INFO("p = " << p);
     check_gather_errors(errors, verdicts);

@@ -28,14 +28,14 @@ std::pair<std::string, int> run(ReadChoice& choice, Collective c, std::size_t by
 
 }  // namespace
 
-TEST_CASE("read choice: broadcasts, allgathers and reduces of 8 KiB and more") {
-  for (Collective c : {Collective::bcast, Collective::allgather, Collective::reduce}) {
+TEST_CASE("read choice: broadcasts, allgathers, reduces and reduce-scatters of 8 KiB and more") {
+  for (Collective c : {Collective::bcast, Collective::allgather, Collective::reduce, Collective::reduce_scatter}) {
     CHECK(ReadChoice::chooses(c, ReadChoice::kFromBytes));
     CHECK(ReadChoice::chooses(c, std::size_t{1} << 40));
     CHECK_FALSE(ReadChoice::chooses(c, ReadChoice::kFromBytes - 1));
   }
-  for (Collective c : {Collective::allreduce, Collective::barrier, Collective::scatter, Collective::gather,
-                       Collective::alltoall, Collective::reduce_scatter})
+  for (Collective c :
+       {Collective::allreduce, Collective::barrier, Collective::scatter, Collective::gather, Collective::alltoall})
     CHECK_FALSE(ReadChoice::chooses(c, std::size_t{1} << 20));
 }
 
@@ -84,6 +84,11 @@ TEST_CASE("read choice: each collective and power of two counts and chooses on i
   CHECK(choice.reads(Collective::allgather, (32 << 10) - 1));  // the same power of two
   choice.timed(1.0);
   CHECK_FALSE(choice.reads(Collective::reduce, 16 << 10));
+  choice.timed(1.0);
+  run(choice, Collective::reduce_scatter, 16 << 10, 2 * ReadChoice::kTrialCalls, 3.0, 1.0);  // reads
+  CHECK(choice.reads(Collective::reduce_scatter, 16 << 10));
+  choice.timed(1.0);
+  CHECK_FALSE(choice.reads(Collective::reduce, 16 << 10));  // unmoved
   choice.timed(1.0);
   // A power of two not called yet starts its own trial with the copies, then the reads.
   const auto [ways, agreements] = run(choice, Collective::allgather, 32 << 10, 2 * ReadChoice::kTrialCalls, 1.0, 1.0);

@@ -150,15 +150,55 @@ std::size_t direct_alltoall_by_address(DirectReduce& slots, DirectRank& me, cons
   return attached;
 }
 
-// Worked for T = 3, root 1, in place (send == recv), a chunk of 4 elements:
-// per chunk the root reads x_1's four elements -- its own, still in recv --
-// into the bounce's first half (the sum), reads x_0's into the second half
-// and combines them from the left (x_0 ⊙ x_1), then reads x_2's and
-// combines them from the right; only then does the sum overwrite recv's
-// four elements. Not in place the sum builds in recv itself, x_1 read
-// straight into it: at T = 2 and root 0 the root's work is one read and one
-// combine per chunk, no copy. In place at root 0, recv starts as x_0 and
-// the others are combined from the right.
+namespace {
+
+// recv[0, count) = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from +
+// count) of every rank's shared input of `call`, `send` being rank me's own
+// input (recv may be send only with from = 0: a reduce's root in place);
+// returns the bytes read from other processes. Chunk by chunk, each rank's
+// chunk read into `bounce` (two halves: a chunk read and, in place at a
+// rank other than 0, the chunk's sum) or, among threads, used where it is.
+//
+// Worked for T = 3, me = 1, in place (send == recv), a chunk of 4 elements:
+// per chunk me reads x_1's four elements -- its own, still in recv -- into
+// the bounce's first half (the sum), reads x_0's into the second half and
+// combines them from the left (x_0 ⊙ x_1), then reads x_2's and combines
+// them from the right; only then does the sum overwrite recv's four
+// elements. Not in place the sum builds in recv itself, x_1 read straight
+// into it: at T = 2 the work per chunk is one read and one combine, no
+// copy. In place at rank 0, recv starts as x_0 and the others are combined
+// from the right.
+std::size_t fold_shared(DirectReduce& slots, std::uint32_t call, int me, const std::byte* send, std::byte* recv,
+                        std::size_t from, std::size_t count, const ReduceOp& op, std::span<std::byte> bounce) {
+  const std::size_t eb = op.element_bytes;
+  const int p = slots.ranks();
+  const bool x0_in_recv = send == recv && me == 0;
+  const bool in_recv = send != recv || me == 0;
+  std::byte* sum_chunk = bounce.data();
+  std::byte* read_chunk = bounce.data() + bounce.size() / 2;
+  const std::size_t per = std::max<std::size_t>(bounce.size() / 2 / std::max<std::size_t>(eb, 1), 1);
+  std::size_t attached = 0;
+  for (std::size_t at = 0; at < count; at += per) {
+    const std::size_t n = std::min(per, count - at), offset = (from + at) * eb;
+    // Rank q's elements of the chunk: ours, a thread's in place, or read into `to`.
+    auto input = [&](int q, std::byte* to) -> const std::byte* {
+      if (q == me) return send + offset;
+      if (const std::byte* x = slots.shared_input(q, call)) return x + offset;
+      attached += slots.read_shared(q, call, offset, n * eb, to);
+      return to;
+    };
+    std::byte* acc = in_recv ? recv + at * eb : sum_chunk;
+    const int first = p == 1 || x0_in_recv ? 0 : 1;  // the rank whose elements start the sum
+    if (const std::byte* x = input(first, acc); x != acc) std::memcpy(acc, x, n * eb);
+    if (first == 1) op.combine(acc, input(0, read_chunk), n, Combine::left);
+    for (int q = first + 1; q < p; ++q) op.combine(acc, input(q, read_chunk), n, Combine::right);
+    if (acc != recv + at * eb) std::memcpy(recv + at * eb, acc, n * eb);
+  }
+  return attached;
+}
+
+}  // namespace
+
 std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                                      std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
                                      const WaitPolicy& policy) {
@@ -169,30 +209,21 @@ std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const 
     return 0;
   }
   slots.await_shares(me, call, Collective::reduce, count * eb, eb, policy, root);
-  const int p = slots.ranks();
-  const bool x0_in_recv = send == recv && root == 0;
-  const bool in_recv = send != recv || root == 0;
-  std::byte* sum_chunk = bounce.data();
-  std::byte* read_chunk = bounce.data() + bounce.size() / 2;
-  const std::size_t per = std::max<std::size_t>(bounce.size() / 2 / std::max<std::size_t>(eb, 1), 1);
-  std::size_t attached = 0;
-  for (std::size_t at = 0; at < count; at += per) {
-    const std::size_t n = std::min(per, count - at);
-    // Rank q's elements of the chunk: ours, a thread's in place, or read into `to`.
-    auto input = [&](int q, std::byte* to) -> const std::byte* {
-      if (q == root) return send + at * eb;
-      if (const std::byte* x = slots.shared_input(q, call)) return x + at * eb;
-      attached += slots.read_shared(q, call, at * eb, n * eb, to);
-      return to;
-    };
-    std::byte* acc = in_recv ? recv + at * eb : sum_chunk;
-    const int first = p == 1 || x0_in_recv ? 0 : 1;  // the rank whose elements start the sum
-    if (const std::byte* x = input(first, acc); x != acc) std::memcpy(acc, x, n * eb);
-    if (first == 1) op.combine(acc, input(0, read_chunk), n, Combine::left);
-    for (int q = first + 1; q < p; ++q) op.combine(acc, input(q, read_chunk), n, Combine::right);
-    if (acc != recv + at * eb) std::memcpy(recv + at * eb, acc, n * eb);
-  }
+  const std::size_t attached = fold_shared(slots, call, root, send, recv, 0, count, op, bounce);
   slots.release(me, call);
+  return attached;
+}
+
+std::size_t direct_reduce_scatter_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send,
+                                             std::byte* recv, std::size_t total, std::size_t from, std::size_t count,
+                                             const ReduceOp& op, std::span<std::byte> bounce,
+                                             const WaitPolicy& policy) {
+  const std::size_t eb = op.element_bytes;
+  const std::uint32_t call = slots.share(me, Collective::reduce_scatter, send, total * eb);
+  slots.await_shares(me, call, Collective::reduce_scatter, total * eb, eb, policy);
+  const std::size_t attached = fold_shared(slots, call, me.rank, send, recv, from, count, op, bounce);
+  slots.release(me, call);
+  slots.await_released(me, call, policy);
   return attached;
 }
 

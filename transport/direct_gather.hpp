@@ -86,10 +86,10 @@ void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, 
 void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                      std::size_t element_bytes, const WaitPolicy& policy);
 
-// The same two by address, for vectors too large for the slots
+// The same three by address, for vectors too large for the slots
 // (DirectReduce::share): each rank reads the peers' vectors where they lie,
 // one copy per byte moved, and waits once for every post and once for its
-// readers. Both return the bytes read from other processes.
+// readers. Each returns the bytes read from other processes.
 //  - allgather: every rank reads every peer's block into its place (the
 //    peers in turn from its right neighbour on, so that the ranks do not all
 //    read rank 0 first);
@@ -98,12 +98,21 @@ void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send,
 //    a chunk read and, for a root in place other than rank 0, the chunk's
 //    sum), and combines them in rank order as the slots' reduce does, the
 //    others waiting only until the root has read them. Its work grows with
-//    T: the caller keeps it to small teams (RankCore).
+//    T: the caller keeps it to small teams (RankCore);
+//  - reduce-scatter: every rank reads its own block of every peer's vector,
+//    a chunk after another through `bounce` as the reduce's root does, and
+//    combines them in rank order -- each element read once, by the rank
+//    that keeps it, where a schedule moves every block through halving or
+//    ring rounds -- then waits for its readers. recv must not overlap send:
+//    in place, the caller reduces into other memory and copies after.
 std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
                                         std::size_t count, std::size_t element_bytes, const WaitPolicy& policy);
 std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                                      std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
                                      const WaitPolicy& policy);
+std::size_t direct_reduce_scatter_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send,
+                                             std::byte* recv, std::size_t total, std::size_t from, std::size_t count,
+                                             const ReduceOp& op, std::span<std::byte> bounce, const WaitPolicy& policy);
 
 // The collectives that only move blocks, by address likewise:
 //  - gather: the root reads every peer's `mine` into its place in recv

@@ -228,7 +228,8 @@ void check_arrival(MPI_Comm comm, const Args& a) {
 // the slots or the schedules, none reading by address -- unless the set-up
 // timed the read faster than the ring too (`reads`: its note says so), when
 // the broadcast's readers, the reduce's root (of a team of at most
-// RankCore::kReduceByAddressRanks) and every allgather rank read. A gather's
+// RankCore::kReduceByAddressRanks) and every allgather and reduce-scatter
+// rank read. A gather's
 // root reads every block where it lies either way (one read replaces copies
 // made one after another). Reads count where there are node peers in other
 // processes (`peers`). Right results every way.
@@ -280,6 +281,18 @@ void check_direct_reads(Comm& c, const Team& team, bool peers, bool reads, bool 
   check_blocks("allgather of 64 KiB", true);
   read = read_since(before);
   expect(read == (reads && peers), say("allgather of 64 KiB", read));
+  // Every rank's vector of p blocks of 64 KiB, all alike: each rank reads
+  // and sums its block of the others'.
+  std::vector<float> vector(all.size()), block(n);
+  for (std::size_t i = 0; i < vector.size(); ++i) vector[i] = mine[i % n];
+  before = team.attached_bytes();
+  c.reduce_scatter_block(vector.data(), block.data(), n, builtin_op("sum", DType::float32));
+  right = true;
+  for (std::size_t i = 0; i < n; ++i)
+    right = right && block[i] == static_cast<float>(1000 * p * (p - 1) / 2 + p * static_cast<int>(i % 997));
+  expect(right, where(c, "reduce_scatter_block of 64 KiB: wrong sums"));
+  read = read_since(before);
+  expect(read == (reads && peers), say("reduce_scatter_block of 64 KiB", read));
   std::fill(all.begin(), all.end(), 0.0f);
   const int root = p - 1;
   before = team.attached_bytes();

@@ -273,6 +273,10 @@ int run_tune(const TuneArgs& a) {
       "names copse's hierarchy form or block count where one measured beat the\nconfigured plan by more than "
       "the noise. "
       "Each row's note gives the ratios it stands for.";
+  if (!kept.empty())
+    header +=
+        "\nThe threshold and noise above are this run's; a shape kept from an earlier\nrun follows the rules "
+        "of the command its line gives.";
   // What a shape measured now ran with, defaults included (nothing for --from).
   const auto ran_with = [&](const std::string& shape) -> std::string {
     if (!measured) return "";

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -213,6 +214,42 @@ TEST_CASE("direct reduce: the root gets the rank-order reduction bitwise, any p,
               verdicts.check(c.rank(), recv == (c.rank() == root ? want : untouched), what + " differs");
               if (direct) verdicts.check(c.rank(), c.cached_plans() == plans, what + ": planned a direct call");
             }
+      }
+    });
+    INFO("p = " << p);
+    check_gather_errors(errors, verdicts);
+  }
+}
+
+// Every rank's receive vector 16 bytes past the inputs, modulo a page (as
+// threads' vectors allocated alike lie): the reads by address then sum in
+// a place of their own (transport/direct_gather.cpp's stalls()), for the
+// same bits.
+TEST_CASE("direct reduce and reduce_scatter by address: the same bits where recv lies just past the inputs",
+          "[comm][direct_gather]") {
+  const ReduceOp fsum = builtin_op("sum", DType::float32);
+  for (int p : {2, 3}) {
+    Team team(options_for({p}));
+    Verdicts verdicts(p);
+    const auto up = static_cast<std::size_t>(p);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      const auto me = static_cast<std::size_t>(c.rank());
+      for (const std::size_t n : {std::size_t{5000}, std::size_t{100003}}) {  // one chunk and several
+        const std::size_t bytes = up * n * sizeof(float);
+        // send at a page's start + 64, recv at another page's start + 80.
+        std::vector<std::byte> arena(bytes + n * up * sizeof(float) + 4 * 4096);
+        const auto page = (reinterpret_cast<std::uintptr_t>(arena.data()) + 4095) / 4096 * 4096;
+        auto* send = reinterpret_cast<std::byte*>(page) + 64;
+        auto* recv = send + (bytes + 4095) / 4096 * 4096 + 16;
+        const Bytes input = random_floats(c.rank(), up * n, n);
+        std::memcpy(send, input.data(), bytes);
+        const Bytes all = float_reference(p, up * n, n);
+        c.reduce_scatter_block(send, recv, n, fsum);
+        verdicts.check(c.rank(), std::memcmp(recv, all.data() + me * n * sizeof(float), n * sizeof(float)) == 0,
+                       "reduce_scatter_block of " + std::to_string(n) + " per block differs");
+        c.reduce(send, recv, up * n, fsum, 0);
+        verdicts.check(c.rank(), c.rank() != 0 || std::memcmp(recv, all.data(), bytes) == 0,
+                       "reduce of " + std::to_string(up * n) + " differs");
       }
     });
     INFO("p = " << p);

@@ -137,12 +137,11 @@ void TeamDirectReduce::reduce_scatter(const void* send, void* recv, std::size_t 
     // In place the result goes to recv's first elements, which are the
     // input's and some peer's block to read: it builds after the chunks and
     // reaches recv once every peer has read (the call's end).
-    const std::size_t chunks = 2 * std::max(kChunkBytes, op.element_bytes);
     const std::size_t result = in == out ? count * op.element_bytes : 0;
-    if (bounce_.size() < chunks + result) bounce_.resize(chunks + result);
-    std::byte* into = in == out ? bounce_.data() + chunks : out;
-    if (const std::size_t read = direct_reduce_scatter_by_address(reducer_, direct_, in, into, total, from, count, op,
-                                                                  std::span(bounce_).first(chunks), policy_))
+    const std::span<std::byte> chunks = fold_chunks(op.element_bytes, result);
+    std::byte* into = in == out ? chunks.data() + chunks.size() : out;
+    if (const std::size_t read =
+            direct_reduce_scatter_by_address(reducer_, direct_, in, into, total, from, count, op, chunks, policy_))
       engine_.count_attached(read);
     if (into != out && result > 0) std::memcpy(out, into, result);
   });
@@ -157,12 +156,17 @@ void TeamDirectReduce::reduce(const void* send, void* recv, std::size_t count, c
       direct_reduce(reducer_, direct_, in, out, count, root, op, policy_);
       return;
     }
-    if (direct_.rank == root && bounce_.size() < 2 * std::max(kChunkBytes, op.element_bytes))
-      bounce_.resize(2 * std::max(kChunkBytes, op.element_bytes));
-    if (const std::size_t read =
-            direct_reduce_by_address(reducer_, direct_, in, out, count, root, op, bounce_, policy_))
+    // Only the root folds.
+    const std::span<std::byte> chunks = direct_.rank == root ? fold_chunks(op.element_bytes) : std::span<std::byte>{};
+    if (const std::size_t read = direct_reduce_by_address(reducer_, direct_, in, out, count, root, op, chunks, policy_))
       engine_.count_attached(read);
   });
+}
+
+std::span<std::byte> TeamDirectReduce::fold_chunks(std::size_t element_bytes, std::size_t after) {
+  const std::size_t chunks = 2 * std::max(kChunkBytes, element_bytes);
+  if (bounce_.size() < chunks + after) bounce_.resize(chunks + after);
+  return std::span(bounce_).first(chunks);
 }
 
 const std::byte* TeamDirectReduce::blocks_to_share(const std::byte* recv, std::size_t bytes) {

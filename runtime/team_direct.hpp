@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "common/link.hpp"
@@ -101,6 +102,9 @@ class TeamDirectReduce {
   // A chunk of a reduce's or reduce-scatter's reads by address: within the
   // L2 cache with its sum.
   static constexpr std::size_t kChunkBytes = 128 << 10;
+  // The bounce's first two chunks of elements of `element_bytes`, for a
+  // fold by address (direct_gather.hpp), with `after` bytes more beyond them.
+  std::span<std::byte> fold_chunks(std::size_t element_bytes, std::size_t after = 0);
   // The chunks of a reduce or reduce-scatter by address (and after them an
   // in-place reduce-scatter's result), or an alltoall's blocks to send in
   // place, made at the first (kept: a call of that size allocates nothing

@@ -198,15 +198,19 @@ std::size_t fold_shared(DirectReduce& slots, std::uint32_t call, int me, const s
   const std::size_t slack = half >= 2 * kAliasPage ? kAliasPage : 0;
   std::byte* read_chunk = bounce.data() + half;
   if (slack && stalls(recv, read_chunk)) read_chunk += kAliasStep;
-  // Where rank q's elements of the first chunk are loaded from.
-  auto first_load = [&](int q) -> const std::byte* {
-    if (q == me) return send + from * eb;
-    if (const std::byte* x = slots.shared_input(q, call)) return x + from * eb;
-    return read_chunk;
+  // Rank q's elements from byte `offset` where they lie in this process
+  // (ours, or a thread's); null for another process's, read into a chunk.
+  auto local = [&](int q, std::size_t offset) -> const std::byte* {
+    if (q == me) return send + offset;
+    if (const std::byte* x = slots.shared_input(q, call)) return x + offset;
+    return nullptr;
   };
+  // Whether a store to `store` stalls a load of the first chunk's inputs.
   auto stalls_any = [&](const std::byte* store) {
-    for (int q = 0; q < p; ++q)
-      if (stalls(store, first_load(q))) return true;
+    for (int q = 0; q < p; ++q) {
+      const std::byte* x = local(q, from * eb);
+      if (stalls(store, x ? x : read_chunk)) return true;
+    }
     return false;
   };
   if (in_recv && slack && stalls_any(recv)) in_recv = false;
@@ -220,10 +224,9 @@ std::size_t fold_shared(DirectReduce& slots, std::uint32_t call, int me, const s
   std::size_t attached = 0;
   for (std::size_t at = 0; at < count; at += per) {
     const std::size_t n = std::min(per, count - at), offset = (from + at) * eb;
-    // Rank q's elements of the chunk: ours, a thread's in place, or read into `to`.
+    // Rank q's elements of the chunk: where they lie, or read into `to`.
     auto input = [&](int q, std::byte* to) -> const std::byte* {
-      if (q == me) return send + offset;
-      if (const std::byte* x = slots.shared_input(q, call)) return x + offset;
+      if (const std::byte* x = local(q, offset)) return x;
       attached += slots.read_shared(q, call, offset, n * eb, to);
       return to;
     };

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "common/error.hpp"
@@ -127,8 +128,11 @@ bool RankCore::progress_direct(const CallArgs& a, bool& posted, std::uint32_t& c
   if (core_team.engine->aborted()) core_team.rethrow_failure();
   try {
     if (!posted) {
-      link.round = calls++;
-      call = direct->start(a.collective, a.send, a.count, a.op);
+      link.round = calls;
+      const std::optional<std::uint32_t> started = direct->start(a.collective, a.send, a.count, a.op, wait);
+      if (!started) return false;
+      ++calls;
+      call = *started;
       posted = true;
     }
     if (!direct->finish(call, a.recv, a.count, a.op, wait)) return false;

@@ -73,9 +73,16 @@ void TeamDirectReduce::guarded(Collective c, Body&& body) {
   engine_.publish_done(link_);
 }
 
-std::uint32_t TeamDirectReduce::start(Collective c, const void* send, std::size_t count, const ReduceOp* op) {
+std::optional<std::uint32_t> TeamDirectReduce::start(Collective c, const void* send, std::size_t count,
+                                                     const ReduceOp* op, bool wait) {
+  if (!wait && !reducer_.ready_to_post(direct_)) {
+    if (engine_.aborted()) throw LinkAborted{};
+    return std::nullopt;  // a one-sided call before is not settled yet
+  }
   begin(c);
-  return failing([&] { return reducer_.post_allreduce(direct_, static_cast<const std::byte*>(send), count, op); });
+  arm_deadline();
+  return failing(
+      [&] { return reducer_.post_allreduce(direct_, static_cast<const std::byte*>(send), count, op, policy_); });
 }
 
 bool TeamDirectReduce::finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait) {

@@ -69,10 +69,11 @@ class TeamDirectReduce {
   void vector(Collective c, int root, const void* input, VectorLayout sent, void* recv, VectorLayout received);
   // An allreduce (barrier without an operator) that must not wait when it
   // starts (a nonblocking or persistent call): start() posts this rank's
-  // vector and returns the call's number; finish() completes it when every
-  // peer has posted (with `wait`: waiting for them) and says whether it
-  // did. Failures as run()'s.
-  std::uint32_t start(Collective c, const void* send, std::size_t count, const ReduceOp* op);
+  // vector and returns the call's number -- without `wait`, none while a
+  // one-sided call before it is not settled (DirectReduce::ready_to_post);
+  // finish() completes it when every peer has posted (with `wait`: waiting
+  // for them) and says whether it did. Failures as run()'s.
+  std::optional<std::uint32_t> start(Collective c, const void* send, std::size_t count, const ReduceOp* op, bool wait);
   bool finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait);
 
  private:

@@ -7,14 +7,17 @@
 // it (allgathers, reduce-scatters; reduces of small teams, the schedules
 // for the rest); scatter, gather and alltoall likewise; many calls in a
 // row share the slots with the direct reduce and the ring with the direct
-// bcast; a mismatched call is an error on every rank, not a hang; a named
+// bcast; a mismatched call is an error on every rank (a rank that reads
+// nothing, at its next call), not a hang; a named
 // algorithm still runs its schedule.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm_threads.hpp"
@@ -305,6 +308,49 @@ TEST_CASE("direct allgather and reduce_scatter: many calls share the region with
   check_gather_errors(errors, verdicts);
 }
 
+TEST_CASE("direct scatter, gather and reduce: a rank that reads nothing runs ahead, never over a slow reader's post",
+          "[comm][direct_gather]") {
+  // A scatter's root posts and goes, as do a gather's and a reduce's other
+  // ranks; a post rewrites the buffer of two calls before only once every
+  // peer has posted the call between (DirectReduce's reuse rule). The
+  // reader that sleeps lets the writers run ahead: without the rule they
+  // would overwrite the post it has still to read.
+  const int p = 3;
+  Team team(options_for({p}));
+  const ReduceOp sum = builtin_op("sum", DType::int64);
+  Verdicts verdicts(p);
+  const auto errors = on_every_rank(team, [&](Comm& c) {
+    const auto r = static_cast<std::int64_t>(c.rank());
+    for (std::int64_t call = 1; call <= 240; ++call) {
+      const auto n = static_cast<std::size_t>(call % 2 == 0 ? 2 : 100);  // in the slot's first line, and beyond
+      const int root = call % 60 < 30 ? 0 : 2;
+      const bool slow = call % 6 == 0 && (call % 60 < 30 ? r == 1 : r == root);
+      if (slow) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      const std::string at = "call " + std::to_string(call) + ": ";
+      std::vector<std::int64_t> all(n * p), mine(n, -1);
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] = call * 1000 + static_cast<std::int64_t>(i);
+      c.scatter(all.data(), mine.data(), n, DType::int64, root);
+      bool ok = true;
+      for (std::size_t i = 0; i < n; ++i) ok = ok && mine[i] == call * 1000 + static_cast<std::int64_t>(r * n + i);
+      verdicts.check(c.rank(), ok, at + "scatter");
+      std::vector<std::int64_t> gathered(n * p, -1);
+      c.gather(mine.data(), gathered.data(), n, DType::int64, root);
+      for (std::size_t i = 0; i < gathered.size(); ++i)
+        ok = ok && gathered[i] == (c.rank() == root ? call * 1000 + static_cast<std::int64_t>(i) : -1);
+      verdicts.check(c.rank(), ok, at + "gather");
+      std::vector<std::int64_t> summed(n, -1);
+      c.reduce(mine.data(), summed.data(), n, sum, root);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t expect = 0;  // every rank's block i: call * 1000 + q * n + i
+        for (std::int64_t q = 0; q < p; ++q) expect += call * 1000 + static_cast<std::int64_t>(q * n + i);
+        ok = ok && summed[i] == (c.rank() == root ? expect : -1);
+      }
+      verdicts.check(c.rank(), ok, at + "reduce");
+    }
+  });
+  check_gather_errors(errors, verdicts);
+}
+
 TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails every rank instead of hanging",
           "[comm][direct_gather]") {
   TeamOptions o = options_for({3});
@@ -325,12 +371,16 @@ TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails 
     std::vector<float> v(3);
     CHECK_THROWS_AS(team.comm(1).allgather(v.data(), v.data(), 1, DType::float32), ScheduleError);
   }
+  // A rank whose part of a call reads nothing (a reduce's and a gather's
+  // others, a scatter's root) posts and returns; it learns of the mismatch
+  // at its next call, before that call posts anything.
   SECTION("roots") {
     Team team(o);
     const ReduceOp fsum = builtin_op("sum", DType::float32);
     const auto errors = on_every_rank(team, [&](Comm& c) {
       std::vector<float> v(12, 1.0f), out(12);
       c.reduce(v.data(), out.data(), 12, fsum, c.rank() == 2 ? 1 : 0);
+      c.barrier();
     });
     for (const auto& e : errors) {
       REQUIRE(e);
@@ -344,10 +394,40 @@ TEST_CASE("direct allgather, reduce_scatter and reduce: a mismatched call fails 
     const auto errors = on_every_rank(team, [&](Comm& c) {
       std::vector<float> v(12, 1.0f), all(36);
       c.gather(v.data(), all.data(), 12, DType::float32, c.rank() == 2 ? 1 : 0);
+      c.barrier();
     });
     for (const auto& e : errors) {
       REQUIRE(e);
       CHECK_THAT(message_of(e), Catch::Contains("mismatched roots"));
+    }
+  }
+  SECTION("a scatter's sizes, which its root does not wait for") {
+    Team team(o);
+    std::vector<int> returned(3, 0);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> all(36, 1.0f), mine(12);
+      c.scatter(all.data(), mine.data(), c.rank() == 2 ? 6 : 12, DType::float32, 0);
+      returned[static_cast<std::size_t>(c.rank())] = 1;
+      c.barrier();
+    });
+    CHECK(returned[0] == 1);  // the root posted and went
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THAT(message_of(e), Catch::Contains("size mismatch"));
+    }
+  }
+  SECTION("a gather's other ranks") {
+    Team team(o);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f), all(36);
+      c.gather(v.data(), all.data(), 12, DType::float32, 0);
+      c.barrier();
+      c.gather(v.data(), all.data(), c.rank() == 0 ? 12 : 6, DType::float32, 0);
+      c.barrier();
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THAT(message_of(e), Catch::Contains("size mismatch") && Catch::Contains("gather"));
     }
   }
   SECTION("collectives") {

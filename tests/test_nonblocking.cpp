@@ -4,8 +4,11 @@
 // Every other collective's forms: test_nonblocking_collectives.cpp.
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "comm_threads.hpp"
@@ -67,6 +70,32 @@ TEST_CASE("thread Comm: iallreduce, several outstanding, tested to the end, then
       CHECK(good == std::vector<int>(static_cast<std::size_t>(p), 1));
     }
   }
+}
+
+TEST_CASE("thread Comm: an iallreduce after a scatter whose root went ahead starts without waiting", "[comm]") {
+  // The scatter's root posts and returns (transport/direct_reduce.hpp); its
+  // next call may rewrite its buffers only once every peer has posted the
+  // scatter. A nonblocking start must not wait for that: rank 1 enters the
+  // scatter only after rank 0's iallreduce has returned.
+  TeamOptions o = options_for({3});
+  o.wait_timeout = std::chrono::milliseconds(5000);
+  Team team(o);
+  const ReduceOp sum = builtin_op("sum", DType::int64);
+  std::atomic<bool> started{false};
+  std::vector<int> good(3, 0);
+  check_no_errors(on_every_rank(team, [&](Comm& c) {
+    if (c.rank() == 1)
+      while (!started.load()) std::this_thread::yield();
+    std::vector<std::int64_t> all{10, 11, 12}, mine{-1};
+    c.scatter(all.data(), mine.data(), 1, DType::int64, 0);
+    const auto in = nb_input(c.rank(), 2, 4);
+    std::vector<std::int64_t> out(2);
+    Request r = c.iallreduce(in.data(), out.data(), 2, sum);
+    if (c.rank() == 0) started = true;
+    r.wait();
+    good[static_cast<std::size_t>(c.rank())] = mine[0] == 10 + c.rank() && nb_summed(out, 3, 4);
+  }));
+  CHECK(good == std::vector<int>(3, 1));
 }
 
 TEST_CASE("thread Comm: iallreduce advanced by tests keeps the blocking call's virtual time", "[comm]") {

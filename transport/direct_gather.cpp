@@ -8,6 +8,8 @@
 
 namespace copse {
 
+using Reads = DirectReduce::Reads;
+
 void direct_allgather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
                       std::size_t element_bytes, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
@@ -34,14 +36,17 @@ void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte*
 void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                    int root, const ReduceOp& op, const WaitPolicy& policy) {
   const std::size_t eb = op.element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::reduce, send, count * eb, eb, policy, root);
+  // Only the root reads: the others post and go (DirectReduce::Reads).
+  const std::uint32_t call = slots.exchange(me, Collective::reduce, send, count * eb, eb, policy, root,
+                                            me.rank == root ? Reads::every_post : Reads::nothing);
   if (me.rank == root && count > 0) slots.fold_posts(call, 0, count, op, recv);
 }
 
 void direct_gather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
                    std::size_t element_bytes, int root, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::gather, mine, bytes, element_bytes, policy, root);
+  const std::uint32_t call = slots.exchange(me, Collective::gather, mine, bytes, element_bytes, policy, root,
+                                            me.rank == root ? Reads::every_post : Reads::nothing);
   for (int q = 0; me.rank == root && bytes > 0 && q < slots.ranks(); ++q) {
     std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
     const std::byte* from = q == root ? mine : slots.posted(q, call);
@@ -53,9 +58,10 @@ void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, 
                     std::size_t element_bytes, int root, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
   const bool at_root = me.rank == root;
+  // The root reads nothing and goes; the others wait for its post alone.
   const std::uint32_t call =
       slots.exchange(me, Collective::scatter, at_root ? send : nullptr, static_cast<std::size_t>(slots.ranks()) * bytes,
-                     element_bytes, policy, root);
+                     element_bytes, policy, root, at_root ? Reads::nothing : Reads::roots_post);
   const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;
   if (bytes == 0 || (at_root && recv == send)) return;
   std::memmove(recv, at_root ? send + mine : slots.posted(root, call) + mine, bytes);
@@ -74,7 +80,7 @@ void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send,
 std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
                                         std::size_t count, std::size_t element_bytes, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.share(me, Collective::allgather, mine, bytes);
+  const std::uint32_t call = slots.share(me, Collective::allgather, mine, bytes, policy);
   slots.await_shares(me, call, Collective::allgather, bytes, element_bytes, policy);
   std::size_t attached = 0;
   const int p = slots.ranks();
@@ -94,7 +100,7 @@ std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, con
 std::size_t direct_gather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,
                                      std::size_t count, std::size_t element_bytes, int root, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.share(me, Collective::gather, mine, bytes, root);
+  const std::uint32_t call = slots.share(me, Collective::gather, mine, bytes, policy, root);
   if (me.rank != root) {
     slots.await_released(me, call, policy, root);
     return 0;
@@ -118,7 +124,7 @@ std::size_t direct_scatter_by_address(DirectReduce& slots, DirectRank& me, const
   const std::size_t bytes = count * element_bytes;
   const bool at_root = me.rank == root;
   // A scatter's only vector is the root's: the others post no address.
-  const std::uint32_t call = slots.share(me, Collective::scatter, at_root ? send : nullptr, bytes, root);
+  const std::uint32_t call = slots.share(me, Collective::scatter, at_root ? send : nullptr, bytes, policy, root);
   slots.await_shares(me, call, Collective::scatter, bytes, element_bytes, policy, root);
   std::size_t attached = 0;
   if (!at_root)
@@ -133,7 +139,7 @@ std::size_t direct_scatter_by_address(DirectReduce& slots, DirectRank& me, const
 std::size_t direct_alltoall_by_address(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                                        std::size_t count, std::size_t element_bytes, const WaitPolicy& policy) {
   const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.share(me, Collective::alltoall, send, bytes);
+  const std::uint32_t call = slots.share(me, Collective::alltoall, send, bytes, policy);
   slots.await_shares(me, call, Collective::alltoall, bytes, element_bytes, policy);
   const int p = slots.ranks();
   const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;  // our block of every vector
@@ -246,7 +252,7 @@ std::size_t direct_reduce_by_address(DirectReduce& slots, DirectRank& me, const 
                                      std::size_t count, int root, const ReduceOp& op, std::span<std::byte> bounce,
                                      const WaitPolicy& policy) {
   const std::size_t eb = op.element_bytes;
-  const std::uint32_t call = slots.share(me, Collective::reduce, send, count * eb, root);
+  const std::uint32_t call = slots.share(me, Collective::reduce, send, count * eb, policy, root);
   if (me.rank != root) {
     slots.await_released(me, call, policy, root);
     return 0;
@@ -262,7 +268,7 @@ std::size_t direct_reduce_scatter_by_address(DirectReduce& slots, DirectRank& me
                                              const ReduceOp& op, std::span<std::byte> bounce,
                                              const WaitPolicy& policy) {
   const std::size_t eb = op.element_bytes;
-  const std::uint32_t call = slots.share(me, Collective::reduce_scatter, send, total * eb);
+  const std::uint32_t call = slots.share(me, Collective::reduce_scatter, send, total * eb, policy);
   slots.await_shares(me, call, Collective::reduce_scatter, total * eb, eb, policy);
   const std::size_t attached = fold_shared(slots, call, me.rank, send, recv, from, count, op, bounce);
   slots.release(me, call);

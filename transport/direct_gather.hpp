@@ -10,8 +10,9 @@
 //    sequential reference compute it: any operator, commutative or not, and
 //    the same bits whichever path and rank computed a block);
 //  - reduce: the root, every element of every rank's vector in rank order;
-//    the others read nothing (their one wait keeps the slots' reuse rule:
-//    nobody posts call n + 1 before it has seen every post of call n).
+//    the others read nothing and return once posted (a gather's others
+//    and a scatter's root likewise): their next call first sees every post
+//    of this one (the slots' reuse rule, DirectReduce).
 //
 // Why, beside the schedules: a schedule's exchanges are pairwise rounds,
 // each a wait for one particular peer (on an oversubscribed node a trip

@@ -96,10 +96,16 @@ void DirectReduce::await_all(DirectRank& me, Word word, Word sleepers, std::uint
 }
 
 void DirectReduce::await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
-                               const WaitPolicy& policy, int root) {
-  await_all(me, &Slot::posted, &Slot::sleepers, call, "to post its vector", policy);
+                               const WaitPolicy& policy, int root, int only) {
+  if (only < 0) {
+    await_all(me, &Slot::posted, &Slot::sleepers, call, "to post its vector", policy);
+    me.settled = call;
+  } else if (only != me.rank) {
+    await_sequence(me, slots_[only].posted, slots_[only].sleepers, call, only, "to post its vector", policy, scope_,
+                   spin_);
+  }
   const std::uint32_t b = call % kBuffers;
-  for (int q = 0; q < ranks_; ++q) {
+  for (int q = only < 0 ? 0 : only; q < (only < 0 ? ranks_ : only + 1); ++q) {
     const std::uint64_t theirs = slots_[q].bytes[b];
     const auto their_call = static_cast<Collective>(slots_[q].collective[b]);
     if (theirs == bytes && their_call == c && slots_[q].root[b] == root) continue;
@@ -127,12 +133,25 @@ const std::byte* DirectReduce::posted(int rank, std::uint32_t call) const {
   return data(rank, call, slots_[rank].bytes[call % kBuffers]);
 }
 
+std::uint32_t DirectReduce::next_call(DirectRank& me, const WaitPolicy& policy) {
+  if (me.settled != me.calls) {
+    // The last call was one-sided: see every peer's post of it before this
+    // call rewrites the buffers of the call before that (the header's rule).
+    // Our own post says what it was; the peers' words for it stay put until
+    // we post again.
+    const std::uint32_t last = me.calls, b = last % kBuffers;
+    const Slot& mine = slots_[me.rank];
+    await_posts(me, last, static_cast<Collective>(mine.collective[b]), mine.bytes[b], 0, policy, mine.root[b]);
+  }
+  return ++me.calls;
+}
+
 std::uint32_t DirectReduce::post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                                        int root, const std::byte* input) {
+                                        int root, const WaitPolicy& policy, const std::byte* input) {
   if (bytes > kPostBytes)
     throw UsageError("the direct reduce's slots take at most " + std::to_string(kPostBytes) + " bytes, not " +
                      std::to_string(bytes));
-  const std::uint32_t call = ++me.calls;
+  const std::uint32_t call = next_call(me, policy);
   if (bytes > 0 && vector) std::memcpy(data(me.rank, call, bytes), vector, bytes);
   announce(me, call, c, bytes, root, input);
   return call;
@@ -151,15 +170,16 @@ void DirectReduce::announce(DirectRank& me, std::uint32_t call, Collective c, st
   post(mine.posted, mine.sleepers, call);
 }
 
-std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root) {
-  const std::uint32_t call = ++me.calls;
+std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes,
+                                  const WaitPolicy& policy, int root) {
+  const std::uint32_t call = next_call(me, policy);
   announce(me, call, c, bytes, root, input);
   return call;
 }
 
 std::uint32_t DirectReduce::share(DirectRank& me, Collective c, const std::byte* input, const std::byte* layout,
-                                  std::size_t layout_bytes, int root) {
-  return post_vector(me, c, layout, layout_bytes, root, input);
+                                  std::size_t layout_bytes, int root, const WaitPolicy& policy) {
+  return post_vector(me, c, layout, layout_bytes, root, policy, input);
 }
 
 const std::byte* DirectReduce::shared_input(int q, std::uint32_t call) const {
@@ -190,24 +210,25 @@ void DirectReduce::await_released(DirectRank& me, std::uint32_t call, const Wait
 }
 
 std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                                     std::size_t element_bytes, const WaitPolicy& policy, int root) {
-  const std::uint32_t call = post_vector(me, c, vector, bytes, root);
-  await_posts(me, call, c, bytes, element_bytes, policy, root);
+                                     std::size_t element_bytes, const WaitPolicy& policy, int root, Reads reads) {
+  const std::uint32_t call = post_vector(me, c, vector, bytes, root, policy);
+  if (reads != Reads::nothing)
+    await_posts(me, call, c, bytes, element_bytes, policy, root, reads == Reads::roots_post ? root : -1);
   return call;
 }
 
 void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                              const ReduceOp* op, const WaitPolicy& policy) {
-  finish_allreduce(me, post_allreduce(me, send, count, op), recv, count, op, policy);
+  finish_allreduce(me, post_allreduce(me, send, count, op, policy), recv, count, op, policy);
 }
 
-std::uint32_t DirectReduce::post_allreduce(DirectRank& me, const std::byte* send, std::size_t count,
-                                           const ReduceOp* op) {
+std::uint32_t DirectReduce::post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op,
+                                           const WaitPolicy& policy) {
   const std::size_t bytes = count * (op ? op->element_bytes : 0);
   if (bytes > kSlotBytes)
     throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
                      std::to_string(bytes));
-  return post_vector(me, op ? Collective::allreduce : Collective::barrier, send, bytes, -1);
+  return post_vector(me, op ? Collective::allreduce : Collective::barrier, send, bytes, -1, policy);
 }
 
 bool DirectReduce::all_posted(const DirectRank& me, std::uint32_t call) const {
@@ -247,7 +268,7 @@ void DirectReduce::allreduce_sliced(DirectRank& me, const std::byte* send, std::
                                     const ReduceOp& op, const WaitPolicy& policy) {
   if (!one_process_) throw UsageError("the direct reduce's sliced calls are for threads of one process");
   const std::size_t eb = op.element_bytes;
-  const std::uint32_t call = ++me.calls;
+  const std::uint32_t call = next_call(me, policy);
   const std::uint32_t b = call % kBuffers;
   Slot& mine = slots_[me.rank];
   announce(me, call, Collective::allreduce, count * eb, -1, send, recv);

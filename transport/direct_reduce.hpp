@@ -28,7 +28,12 @@
 // and call n uses buffer n % 2. Rank 0 may write call n + 2 into buffer
 // n % 2 only once every rank has posted call n + 1, and rank 1 posts n + 1
 // only after it has finished reading call n. So nobody overwrites a buffer a
-// peer may still be reading, and a post never waits for readers.
+// peer may still be reading, and a post never waits for readers. A call
+// that waits for every post (an allreduce) leaves that known for the next;
+// a one-sided call (a scatter's root, which reads nothing, returns right
+// after its post, as Open MPI's eager sends do) leaves it to the next call,
+// which first waits until every peer has posted the one-sided call -- and
+// checks, a call late, that they posted the same collective, size and root.
 
 #include <atomic>
 #include <chrono>
@@ -48,6 +53,10 @@ namespace copse {
 struct DirectRank {
   int rank = 0;
   std::uint32_t calls = 0;
+  // The last call every peer is known to have posted: `calls` after a call
+  // that saw every post; behind it after a one-sided one (a scatter's root,
+  // a gather's or a reduce's other ranks), until the next call sees them.
+  std::uint32_t settled = 0;
   std::uint32_t bcast_chunks = 0;  // the broadcast ring's count (transport/direct_bcast.hpp)
   int waiting_for = -1;
   const char* waiting_what = "";  // e.g. "to post its vector"
@@ -118,7 +127,11 @@ class DirectReduce {
   // all_posted says, without waiting, whether every peer has posted it;
   // finish_allreduce then checks the posts and folds them into recv
   // (waiting under `policy` if they are not all in). allreduce() is the two.
-  std::uint32_t post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op);
+  // post_allreduce first settles a one-sided call before it (waiting under
+  // `policy`); a start that must not wait asks ready_to_post() first.
+  std::uint32_t post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op,
+                               const WaitPolicy& policy);
+  bool ready_to_post(const DirectRank& me) const { return me.settled == me.calls || all_posted(me, me.calls); }
   bool all_posted(const DirectRank& me, std::uint32_t call) const;
   void finish_allreduce(DirectRank& me, std::uint32_t call, std::byte* recv, std::size_t count, const ReduceOp* op,
                         const WaitPolicy& policy);
@@ -137,14 +150,20 @@ class DirectReduce {
   // The slots' exchange, for the collectives built on them
   // (transport/direct_gather.hpp): copies the `bytes` of `vector` into
   // me's slot for its next call, posts it as a call of collective `c`, and
-  // waits for every peer's post of that call. A peer that posted another
-  // collective, another size or another `root` (a reduce's; -1 for the
-  // rest) is a ScheduleError (sizes named in elements of `element_bytes`).
-  // Returns the call's number; posted(q, call) then holds rank q's vector
-  // until me's next call of the slots. A null `vector` posts its size alone
-  // (a scatter's ranks but the root: only the root has data to post).
+  // waits for the posts this rank reads (`reads`): every peer's, the root's
+  // alone (a scatter's other ranks) or none (a rank that reads nothing: a
+  // scatter's root, a gather's and a reduce's others). A peer that posted
+  // another collective, another size or another `root` (-1 for
+  // collectives without one) is a ScheduleError (sizes named in elements of
+  // `element_bytes`) -- for a post this rank does not wait for, in the
+  // ranks that read it, and in its own next call. Returns the call's
+  // number; posted(q, call) then holds rank q's vector until me's next call
+  // of the slots. A null `vector` posts its size alone (a scatter's ranks
+  // but the root: only the root has data to post).
+  enum class Reads { every_post, roots_post, nothing };
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
-                         std::size_t element_bytes, const WaitPolicy& policy, int root = -1);
+                         std::size_t element_bytes, const WaitPolicy& policy, int root = -1,
+                         Reads reads = Reads::every_post);
   const std::byte* posted(int rank, std::uint32_t call) const;
   // recv = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from + count) of
   // every rank's post of `call`, in rank order: the sequential reference's
@@ -168,13 +187,14 @@ class DirectReduce {
   // of collective `c` (`root`: a reduce's, else -1) and returns the call's
   // number; await_shares() waits for every peer's post of it and checks it
   // as exchange() does. The calls share the count with the slots' calls.
-  std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, int root = -1);
+  std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, std::size_t bytes, const WaitPolicy& policy,
+                      int root = -1);
   // share() with a copy of `layout` in me's slot (what readers need to find
   // their part of `input`: a v-variant's counts and displacements; at most
   // kPostBytes), posted(me.rank, call) then; the sizes await_shares checks
   // are the layouts'. A null layout posts its size alone.
   std::uint32_t share(DirectRank& me, Collective c, const std::byte* input, const std::byte* layout,
-                      std::size_t layout_bytes, int root);
+                      std::size_t layout_bytes, int root, const WaitPolicy& policy);
   void await_shares(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t element_bytes,
                     const WaitPolicy& policy, int root = -1) {
     await_posts(me, call, c, bytes, element_bytes, policy, root);
@@ -205,9 +225,13 @@ class DirectReduce {
   // Where rank's post of `call` lies: a vector of `bytes` up to kInlineBytes
   // in its slot's first cache line, a larger one in the buffer of the call's parity.
   std::byte* data(int rank, std::uint32_t call, std::uint64_t bytes) const;
+  // The number of me's next call, once its buffers may be rewritten: every
+  // peer has posted the call before it (waiting under `policy` after a
+  // one-sided call, whose posts it then checks).
+  std::uint32_t next_call(DirectRank& me, const WaitPolicy& policy);
   // exchange()'s first half: me's vector copied and posted as its next call.
   std::uint32_t post_vector(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root,
-                            const std::byte* input = nullptr);
+                            const WaitPolicy& policy, const std::byte* input = nullptr);
   // Posts me's call `call` of collective `c`: its buffer's size, root and
   // (a call by address or in slices) its vectors' addresses and process,
   // written before the post that makes them visible.
@@ -217,9 +241,10 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
-  // Every peer's post of `call`, of collective `c`, `bytes` and `root` as ours (else ScheduleError).
+  // Every peer's post of `call` (`only` >= 0: that rank's alone), of
+  // collective `c`, `bytes` and `root` as ours (else ScheduleError).
   void await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,
-                   const WaitPolicy& policy, int root = -1);
+                   const WaitPolicy& policy, int root = -1, int only = -1);
 
   int ranks_;
   FutexScope scope_;

@@ -44,8 +44,9 @@ std::size_t direct_vector_by_address(DirectReduce& slots, DirectRank& me, Collec
     layout[entries + i] = sent.displs[i];
   }
   const std::size_t layout_bytes = 2 * entries * sizeof(std::uint64_t);
-  const std::uint32_t call = slots.share(
-      me, c, input, sends ? reinterpret_cast<const std::byte*>(layout.data()) : nullptr, layout_bytes, call_root);
+  const std::uint32_t call =
+      slots.share(me, c, input, sends ? reinterpret_cast<const std::byte*>(layout.data()) : nullptr, layout_bytes,
+                  call_root, policy);
   const bool receives = c != Collective::gather || me.rank == root;
   if (receives) slots.await_shares(me, call, c, layout_bytes, sizeof(std::uint64_t), policy, call_root);
   std::size_t attached = 0;

@@ -7,6 +7,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstddef>
+#include <fstream>
+#include <string>
 #include <utility>
 
 namespace copse {
@@ -86,6 +88,17 @@ CpuMask process_cpus() {
     if (errno != EINVAL) break;  // EINVAL: the set is smaller than the kernel's
   }
   return online_cpus();
+}
+
+std::uint64_t machine_id() {
+  std::string id;
+  if (std::ifstream boot("/proc/sys/kernel/random/boot_id"); !(boot >> id) || id.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0) id = host;
+  }
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a: the same in every process, whatever its build
+  for (const unsigned char c : id) h = (h ^ c) * 1099511628211ULL;
+  return h;
 }
 
 int cpu_count(const CpuMask& mask) {

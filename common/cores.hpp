@@ -25,6 +25,13 @@ CpuMask process_cpus();
 // How many CPUs `mask` holds.
 int cpu_count(const CpuMask& mask);
 
+// Which machine (which running kernel) this process runs on: a hash of
+// Linux's boot id, the same in every namespace of one kernel -- so hosts
+// made of network namespaces on one machine (`mh`, containers) share it,
+// while their host names differ -- else of the host name. Processes of one
+// machine whose masks overlap share those cores, whatever node they are in.
+std::uint64_t machine_id();
+
 // `ranks` ranks confined to the CPUs of `cpus` (one process's thread ranks
 // and its affinity mask).
 struct RanksOnCpus {

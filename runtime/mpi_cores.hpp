@@ -7,11 +7,21 @@
 
 namespace copse::mpi {
 
-// Collective over `node` (the processes sharing this host's memory): every
-// process brings its affinity mask and its `threads` thread ranks; each gets
-// the same concurrent_ranks() of them all, with the host's ranks beyond them
-// (`ranks_on_host` less theirs: other processes of the job, masks unknown)
-// taken to share the union of their masks.
-int agree_concurrent_ranks(MPI_Comm node, int threads, int ranks_on_host);
+// The ranks that share this machine's cores, and how many of them can run
+// at once.
+struct MachineCores {
+  int ranks = 0;       // of the communicator and the host, on this machine
+  int concurrent = 0;  // concurrent_ranks() of them
+};
+
+// Collective over `job` (every process of the communicator): every process
+// brings its machine (machine_id()), its affinity mask and its `threads`
+// thread ranks; each keeps those of its own machine -- its node's processes,
+// and those of other nodes on the same machine (hosts made of namespaces,
+// which would otherwise each count their own ranks against the cores they
+// all share) -- and gets concurrent_ranks() of them, with the host's ranks
+// beyond them (`ranks_on_host` less theirs: other processes of the job,
+// masks unknown) taken to share the union of their masks.
+MachineCores agree_concurrent_ranks(MPI_Comm job, int threads, int ranks_on_host);
 
 }  // namespace copse::mpi

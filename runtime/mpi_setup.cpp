@@ -100,7 +100,11 @@ void TeamState::set_up(MPI_Comm comm, int thread_count) {
   channel = std::make_unique<MpiChannel>(dup, max_threads);
   start_watches();
   open_segment();
-  const int concurrent = agree_concurrent_ranks(node_comm, thread_count, ranks_on_host);  // the masks
+  // The masks of every process on this machine, its node's and any other
+  // node's sharing its cores (hosts made of namespaces on one machine).
+  const MachineCores machine = agree_concurrent_ranks(dup, thread_count, ranks_on_host);
+  ranks_on_host = machine.ranks;
+  const int concurrent = machine.concurrent;
   probe_cross_memory_attach(concurrent);
 
   LinkConfig link;

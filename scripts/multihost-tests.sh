@@ -8,9 +8,9 @@
 #
 #   the Comm matrix (copse_mpi_tests all) at 2 x 2, 3 x 2, 2 + 1 and 2 x 2
 #     --map-by node; 3 x 2 and 2 + 1 with each host pinned to a core (as a
-#     batch system's cpuset pins a job; hosts h1 and h3 share core 0), which
-#     also keeps the hosts' ranks from spinning on cores another host's need
-#     (each host sees only its own ranks): 13 s against 36 s at 3 x 2
+#     batch system's cpuset pins a job; hosts h1 and h3 share core 0)
+#   an 8-byte allreduce loop at 2 x 2 with the hosts not pinned
+#     (tests/multihost/shared_cores.sh: hosts that share the machine's cores)
 #   hybrid MPI + threads (processes of 3 and 3, and of 1, 3 and 2 threads)
 #   the interposer's tests (tests/pmpi/run.sh): collectives with their stats
 #     (cross-memory attach expected of the ranks that share a host: by
@@ -147,6 +147,8 @@ death() {
 
 layout "h1:2 h2:2"
 matrix 4
+MH_TIMEOUT=60 check "hosts sharing the machine's cores: an 8-byte allreduce loop" \
+  bash tests/multihost/shared_cores.sh "$build/libcopse_mpi.so" "$build/mpi_allreduce_loop" 4
 pmpi collectives 4 2
 pmpi fortran 4
 nonblocking 4

@@ -221,6 +221,26 @@ struct LastRecord {
 };
 __attribute__((tls_model("initial-exec"))) thread_local LastRecord t_last_record;
 
+// The record the communicator's attribute holds, through this thread's last
+// look-up; null when it holds none yet, or (`looked` false) when the
+// look-up failed.
+Record* attached_record(State& s, MPI_Comm comm, bool& looked) {
+  looked = true;
+  const std::uint64_t generation = s.record_generation.load(std::memory_order_acquire);
+  LastRecord& last = t_last_record;
+  if (last.comm == comm && last.generation == generation && last.record) return last.record;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS) {
+    looked = false;
+    return nullptr;
+  }
+  if (!found) return nullptr;
+  auto* r = static_cast<Record*>(value);
+  last = LastRecord{comm, r, generation};
+  return r;
+}
+
 }  // namespace
 
 // The operator of a reduction copse serves; null: the MPI library's call.
@@ -233,22 +253,20 @@ const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype typ
   return reduce_op;
 }
 
+Record* served_record(State& s, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
+  bool looked = true;
+  Record* r = attached_record(s, comm, looked);
+  return r && r->served ? r : nullptr;
+}
+
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;  // MPI_COMM_SELF: without an attribute look-up
-  const std::uint64_t generation = s.record_generation.load(std::memory_order_acquire);
-  LastRecord& last = t_last_record;
-  if (last.comm == comm && last.generation == generation && last.record)
-    return last.record->served ? last.record : nullptr;
-  void* value = nullptr;
-  int found = 0;
-  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS) return nullptr;
-  if (found) {
-    auto* r = static_cast<Record*>(value);
-    last = LastRecord{comm, r, generation};
-    return r->served ? r : nullptr;
-  }
+  bool looked = true;
+  if (Record* r = attached_record(s, comm, looked)) return r->served ? r : nullptr;
+  if (!looked) return nullptr;
   auto r = std::make_unique<Record>();
   r->comm = comm;
   int inter = 0;

@@ -224,12 +224,8 @@ int alltoall_call(const void* send, int send_count, MPI_Datatype send_type, void
 }  // namespace
 
 Record* with_team(State& s, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
-  void* value = nullptr;
-  int found = 0;
-  if (PMPI_Comm_get_attr(comm, s.keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
-  auto* r = static_cast<Record*>(value);
-  return r->served && r->team ? r : nullptr;
+  Record* r = served_record(s, comm);
+  return r && r->team ? r : nullptr;
 }
 
 void make_world_team() {

@@ -126,6 +126,9 @@ inline State* active() noexcept { return t_nested == 0 ? g_state.load(std::memor
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm);
+// The communicator's record if one was made and copse serves it; never
+// makes one (making waits for every process of the communicator).
+Record* served_record(State& s, MPI_Comm comm);
 
 // The operator of a reduction copse serves; null: the MPI library's call.
 const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype type, MPI_Op op);

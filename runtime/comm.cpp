@@ -280,8 +280,8 @@ void ThreadRank::move(Collective c, const void* send, void* recv, std::size_t co
 // ---- nonblocking and persistent calls (runtime/pending.hpp) ----
 
 // Planned now (the team's plan: waiting for no other rank), run from the
-// queue. Never the direct paths but RankCore::direct_call's: those wait for
-// every rank of the node.
+// queue. Never the blocking calls' direct paths: where the slots take the
+// call, RankCore::direct_call's two halves run it instead.
 std::shared_ptr<PendingCall> ThreadRank::make_call(const CallArgs& args, bool persistent) {
   if (persistent) drain();  // in order with this rank's collectives, as the MPI Comm's must
   auto call = std::make_shared<ThreadCall>(*this, args);

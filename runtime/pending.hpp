@@ -9,8 +9,9 @@
 //
 // A runtime makes its calls (RankCore::make_call): the MPI Comm's agree on a
 // new plan with a run of the agreement's own schedule, progressed like the
-// call's; the thread Comm's take the team's shared plan. Neither uses the
-// direct shared-memory paths, which wait for every rank of the node.
+// call's; the thread Comm's take the team's shared plan. Where a call of one
+// node fits the direct reduce's slots, both take them instead
+// (RankCore::direct_call): a post that waits for nobody, then the reads.
 
 #include <cstddef>
 #include <cstdint>

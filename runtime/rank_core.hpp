@@ -242,14 +242,16 @@ class RankCore {
   // A persistent call made: room for every one made so far to be outstanding
   // at once, and 8 more calls (their starts then allocate nothing).
   void reserve_for_persistent() { outstanding_.reserve(++persistent_made_ + 8); }
-  // A nonblocking small allreduce or barrier of one node through the direct
-  // reduce, where the blocking call would take it (request.cpp's DirectCall;
-  // null elsewhere), and its progress: posted on its first progress, done
-  // once every peer has posted (with `wait`: waiting). One shared-slot
-  // round, as the blocking call: a persistent 8-byte allreduce costs what a
-  // blocking one does.
+  // A nonblocking or persistent call of one node through the direct
+  // reduce's slots, where what a rank posts fits them and the configuration
+  // leaves the algorithm to the selection (request.cpp's DirectCall; null
+  // elsewhere): posted on its first progress, done once the posts it reads
+  // are in (with `wait`: waiting). One shared-slot round, as the blocking
+  // calls: a persistent 8-byte allreduce costs what a blocking one does,
+  // and a reduce's or gather's other ranks, a scatter's or broadcast's
+  // root, are done once posted.
   std::shared_ptr<PendingCall> direct_call(const CallArgs& args);
-  bool progress_direct(const CallArgs& args, bool& posted, std::uint32_t& call, bool wait);
+  bool progress_direct(const SlotCall& c, bool& posted, std::uint32_t& number, bool wait);
 
  protected:
   // How predictions travel: `value` is this rank's for allreduce `call`
@@ -269,6 +271,8 @@ class RankCore {
   bool leaves_choice_to_direct(Collective c) const { return (direct_choices_ >> static_cast<unsigned>(c)) & 1u; }
   std::uint32_t direct_choices_ = 0;
   bool direct_fits(Collective c, std::size_t bytes, bool sliced) const;
+  // A nonblocking or persistent call's part through the slots, where it fits them.
+  std::optional<SlotCall> slot_call(const CallArgs& args) const;
   bool reads_by_address(Collective c, std::size_t bytes) const;
   static std::size_t by_address_above(Collective c);
   // Elements [from, from + count) of the reduction of every rank's `total`.

@@ -101,47 +101,79 @@ namespace {
 
 class DirectCall final : public PendingCall {
  public:
-  DirectCall(RankCore& core, const CallArgs& args) : core_(core), args_(args) {}
-  bool progress(bool wait) override { return core_.progress_direct(args_, posted_, call_, wait); }
+  DirectCall(RankCore& core, const SlotCall& call) : core_(core), call_(call) {}
+  bool progress(bool wait) override { return core_.progress_direct(call_, posted_, number_, wait); }
   void restart() override { posted_ = false; }
   bool waits_without_allocating() const override { return true; }
 
  private:
   RankCore& core_;
-  const CallArgs args_;
+  const SlotCall call_;
   bool posted_ = false;
-  std::uint32_t call_ = 0;
+  std::uint32_t number_ = 0;
 };
 
 }  // namespace
 
-std::shared_ptr<PendingCall> RankCore::direct_call(const CallArgs& a) {
-  if (core_team.arrival_aware) return nullptr;  // planned by arrival, as the blocking call
-  const bool barrier = a.collective == Collective::barrier;
-  if (a.collective != Collective::allreduce && !barrier) return nullptr;
-  const std::size_t bytes = barrier || !a.op ? 0 : a.count * a.op->element_bytes;
-  if (!direct_fits(a.collective, bytes, false)) return nullptr;
-  return std::make_shared<DirectCall>(*this, a);
+std::optional<SlotCall> RankCore::slot_call(const CallArgs& a) const {
+  const Collective c = a.collective;
+  if (a.vector || (c == Collective::allreduce && core_team.arrival_aware)) return std::nullopt;  // as the blocking call
+  const int p = core_team.ranks;
+  const auto me = static_cast<std::size_t>(rank);
+  SlotCall s{c, bytes_of(a.send), bytes_of(a.recv), a.count, a.op ? a.op->element_bytes : dtype_size(a.dtype)};
+  s.op = a.op;
+  const std::size_t bytes = s.count * s.element_bytes;
+  switch (c) {
+    case Collective::barrier: s = SlotCall{c}; break;
+    case Collective::allreduce: break;
+    case Collective::reduce_scatter:
+      s.total = a.blocks ? a.blocks->total() : static_cast<std::size_t>(p) * a.count;
+      s.from = a.blocks ? a.blocks->displs[me] : me * a.count;
+      s.count = a.blocks ? a.blocks->counts[me] : a.count;
+      break;
+    case Collective::allgather:  // in place: our block is at its place in recv
+      if (a.send == a.recv) s.send += me * bytes;
+      break;
+    case Collective::alltoall: break;
+    case Collective::reduce:
+    case Collective::gather:
+    case Collective::scatter:
+    case Collective::bcast: {
+      CallKey key;
+      key.collective = c;
+      key.root = s.root = a.root;
+      check_call(key, nullptr);  // a root that is not a rank
+      if (c == Collective::gather && a.send == a.recv && rank == a.root) s.send += me * bytes;  // in place likewise
+      break;
+    }
+  }
+  if (!direct_fits(c, s.posts(p), false)) return std::nullopt;
+  return s;
 }
 
-bool RankCore::progress_direct(const CallArgs& a, bool& posted, std::uint32_t& call, bool wait) {
+std::shared_ptr<PendingCall> RankCore::direct_call(const CallArgs& a) {
+  const std::optional<SlotCall> call = slot_call(a);
+  return call ? std::make_shared<DirectCall>(*this, *call) : nullptr;
+}
+
+bool RankCore::progress_direct(const SlotCall& c, bool& posted, std::uint32_t& number, bool wait) {
   if (core_team.engine->aborted()) core_team.rethrow_failure();
   try {
     if (!posted) {
       link.round = calls;
-      const std::optional<std::uint32_t> started = direct->start(a.collective, a.send, a.count, a.op, wait);
+      const std::optional<std::uint32_t> started = direct->start(c, wait);
       if (!started) return false;
       ++calls;
-      call = *started;
+      number = *started;
       posted = true;
     }
-    if (!direct->finish(call, a.recv, a.count, a.op, wait)) return false;
+    if (!direct->finish(number, c, wait)) return false;
   } catch (...) {
     core_team.rethrow_failure();
   }
   posted = false;
   last_time = 0;
-  returned(a.collective);  // as run_direct ends a blocking one (no clock read: not arrival-aware)
+  returned(c.collective);  // as run_direct ends a blocking one (no clock read: not arrival-aware)
   return true;
 }
 

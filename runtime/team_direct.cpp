@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "transport/direct_gather.hpp"
 
 namespace copse {
 
@@ -73,25 +72,23 @@ void TeamDirectReduce::guarded(Collective c, Body&& body) {
   engine_.publish_done(link_);
 }
 
-std::optional<std::uint32_t> TeamDirectReduce::start(Collective c, const void* send, std::size_t count,
-                                                     const ReduceOp* op, bool wait) {
+std::optional<std::uint32_t> TeamDirectReduce::start(const SlotCall& c, bool wait) {
   if (!wait && !reducer_.ready_to_post(direct_)) {
     if (engine_.aborted()) throw LinkAborted{};
     return std::nullopt;  // a one-sided call before is not settled yet
   }
-  begin(c);
+  begin(c.collective);
   arm_deadline();
-  return failing(
-      [&] { return reducer_.post_allreduce(direct_, static_cast<const std::byte*>(send), count, op, policy_); });
+  return failing([&] { return start_slot_call(reducer_, direct_, c, policy_); });
 }
 
-bool TeamDirectReduce::finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait) {
-  if (!wait && !reducer_.all_posted(direct_, call)) {
+bool TeamDirectReduce::finish(std::uint32_t call, const SlotCall& c, bool wait) {
+  if (!wait && !slot_call_ready(reducer_, direct_, call, c)) {
     if (engine_.aborted()) throw LinkAborted{};
     return false;
   }
   arm_deadline();
-  failing([&] { reducer_.finish_allreduce(direct_, call, static_cast<std::byte*>(recv), count, op, policy_); });
+  failing([&] { finish_slot_call(reducer_, direct_, call, c, policy_); });
   engine_.publish_done(link_);
   return true;
 }

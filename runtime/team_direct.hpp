@@ -22,6 +22,7 @@
 #include "common/schedule.hpp"
 #include "common/wait.hpp"
 #include "runtime/team_wait.hpp"
+#include "transport/direct_gather.hpp"
 #include "transport/direct_reduce.hpp"
 #include "transport/direct_vector.hpp"
 #include "transport/link_engine.hpp"
@@ -67,14 +68,15 @@ class TeamDirectReduce {
   // A v-variant of `c` by address (direct_vector_by_address's arguments);
   // an alltoall in place (input == recv) shares a copy of recv's blocks.
   void vector(Collective c, int root, const void* input, VectorLayout sent, void* recv, VectorLayout received);
-  // An allreduce (barrier without an operator) that must not wait when it
-  // starts (a nonblocking or persistent call): start() posts this rank's
-  // vector and returns the call's number -- without `wait`, none while a
-  // one-sided call before it is not settled (DirectReduce::ready_to_post);
-  // finish() completes it when every peer has posted (with `wait`: waiting
-  // for them) and says whether it did. Failures as run()'s.
-  std::optional<std::uint32_t> start(Collective c, const void* send, std::size_t count, const ReduceOp* op, bool wait);
-  bool finish(std::uint32_t call, void* recv, std::size_t count, const ReduceOp* op, bool wait);
+  // A call through the slots that must not wait when it starts (a
+  // nonblocking or persistent one; transport/direct_gather.hpp's SlotCall):
+  // start() posts this rank's part and returns the call's number --
+  // without `wait`, none while a one-sided call before it is not settled
+  // (DirectReduce::ready_to_post); finish() completes it once the posts it
+  // reads are in (with `wait`: waiting for them) and says whether it did.
+  // Failures as run()'s.
+  std::optional<std::uint32_t> start(const SlotCall& c, bool wait);
+  bool finish(std::uint32_t call, const SlotCall& c, bool wait);
 
  private:
   // Runs body() as call link.round of collective `c`: published, under the

@@ -1,19 +1,23 @@
 // The thread Comm's nonblocking and persistent allreduce (runtime/pending.hpp):
 // the same resumable run (StepExecutor::start, advance) as the blocking
 // call's, progressed by Request::test -- same results, same virtual times.
-// Every other collective's forms: test_nonblocking_collectives.cpp.
+// Every other collective's forms: test_nonblocking_collectives.cpp; here
+// also the calls through the direct reduce's slots, whose one-sided ranks
+// are done at their start, and their mismatches.
 
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "comm_threads.hpp"
 #include "common/error.hpp"
 #include "runtime/comm.hpp"
+#include "support.hpp"
 
 namespace copse::testing {
 namespace {
@@ -175,6 +179,103 @@ TEST_CASE("thread Comm: a persistent request dropped while its call runs: the ca
       good[static_cast<std::size_t>(c.rank())] = nb_summed(out, p, 7) && all == p;
     }));
     CHECK(good == std::vector<int>(static_cast<std::size_t>(p), 1));
+  }
+}
+
+TEST_CASE("direct nonblocking calls: a rank that reads nothing is done at its start, readers run behind", "[comm]") {
+  // A nonblocking or persistent call through the slots (RankCore::slot_call):
+  // a scatter's or bcast's root, a gather's or reduce's other ranks, post
+  // and are done; their next start posts only once every peer has posted
+  // the call before (DirectReduce::ready_to_post) -- until then its request
+  // stays unposted, and a test or wait posts it.
+  const int p = 3;
+  TeamOptions o = options_for({p});
+  o.wait_timeout = std::chrono::milliseconds(5000);
+  Team team(o);
+  const ReduceOp sum = builtin_op("sum", DType::int64);
+  std::atomic<bool> root_went{false};
+  std::vector<std::string> wrong(p);  // per rank, the first thing that went wrong
+  const auto check = [&](int rank, bool ok, const std::string& what) {
+    std::string& first = wrong[static_cast<std::size_t>(rank)];
+    if (!ok && first.empty()) first = what;
+  };
+  check_no_errors(on_every_rank(team, [&](Comm& c) {
+    const auto r = static_cast<std::int64_t>(c.rank());
+    {
+      if (r != 0)
+        while (!root_went.load()) std::this_thread::yield();
+      std::vector<std::int64_t> all{7, 8, 9}, mine{-1};
+      Request first = c.iscatter(all.data(), mine.data(), 1, DType::int64, 0);
+      if (r == 0) {
+        check(0, first.done(), "the root's iscatter is done at its start");
+        root_went = true;
+      }
+      first.wait();
+      check(c.rank(), mine[0] == 7 + r, "the first iscatter's block");
+    }
+    for (std::int64_t call = 1; call <= 120; ++call) {
+      const auto n = static_cast<std::size_t>(call % 2 == 0 ? 2 : 100);  // in the slot's first line, and beyond
+      const int root = static_cast<int>(call % p);
+      if (call % 5 == 0 && r == (root + 1) % p) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      const std::string at = "call " + std::to_string(call) + ": ";
+      std::vector<std::int64_t> all(n * p), mine(n, -1), gathered(n * p, -1), summed(n, -1), told(n, -1);
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] = call * 1000 + static_cast<std::int64_t>(i);
+      if (c.rank() == root) told = std::vector<std::int64_t>(n, call);
+      Request scattered = c.iscatter(all.data(), mine.data(), n, DType::int64, root);
+      // The gather and reduce read the scatter's result: a call's buffers
+      // are its own until it is done, so they start after its wait.
+      scattered.wait();
+      Request gathering = c.igather(mine.data(), gathered.data(), n, DType::int64, root);
+      Request reducing = c.ireduce(mine.data(), summed.data(), n, sum, root);
+      Request broadcast = c.ibcast(told.data(), n, DType::int64, root);
+      broadcast.test();
+      broadcast.wait();  // in any order: the queue completes them in theirs
+      reducing.wait();
+      gathering.wait();
+      bool ok = true;
+      for (std::size_t i = 0; i < n; ++i) ok = ok && mine[i] == call * 1000 + static_cast<std::int64_t>(r * n + i);
+      check(c.rank(), ok, at + "iscatter");
+      for (std::size_t i = 0; i < gathered.size(); ++i)
+        ok = ok && gathered[i] == (c.rank() == root ? call * 1000 + static_cast<std::int64_t>(i) : -1);
+      check(c.rank(), ok, at + "igather");
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t expect = 0;
+        for (std::int64_t q = 0; q < p; ++q) expect += call * 1000 + static_cast<std::int64_t>(q * n + i);
+        ok = ok && summed[i] == (c.rank() == root ? expect : -1);
+      }
+      check(c.rank(), ok, at + "ireduce");
+      check(c.rank(), told == std::vector<std::int64_t>(n, call), at + "ibcast");
+    }
+  }));
+  CHECK(wrong == std::vector<std::string>(p));
+}
+
+TEST_CASE("direct nonblocking calls: a mismatched call fails every rank instead of hanging", "[comm]") {
+  TeamOptions o = options_for({3});
+  o.wait_timeout = std::chrono::milliseconds(2000);
+  SECTION("an ibcast's sizes, which its root does not wait for") {
+    Team team(o);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f);
+      c.ibcast(v.data(), c.rank() == 2 ? 6 : 12, DType::float32, 0).wait();
+      c.ibarrier().wait();
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THAT(message_of(e), Catch::Contains("size mismatch") && Catch::Contains("bcast"));
+    }
+  }
+  SECTION("an igather's roots") {
+    Team team(o);
+    const auto errors = on_every_rank(team, [&](Comm& c) {
+      std::vector<float> v(12, 1.0f), all(36);
+      c.igather(v.data(), all.data(), 12, DType::float32, c.rank() == 2 ? 1 : 0).wait();
+      c.barrier();
+    });
+    for (const auto& e : errors) {
+      REQUIRE(e);
+      CHECK_THAT(message_of(e), Catch::Contains("mismatched roots"));
+    }
   }
 }
 

@@ -10,71 +10,111 @@ namespace copse {
 
 using Reads = DirectReduce::Reads;
 
+std::size_t SlotCall::posts(int ranks) const {
+  const std::size_t bytes = count * element_bytes;
+  switch (collective) {
+    case Collective::reduce_scatter: return total * element_bytes;
+    case Collective::scatter:
+    case Collective::alltoall: return static_cast<std::size_t>(ranks) * bytes;
+    default: return bytes;
+  }
+}
+
+Reads SlotCall::reads(int rank) const {
+  switch (collective) {
+    // Only the root reads: the others post and go.
+    case Collective::reduce:
+    case Collective::gather: return rank == root ? Reads::every_post : Reads::nothing;
+    // The root reads nothing and goes; the others wait for its post alone.
+    case Collective::scatter:
+    case Collective::bcast: return rank == root ? Reads::nothing : Reads::roots_post;
+    default: return Reads::every_post;
+  }
+}
+
+std::uint32_t start_slot_call(DirectReduce& slots, DirectRank& me, const SlotCall& c, const WaitPolicy& policy) {
+  // A scatter's or broadcast's only data is the root's: the others post its size alone.
+  const bool roots_data = c.collective == Collective::scatter || c.collective == Collective::bcast;
+  const std::byte* vector = roots_data && me.rank != c.root ? nullptr : c.send;
+  return slots.post_exchange(me, c.collective, vector, c.posts(slots.ranks()), c.root, policy);
+}
+
+bool slot_call_ready(const DirectReduce& slots, const DirectRank& me, std::uint32_t call, const SlotCall& c) {
+  return slots.exchange_posted(me, call, c.reads(me.rank), c.root);
+}
+
+void finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
+                      const WaitPolicy& policy) {
+  const int p = slots.ranks();
+  const std::size_t eb = c.element_bytes, bytes = c.count * eb;
+  slots.await_exchange(me, call, c.collective, c.posts(p), eb, policy, c.root, c.reads(me.rank));
+  const auto me_at = static_cast<std::size_t>(me.rank) * bytes;
+  switch (c.collective) {
+    case Collective::barrier: return;
+    case Collective::allreduce:
+      if (bytes > 0) slots.fold_posts(call, 0, c.count, *c.op, c.recv);
+      return;
+    case Collective::reduce_scatter:  // our block, as the direct allreduce reduces the whole
+      if (bytes > 0) slots.fold_posts(call, c.from, c.count, *c.op, c.recv);
+      return;
+    case Collective::reduce:
+      if (me.rank == c.root && bytes > 0) slots.fold_posts(call, 0, c.count, *c.op, c.recv);
+      return;
+    case Collective::bcast:
+      if (me.rank != c.root && bytes > 0) std::memcpy(c.recv, slots.posted(c.root, call), bytes);
+      return;
+    case Collective::allgather:
+    case Collective::gather:
+      if (bytes == 0 || (c.collective == Collective::gather && me.rank != c.root)) return;
+      for (int q = 0; q < p; ++q) {
+        std::byte* block = c.recv + static_cast<std::size_t>(q) * bytes;
+        // Our own block from `send` (in place: there already); memmove, as
+        // a caller's send may overlap its receive vector.
+        const std::byte* from = q == me.rank ? c.send : slots.posted(q, call);
+        if (from != block) std::memmove(block, from, bytes);
+      }
+      return;
+    case Collective::scatter:
+      if (bytes == 0 || (me.rank == c.root && c.recv == c.send)) return;  // in place at the root: it stays
+      std::memmove(c.recv, me.rank == c.root ? c.send + me_at : slots.posted(c.root, call) + me_at, bytes);
+      return;
+    case Collective::alltoall:
+      for (int q = 0; bytes > 0 && q < p; ++q)
+        std::memcpy(c.recv + static_cast<std::size_t>(q) * bytes, slots.posted(q, call) + me_at, bytes);
+      return;
+  }
+}
+
 void direct_allgather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
                       std::size_t element_bytes, const WaitPolicy& policy) {
-  const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::allgather, mine, bytes, element_bytes, policy);
-  if (bytes == 0) return;
-  for (int q = 0; q < slots.ranks(); ++q) {
-    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
-    // Our own block from `mine` (in place: there already); memmove, as a
-    // caller's send may overlap its receive vector.
-    const std::byte* from = q == me.rank ? mine : slots.posted(q, call);
-    if (from != block) std::memmove(block, from, bytes);
-  }
+  run_slot_call(slots, me, {Collective::allgather, mine, recv, count, element_bytes}, policy);
 }
 
 void direct_reduce_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv,
                            std::size_t total, std::size_t from, std::size_t count, const ReduceOp& op,
                            const WaitPolicy& policy) {
-  const std::size_t eb = op.element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::reduce_scatter, send, total * eb, eb, policy);
-  if (count == 0) return;
-  slots.fold_posts(call, from, count, op, recv);  // our block, as the direct allreduce reduces the whole
+  run_slot_call(slots, me, {Collective::reduce_scatter, send, recv, count, op.element_bytes, -1, &op, total, from},
+                policy);
 }
 
 void direct_reduce(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                    int root, const ReduceOp& op, const WaitPolicy& policy) {
-  const std::size_t eb = op.element_bytes;
-  // Only the root reads: the others post and go (DirectReduce::Reads).
-  const std::uint32_t call = slots.exchange(me, Collective::reduce, send, count * eb, eb, policy, root,
-                                            me.rank == root ? Reads::every_post : Reads::nothing);
-  if (me.rank == root && count > 0) slots.fold_posts(call, 0, count, op, recv);
+  run_slot_call(slots, me, {Collective::reduce, send, recv, count, op.element_bytes, root, &op}, policy);
 }
 
 void direct_gather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,
                    std::size_t element_bytes, int root, const WaitPolicy& policy) {
-  const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::gather, mine, bytes, element_bytes, policy, root,
-                                            me.rank == root ? Reads::every_post : Reads::nothing);
-  for (int q = 0; me.rank == root && bytes > 0 && q < slots.ranks(); ++q) {
-    std::byte* block = recv + static_cast<std::size_t>(q) * bytes;
-    const std::byte* from = q == root ? mine : slots.posted(q, call);
-    if (from != block) std::memmove(block, from, bytes);  // in place, the root's is there
-  }
+  run_slot_call(slots, me, {Collective::gather, mine, recv, count, element_bytes, root}, policy);
 }
 
 void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                     std::size_t element_bytes, int root, const WaitPolicy& policy) {
-  const std::size_t bytes = count * element_bytes;
-  const bool at_root = me.rank == root;
-  // The root reads nothing and goes; the others wait for its post alone.
-  const std::uint32_t call =
-      slots.exchange(me, Collective::scatter, at_root ? send : nullptr, static_cast<std::size_t>(slots.ranks()) * bytes,
-                     element_bytes, policy, root, at_root ? Reads::nothing : Reads::roots_post);
-  const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;
-  if (bytes == 0 || (at_root && recv == send)) return;
-  std::memmove(recv, at_root ? send + mine : slots.posted(root, call) + mine, bytes);
+  run_slot_call(slots, me, {Collective::scatter, send, recv, count, element_bytes, root}, policy);
 }
 
 void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                      std::size_t element_bytes, const WaitPolicy& policy) {
-  const std::size_t bytes = count * element_bytes;
-  const std::uint32_t call = slots.exchange(me, Collective::alltoall, send,
-                                            static_cast<std::size_t>(slots.ranks()) * bytes, element_bytes, policy);
-  const std::size_t mine = static_cast<std::size_t>(me.rank) * bytes;
-  for (int q = 0; bytes > 0 && q < slots.ranks(); ++q)
-    std::memcpy(recv + static_cast<std::size_t>(q) * bytes, slots.posted(q, call) + mine, bytes);
+  run_slot_call(slots, me, {Collective::alltoall, send, recv, count, element_bytes}, policy);
 }
 
 std::size_t direct_allgather_by_address(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv,

@@ -87,6 +87,40 @@ void direct_scatter(DirectReduce& slots, DirectRank& me, const std::byte* send, 
 void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                      std::size_t element_bytes, const WaitPolicy& policy);
 
+// The calls above (and the slots' allreduce and barrier) in the two halves a
+// nonblocking or persistent call runs apart (runtime/request.cpp): a start
+// that posts and waits for nobody, and a finish that reads once the posts
+// it needs are in; the blocking calls are the two in a row (run_slot_call).
+// A broadcast among them: the root posts its buffer and reads nothing, the
+// others read the root's post -- the blocking broadcast takes the ring
+// (DirectBcast), which a root could not leave before its readers.
+struct SlotCall {
+  Collective collective = Collective::allreduce;  // barrier: an allreduce of nothing
+  const std::byte* send = nullptr;  // allgather, gather: this rank's block (in place: recv's own); bcast: the buffer
+  std::byte* recv = nullptr;        // not touched at a gather's or reduce's other ranks, nor a bcast's root
+  std::size_t count = 0;  // elements: per block; of the vector (allreduce, reduce, bcast); reduce-scatter: of ours
+  std::size_t element_bytes = 0;
+  int root = -1;                    // reduce, gather, scatter, bcast
+  const ReduceOp* op = nullptr;     // allreduce, reduce, reduce-scatter
+  std::size_t total = 0, from = 0;  // reduce-scatter: every rank's elements, the first of this rank's block
+  // What this rank posts (DirectReduce::kPostBytes at most) and whose posts it reads.
+  std::size_t posts(int ranks) const;
+  DirectReduce::Reads reads(int rank) const;
+};
+// Posts me's part (waiting only to settle a one-sided call before it: a
+// start that must not wait asks DirectReduce::ready_to_post first) and
+// returns the call's number.
+std::uint32_t start_slot_call(DirectReduce& slots, DirectRank& me, const SlotCall& c, const WaitPolicy& policy);
+// Whether the posts me reads are in (finish_slot_call waits for nobody then).
+bool slot_call_ready(const DirectReduce& slots, const DirectRank& me, std::uint32_t call, const SlotCall& c);
+// Waits for the posts me reads, checks them (ScheduleError for a peer's
+// other call, size or root) and reads them; throws what the operator throws.
+void finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
+                      const WaitPolicy& policy);
+inline void run_slot_call(DirectReduce& slots, DirectRank& me, const SlotCall& c, const WaitPolicy& policy) {
+  finish_slot_call(slots, me, start_slot_call(slots, me, c, policy), c, policy);
+}
+
 // The same three by address, for vectors too large for the slots
 // (DirectReduce::share): each rank reads the peers' vectors where they lie,
 // one copy per byte moved, and waits once for every post and once for its

@@ -212,37 +212,28 @@ void DirectReduce::await_released(DirectRank& me, std::uint32_t call, const Wait
 std::uint32_t DirectReduce::exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                                      std::size_t element_bytes, const WaitPolicy& policy, int root, Reads reads) {
   const std::uint32_t call = post_vector(me, c, vector, bytes, root, policy);
-  if (reads != Reads::nothing)
-    await_posts(me, call, c, bytes, element_bytes, policy, root, reads == Reads::roots_post ? root : -1);
+  await_exchange(me, call, c, bytes, element_bytes, policy, root, reads);
   return call;
 }
 
 void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count,
                              const ReduceOp* op, const WaitPolicy& policy) {
-  finish_allreduce(me, post_allreduce(me, send, count, op, policy), recv, count, op, policy);
-}
-
-std::uint32_t DirectReduce::post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op,
-                                           const WaitPolicy& policy) {
-  const std::size_t bytes = count * (op ? op->element_bytes : 0);
+  const std::size_t eb = op ? op->element_bytes : 0, bytes = count * eb;
   if (bytes > kSlotBytes)
     throw UsageError("the direct reduce takes at most " + std::to_string(kSlotBytes) + " bytes, not " +
                      std::to_string(bytes));
-  return post_vector(me, op ? Collective::allreduce : Collective::barrier, send, bytes, -1, policy);
+  const std::uint32_t call = exchange(me, op ? Collective::allreduce : Collective::barrier, send, bytes, eb, policy);
+  if (bytes > 0) fold_posts(call, 0, count, *op, recv);
 }
 
-bool DirectReduce::all_posted(const DirectRank& me, std::uint32_t call) const {
+bool DirectReduce::posts_in(const DirectRank& me, std::uint32_t call, int only) const {
+  auto in = [&](int q) {
+    return static_cast<std::int32_t>(slots_[q].posted.load(std::memory_order_acquire) - call) >= 0;
+  };
+  if (only >= 0) return only == me.rank || in(only);
   for (int q = 0; q < ranks_; ++q)
-    if (q != me.rank && static_cast<std::int32_t>(slots_[q].posted.load(std::memory_order_acquire) - call) < 0)
-      return false;
+    if (q != me.rank && !in(q)) return false;
   return true;
-}
-
-void DirectReduce::finish_allreduce(DirectRank& me, std::uint32_t call, std::byte* recv, std::size_t count,
-                                    const ReduceOp* op, const WaitPolicy& policy) {
-  const std::size_t eb = op ? op->element_bytes : 0;
-  await_posts(me, call, op ? Collective::allreduce : Collective::barrier, count * eb, eb, policy);
-  if (count * eb > 0) fold_posts(call, 0, count, *op, recv);
 }
 
 void DirectReduce::fold_posts(std::uint32_t call, std::size_t from, std::size_t count, const ReduceOp& op,

@@ -121,21 +121,6 @@ class DirectReduce {
   // throws, leaving the slots unusable (the caller aborts its team).
   void allreduce(DirectRank& me, const std::byte* send, std::byte* recv, std::size_t count, const ReduceOp* op,
                  const WaitPolicy& policy);
-  // The same in two halves, for a call that must not wait when it starts
-  // (a nonblocking or persistent one, runtime/pending.hpp): post_allreduce
-  // copies and posts this rank's vector and returns the call's number;
-  // all_posted says, without waiting, whether every peer has posted it;
-  // finish_allreduce then checks the posts and folds them into recv
-  // (waiting under `policy` if they are not all in). allreduce() is the two.
-  // post_allreduce first settles a one-sided call before it (waiting under
-  // `policy`); a start that must not wait asks ready_to_post() first.
-  std::uint32_t post_allreduce(DirectRank& me, const std::byte* send, std::size_t count, const ReduceOp* op,
-                               const WaitPolicy& policy);
-  bool ready_to_post(const DirectRank& me) const { return me.settled == me.calls || all_posted(me, me.calls); }
-  bool all_posted(const DirectRank& me, std::uint32_t call) const;
-  void finish_allreduce(DirectRank& me, std::uint32_t call, std::byte* recv, std::size_t count, const ReduceOp* op,
-                        const WaitPolicy& policy);
-
   // The same for a vector of any size among threads of one process (a
   // HeapArena; UsageError otherwise), without copying it into the slots:
   // each rank reduces its 1/T slice straight from its peers' send vectors
@@ -164,6 +149,28 @@ class DirectReduce {
   std::uint32_t exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes,
                          std::size_t element_bytes, const WaitPolicy& policy, int root = -1,
                          Reads reads = Reads::every_post);
+  // exchange() in two halves, for a call that must not wait when it starts
+  // (a nonblocking or persistent one, transport/direct_gather.hpp's
+  // SlotCall): post_exchange posts, settling a one-sided call before it
+  // first (waiting under `policy`: a start that must not wait asks
+  // ready_to_post() first); exchange_posted says without waiting whether
+  // the posts `reads` names are in; await_exchange waits for them and
+  // checks them. exchange() is the first and the last.
+  std::uint32_t post_exchange(DirectRank& me, Collective c, const std::byte* vector, std::size_t bytes, int root,
+                              const WaitPolicy& policy) {
+    return post_vector(me, c, vector, bytes, root, policy);
+  }
+  bool exchange_posted(const DirectRank& me, std::uint32_t call, Reads reads, int root) const {
+    return reads == Reads::nothing || posts_in(me, call, reads == Reads::roots_post ? root : -1);
+  }
+  void await_exchange(DirectRank& me, std::uint32_t call, Collective c, std::size_t bytes, std::size_t element_bytes,
+                      const WaitPolicy& policy, int root, Reads reads) {
+    if (reads != Reads::nothing)
+      await_posts(me, call, c, bytes, element_bytes, policy, root, reads == Reads::roots_post ? root : -1);
+  }
+  // Whether post_exchange may post without waiting: the call before, if it
+  // was one-sided, is settled (every peer has posted it).
+  bool ready_to_post(const DirectRank& me) const { return me.settled == me.calls || posts_in(me, me.calls, -1); }
   const std::byte* posted(int rank, std::uint32_t call) const;
   // recv = x_0 ⊙ x_1 ⊙ ... ⊙ x_{T-1} over elements [from, from + count) of
   // every rank's post of `call`, in rank order: the sequential reference's
@@ -241,6 +248,8 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
+  // Whether every peer (`only` >= 0: that rank) has posted `call`, without waiting.
+  bool posts_in(const DirectRank& me, std::uint32_t call, int only) const;
   // Every peer's post of `call` (`only` >= 0: that rank's alone), of
   // collective `c`, `bytes` and `root` as ours (else ScheduleError).
   void await_posts(DirectRank& me, std::uint32_t call, Collective c, std::uint64_t bytes, std::size_t eb,

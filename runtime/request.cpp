@@ -147,8 +147,14 @@ std::optional<SlotCall> RankCore::slot_call(const CallArgs& a) const {
       break;
     }
   }
-  if (!direct_fits(c, s.posts(p), false)) return std::nullopt;
-  return s;
+  if (direct_fits(c, s.posts(p), false)) return s;
+  // A broadcast beyond the slots: read where the root's buffer lies, where
+  // the ranks may read each other's memory and reads beat copies (the
+  // blocking broadcast's ring reads so too).
+  if (c != Collective::bcast || !leaves_choice_to_direct(c) || !DirectReduce::serves(p)) return std::nullopt;
+  const LinkConfig& link_config = core_team.engine->config();
+  s.by_address = core_team.shares_memory || (link_config.cross_memory_attach && link_config.fast_attach);
+  return s.by_address ? std::optional<SlotCall>(s) : std::nullopt;
 }
 
 std::shared_ptr<PendingCall> RankCore::direct_call(const CallArgs& a) {

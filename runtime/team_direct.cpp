@@ -88,7 +88,8 @@ bool TeamDirectReduce::finish(std::uint32_t call, const SlotCall& c, bool wait) 
     return false;
   }
   arm_deadline();
-  failing([&] { finish_slot_call(reducer_, direct_, call, c, policy_); });
+  if (const std::size_t read = failing([&] { return finish_slot_call(reducer_, direct_, call, c, policy_); }))
+    engine_.count_attached(read);
   engine_.publish_done(link_);
   return true;
 }

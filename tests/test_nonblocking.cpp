@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "runtime/comm.hpp"
 #include "support.hpp"
+#include "transport/direct_reduce.hpp"
 
 namespace copse::testing {
 namespace {
@@ -277,6 +278,46 @@ TEST_CASE("direct nonblocking calls: a mismatched call fails every rank instead 
       CHECK_THAT(message_of(e), Catch::Contains("mismatched roots"));
     }
   }
+}
+
+TEST_CASE("direct nonblocking calls: a broadcast beyond the slots is read where the root's buffer lies", "[comm]") {
+  // The root shares its buffer's address and is done only once every peer
+  // has read it (RankCore::slot_call's `by_address`): until then a test
+  // says no, and the buffer is still the caller's to keep unchanged.
+  const int p = 3;
+  TeamOptions o = options_for({p});
+  o.wait_timeout = std::chrono::milliseconds(5000);
+  Team team(o);
+  std::atomic<bool> root_tested{false};
+  std::vector<std::string> wrong(p);
+  const auto check = [&](int rank, bool ok, const std::string& what) {
+    std::string& first = wrong[static_cast<std::size_t>(rank)];
+    if (!ok && first.empty()) first = what;
+  };
+  check_no_errors(on_every_rank(team, [&](Comm& c) {
+    const std::size_t n = 2 * DirectReduce::kPostBytes / sizeof(std::int64_t) + 5;
+    for (std::int64_t round = 0; round < 40; ++round) {
+      const int root = static_cast<int>(round % p);
+      const std::size_t count = n + static_cast<std::size_t>(round);
+      std::vector<std::int64_t> v(count, -1);
+      if (c.rank() == root)
+        for (std::size_t i = 0; i < count; ++i) v[i] = round * 100000 + static_cast<std::int64_t>(i);
+      if (round == 0 && c.rank() != root)
+        while (!root_tested.load()) std::this_thread::yield();
+      if (round % 7 == 3 && c.rank() == (root + 1) % p) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      Request r = c.ibcast(v.data(), count, DType::int64, root);
+      if (round == 0 && c.rank() == root) {
+        check(root, !r.test(), "the root's ibcast is done before its readers entered");
+        root_tested = true;
+      }
+      r.wait();
+      bool ok = true;
+      for (std::size_t i = 0; i < count; ++i) ok = ok && v[i] == round * 100000 + static_cast<std::int64_t>(i);
+      check(c.rank(), ok, "round " + std::to_string(round) + ": ibcast");
+      if (round % 5 == 0) c.barrier();  // a blocking call after one the root did not see posted
+    }
+  }));
+  CHECK(wrong == std::vector<std::string>(p));
 }
 
 }  // namespace copse::testing

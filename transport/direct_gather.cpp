@@ -36,36 +36,47 @@ std::uint32_t start_slot_call(DirectReduce& slots, DirectRank& me, const SlotCal
   // A scatter's or broadcast's only data is the root's: the others post its size alone.
   const bool roots_data = c.collective == Collective::scatter || c.collective == Collective::bcast;
   const std::byte* vector = roots_data && me.rank != c.root ? nullptr : c.send;
+  if (c.by_address) return slots.share(me, c.collective, vector, c.posts(slots.ranks()), policy, c.root);
   return slots.post_exchange(me, c.collective, vector, c.posts(slots.ranks()), c.root, policy);
 }
 
 bool slot_call_ready(const DirectReduce& slots, const DirectRank& me, std::uint32_t call, const SlotCall& c) {
+  if (c.by_address && me.rank == c.root) return slots.all_released(me, call);
   return slots.exchange_posted(me, call, c.reads(me.rank), c.root);
 }
 
-void finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
-                      const WaitPolicy& policy) {
+std::size_t finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
+                             const WaitPolicy& policy) {
   const int p = slots.ranks();
   const std::size_t eb = c.element_bytes, bytes = c.count * eb;
   slots.await_exchange(me, call, c.collective, c.posts(p), eb, policy, c.root, c.reads(me.rank));
   const auto me_at = static_cast<std::size_t>(me.rank) * bytes;
   switch (c.collective) {
-    case Collective::barrier: return;
+    case Collective::barrier: return 0;
     case Collective::allreduce:
       if (bytes > 0) slots.fold_posts(call, 0, c.count, *c.op, c.recv);
-      return;
+      return 0;
     case Collective::reduce_scatter:  // our block, as the direct allreduce reduces the whole
       if (bytes > 0) slots.fold_posts(call, c.from, c.count, *c.op, c.recv);
-      return;
+      return 0;
     case Collective::reduce:
       if (me.rank == c.root && bytes > 0) slots.fold_posts(call, 0, c.count, *c.op, c.recv);
-      return;
+      return 0;
     case Collective::bcast:
+      if (c.by_address && me.rank == c.root) {
+        slots.await_released(me, call, policy);  // its buffer is read where it lies
+        return 0;
+      }
+      if (c.by_address) {
+        const std::size_t read = slots.read_shared(c.root, call, 0, bytes, c.recv);
+        slots.release(me, call);
+        return read;
+      }
       if (me.rank != c.root && bytes > 0) std::memcpy(c.recv, slots.posted(c.root, call), bytes);
-      return;
+      return 0;
     case Collective::allgather:
     case Collective::gather:
-      if (bytes == 0 || (c.collective == Collective::gather && me.rank != c.root)) return;
+      if (bytes == 0 || (c.collective == Collective::gather && me.rank != c.root)) return 0;
       for (int q = 0; q < p; ++q) {
         std::byte* block = c.recv + static_cast<std::size_t>(q) * bytes;
         // Our own block from `send` (in place: there already); memmove, as
@@ -73,16 +84,17 @@ void finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, c
         const std::byte* from = q == me.rank ? c.send : slots.posted(q, call);
         if (from != block) std::memmove(block, from, bytes);
       }
-      return;
+      return 0;
     case Collective::scatter:
-      if (bytes == 0 || (me.rank == c.root && c.recv == c.send)) return;  // in place at the root: it stays
+      if (bytes == 0 || (me.rank == c.root && c.recv == c.send)) return 0;  // in place at the root: it stays
       std::memmove(c.recv, me.rank == c.root ? c.send + me_at : slots.posted(c.root, call) + me_at, bytes);
-      return;
+      return 0;
     case Collective::alltoall:
       for (int q = 0; bytes > 0 && q < p; ++q)
         std::memcpy(c.recv + static_cast<std::size_t>(q) * bytes, slots.posted(q, call) + me_at, bytes);
-      return;
+      return 0;
   }
+  return 0;
 }
 
 void direct_allgather(DirectReduce& slots, DirectRank& me, const std::byte* mine, std::byte* recv, std::size_t count,

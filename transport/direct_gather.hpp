@@ -93,7 +93,10 @@ void direct_alltoall(DirectReduce& slots, DirectRank& me, const std::byte* send,
 // it needs are in; the blocking calls are the two in a row (run_slot_call).
 // A broadcast among them: the root posts its buffer and reads nothing, the
 // others read the root's post -- the blocking broadcast takes the ring
-// (DirectBcast), which a root could not leave before its readers.
+// (DirectBcast), which a root could not leave before its readers. Beyond
+// the slots a broadcast may go by address (`by_address`): the root shares
+// its buffer's address and is done once every peer has read it; the others
+// read it where it lies (DirectReduce::read_shared) and release it.
 struct SlotCall {
   Collective collective = Collective::allreduce;  // barrier: an allreduce of nothing
   const std::byte* send = nullptr;  // allgather, gather: this rank's block (in place: recv's own); bcast: the buffer
@@ -103,6 +106,7 @@ struct SlotCall {
   int root = -1;                    // reduce, gather, scatter, bcast
   const ReduceOp* op = nullptr;     // allreduce, reduce, reduce-scatter
   std::size_t total = 0, from = 0;  // reduce-scatter: every rank's elements, the first of this rank's block
+  bool by_address = false;          // bcast: read where the root's buffer lies (above)
   // What this rank posts (DirectReduce::kPostBytes at most) and whose posts it reads.
   std::size_t posts(int ranks) const;
   DirectReduce::Reads reads(int rank) const;
@@ -114,11 +118,13 @@ std::uint32_t start_slot_call(DirectReduce& slots, DirectRank& me, const SlotCal
 // Whether the posts me reads are in (finish_slot_call waits for nobody then).
 bool slot_call_ready(const DirectReduce& slots, const DirectRank& me, std::uint32_t call, const SlotCall& c);
 // Waits for the posts me reads, checks them (ScheduleError for a peer's
-// other call, size or root) and reads them; throws what the operator throws.
-void finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
-                      const WaitPolicy& policy);
-inline void run_slot_call(DirectReduce& slots, DirectRank& me, const SlotCall& c, const WaitPolicy& policy) {
-  finish_slot_call(slots, me, start_slot_call(slots, me, c, policy), c, policy);
+// other call, size or root) and reads them (a root by address: waits until
+// its readers are done); throws what the operator throws. Returns the bytes
+// read from other processes.
+std::size_t finish_slot_call(DirectReduce& slots, DirectRank& me, std::uint32_t call, const SlotCall& c,
+                             const WaitPolicy& policy);
+inline std::size_t run_slot_call(DirectReduce& slots, DirectRank& me, const SlotCall& c, const WaitPolicy& policy) {
+  return finish_slot_call(slots, me, start_slot_call(slots, me, c, policy), c, policy);
 }
 
 // The same three by address, for vectors too large for the slots

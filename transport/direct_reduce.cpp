@@ -227,8 +227,16 @@ void DirectReduce::allreduce(DirectRank& me, const std::byte* send, std::byte* r
 }
 
 bool DirectReduce::posts_in(const DirectRank& me, std::uint32_t call, int only) const {
+  return words_in(me, &Slot::posted, call, only);
+}
+
+bool DirectReduce::all_released(const DirectRank& me, std::uint32_t call) const {
+  return words_in(me, &Slot::gathered, call, -1);
+}
+
+bool DirectReduce::words_in(const DirectRank& me, Word word, std::uint32_t call, int only) const {
   auto in = [&](int q) {
-    return static_cast<std::int32_t>(slots_[q].posted.load(std::memory_order_acquire) - call) >= 0;
+    return static_cast<std::int32_t>((slots_[q].*word).load(std::memory_order_acquire) - call) >= 0;
   };
   if (only >= 0) return only == me.rank || in(only);
   for (int q = 0; q < ranks_; ++q)

@@ -216,6 +216,8 @@ class DirectReduce {
   // until every peer is (`only` >= 0: that rank alone).
   void release(DirectRank& me, std::uint32_t call);
   void await_released(DirectRank& me, std::uint32_t call, const WaitPolicy& policy, int only = -1);
+  // Whether every peer has released `call`, without waiting.
+  bool all_released(const DirectRank& me, std::uint32_t call) const;
 
   // A broadcast among the same ranks, through the ring beside the slots
   // (DirectBcast::bcast). Its calls have their own count: they may come
@@ -248,7 +250,9 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
-  // Whether every peer (`only` >= 0: that rank) has posted `call`, without waiting.
+  // Whether every peer's `word` (`only` >= 0: that rank's) has reached
+  // `call`, without waiting; posts_in: their posts.
+  bool words_in(const DirectRank& me, Word word, std::uint32_t call, int only) const;
   bool posts_in(const DirectRank& me, std::uint32_t call, int only) const;
   // Every peer's post of `call` (`only` >= 0: that rank's alone), of
   // collective `c`, `bytes` and `root` as ours (else ScheduleError).

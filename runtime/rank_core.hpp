@@ -8,9 +8,11 @@
 //    one agreement round from rank 0), passed in as the entry's maker;
 //  - run: the step executor over the team's shared-memory engine and the
 //    rank's remote link, failures rethrown as the team's first failure;
-//  - the direct paths: small allreduces and barriers of one node in one
-//    round through the direct reduce, (threads only) large allreduces in
-//    slices, and broadcasts of one node through its ring;
+//  - the direct paths: calls of one node in one round through the direct
+//    reduce's slots (what fits them; a nonblocking or persistent call in
+//    two halves, request.cpp's DirectCall), larger ones read by address,
+//    (threads only) large allreduces in slices, and blocking broadcasts
+//    through its ring;
 //  - arrival: edge(), the arrival branch of allreduce (publish, agree on
 //    every rank's prediction, the arrival key), planned_arrival();
 //  - helpers for pieces, for input read without an up-front copy (RunInput)
@@ -56,9 +58,9 @@ struct CoreTeam {
   const CommOptionsBase* settings = nullptr;  // the team's options
   int ranks = 0;
   std::unique_ptr<LinkEngine> engine;  // the node's shared-memory links
-  // One node: small allreduces and barriers in one round through shared
-  // slots (transport/direct_reduce.hpp), where the selection would choose;
-  // null otherwise.
+  // One node: calls in one round through shared slots
+  // (transport/direct_reduce.hpp, direct_gather.hpp), where the selection
+  // would choose; null otherwise.
   std::unique_ptr<DirectReduce> direct;
   // The ranks are threads of one process, so a rank may read its peers'
   // buffers: large allreduces through the direct reduce's slices

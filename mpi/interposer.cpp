@@ -223,9 +223,11 @@ __attribute__((tls_model("initial-exec"))) thread_local LastRecord t_last_record
 
 // The record the communicator's attribute holds, through this thread's last
 // look-up; null when it holds none yet, or (`looked` false) when the
-// look-up failed.
+// look-up failed or copse never looks (MPI_COMM_NULL; MPI_COMM_SELF, one
+// process: without an attribute look-up).
 Record* attached_record(State& s, MPI_Comm comm, bool& looked) {
-  looked = true;
+  looked = comm != MPI_COMM_NULL && comm != MPI_COMM_SELF;
+  if (!looked) return nullptr;
   const std::uint64_t generation = s.record_generation.load(std::memory_order_acquire);
   LastRecord& last = t_last_record;
   if (last.comm == comm && last.generation == generation && last.record) return last.record;
@@ -254,7 +256,6 @@ const ReduceOp* reduction(State& s, MpiCollective c, int count, MPI_Datatype typ
 }
 
 Record* served_record(State& s, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;
   bool looked = true;
   Record* r = attached_record(s, comm, looked);
   return r && r->served ? r : nullptr;
@@ -263,7 +264,6 @@ Record* served_record(State& s, MPI_Comm comm) {
 // The communicator's record, made at its first call here; null when copse
 // does not serve the communicator.
 Record* record(State& s, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || comm == MPI_COMM_SELF) return nullptr;  // MPI_COMM_SELF: without an attribute look-up
   bool looked = true;
   if (Record* r = attached_record(s, comm, looked)) return r->served ? r : nullptr;
   if (!looked) return nullptr;

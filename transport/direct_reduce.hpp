@@ -161,12 +161,11 @@ class DirectReduce {
     return post_vector(me, c, vector, bytes, root, policy);
   }
   bool exchange_posted(const DirectRank& me, std::uint32_t call, Reads reads, int root) const {
-    return reads == Reads::nothing || posts_in(me, call, reads == Reads::roots_post ? root : -1);
+    return reads == Reads::nothing || posts_in(me, call, only_read(reads, root));
   }
   void await_exchange(DirectRank& me, std::uint32_t call, Collective c, std::size_t bytes, std::size_t element_bytes,
                       const WaitPolicy& policy, int root, Reads reads) {
-    if (reads != Reads::nothing)
-      await_posts(me, call, c, bytes, element_bytes, policy, root, reads == Reads::roots_post ? root : -1);
+    if (reads != Reads::nothing) await_posts(me, call, c, bytes, element_bytes, policy, root, only_read(reads, root));
   }
   // Whether post_exchange may post without waiting: the call before, if it
   // was one-sided, is settled (every peer has posted it).
@@ -250,6 +249,8 @@ class DirectReduce {
   // Waits until every peer's `word` has reached `call`.
   void await_all(DirectRank& me, Word word, Word sleepers, std::uint32_t call, const char* what,
                  const WaitPolicy& policy);
+  // The one rank whose post `reads` names (the root's), or -1: every peer's.
+  static int only_read(Reads reads, int root) { return reads == Reads::roots_post ? root : -1; }
   // Whether every peer's `word` (`only` >= 0: that rank's) has reached
   // `call`, without waiting; posts_in: their posts.
   bool words_in(const DirectRank& me, Word word, std::uint32_t call, int only) const;
